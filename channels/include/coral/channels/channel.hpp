@@ -1,0 +1,191 @@
+#pragma once
+/// \file
+/// Channel<T>: the bounded, awaitable, multi-producer multi-consumer queue
+/// that actors talk through.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include <asio/awaitable.hpp>
+#include <asio/use_awaitable.hpp>
+#include <tbb/concurrent_queue.h>
+
+#include "coral/channels/detail/waiter.hpp"
+#include "coral/core/error.hpp"
+
+namespace coral {
+
+/// A bounded MPMC channel of messages of type T.
+///
+/// Storage is a oneTBB concurrent queue; the capacity is enforced by a
+/// separate counter of reserved slots, so try_send() and try_receive() never
+/// take a lock. A coroutine that must wait (full on send, empty on receive)
+/// parks in a waiter list stored in its own frame (no allocation) and is
+/// resumed later by a post to its own executor: an io_context thread never
+/// blocks, and producer and consumer may run on different executors.
+///
+/// Closing is a value, not an exception. close() makes every later send fail
+/// (return false); items already buffered, and sends that had reserved a slot
+/// before the close, are still delivered; once those are drained, receivers
+/// get std::nullopt (or 0 items). close() wakes every parked sender and
+/// receiver. A parked operation whose coroutine is cancelled (terminal,
+/// partial or total cancellation through its slot, as the runtime does on a
+/// stop) ends with asio::system_error(operation_aborted) and takes or gives
+/// no item.
+///
+/// Thread safety: every member function may be called from any thread and any
+/// executor at the same time, except the destructor. Destroy a channel only
+/// when no coroutine is parked on it (close it and let waiters finish).
+///
+/// T must be default constructible and nothrow move constructible and
+/// assignable: messages are small plain structs.
+template <class T>
+class channel {
+  static_assert(std::is_default_constructible_v<T>, "channel<T>: T must be default constructible");
+  static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T>,
+                "channel<T>: T must be nothrow movable");
+
+ public:
+  using value_type = T;
+
+  /// A channel that buffers up to `capacity` messages. Throws config_error if 0.
+  explicit channel(std::size_t capacity) : capacity_(capacity) {
+    if (capacity == 0) throw config_error(std::string(messages::zero_capacity));
+  }
+  channel(const channel&) = delete;
+  channel& operator=(const channel&) = delete;
+
+  /// Sends without waiting. Returns false, leaving `value` untouched, if the
+  /// channel is full or closed.
+  [[nodiscard]] bool try_send(T&& value) {
+    if (!try_reserve()) return false;
+    queue_.push(std::move(value));
+    receivers_.notify_one();
+    return true;
+  }
+  /// Copying form of try_send.
+  [[nodiscard]] bool try_send(const T& value) {
+    T copy(value);
+    return try_send(std::move(copy));
+  }
+
+  /// Receives without waiting: an item, or nullopt if none is buffered now
+  /// (whether or not the channel is closed; see is_drained()).
+  [[nodiscard]] std::optional<T> try_receive() {
+    std::optional<T> out(std::in_place);
+    if (!queue_.try_pop(*out)) return std::nullopt;
+    release(1);
+    return out;
+  }
+
+  /// Receives up to out.size() buffered items without waiting; returns how
+  /// many were written to the front of `out`.
+  [[nodiscard]] std::size_t try_receive_some(std::span<T> out) {
+    std::size_t n = 0;
+    while (n < out.size() && queue_.try_pop(out[n])) ++n;
+    if (n > 0) release(n);
+    return n;
+  }
+
+  /// Sends, waiting for room if the channel is full. Returns false (the value
+  /// is dropped) if the channel is or becomes closed before the send.
+  [[nodiscard]] asio::awaitable<bool> async_send(T value) {
+    for (;;) {
+      if (try_send(std::move(value))) co_return true;
+      if (is_closed()) co_return false;
+      detail::waiter w;
+      co_await detail::async_park(senders_, w, [this] { return has_room_or_closed(); },
+                                  asio::use_awaitable);
+    }
+  }
+
+  /// Receives one item, waiting if none is buffered. Returns nullopt once
+  /// the channel is closed and drained.
+  [[nodiscard]] asio::awaitable<std::optional<T>> async_receive() {
+    for (;;) {
+      if (auto v = try_receive()) co_return v;
+      if (is_drained()) co_return std::nullopt;
+      detail::waiter w;
+      co_await detail::async_park(receivers_, w, [this] { return has_item_or_drained(); },
+                                  asio::use_awaitable);
+    }
+  }
+
+  /// Receives between 1 and out.size() items, waiting until at least one is
+  /// buffered. Returns 0 only once the channel is closed and drained (or if
+  /// `out` is empty).
+  [[nodiscard]] asio::awaitable<std::size_t> async_receive_some(std::span<T> out) {
+    if (out.empty()) co_return 0;
+    for (;;) {
+      if (auto n = try_receive_some(out)) co_return n;
+      if (is_drained()) co_return 0;
+      detail::waiter w;
+      co_await detail::async_park(receivers_, w, [this] { return has_item_or_drained(); },
+                                  asio::use_awaitable);
+    }
+  }
+
+  /// Closes the channel (see the class comment). Idempotent.
+  void close() noexcept {
+    state_.fetch_or(closed_bit, std::memory_order_acq_rel);
+    receivers_.notify_all();
+    senders_.notify_all();
+  }
+
+  /// True once close() was called.
+  [[nodiscard]] bool is_closed() const noexcept {
+    return (state_.load(std::memory_order_acquire) & closed_bit) != 0;
+  }
+  /// True once closed and every item sent before the close was received.
+  [[nodiscard]] bool is_drained() const noexcept {
+    return state_.load(std::memory_order_acquire) == closed_bit;
+  }
+  /// Items buffered or being sent right now (a snapshot).
+  [[nodiscard]] std::size_t size() const noexcept {
+    return static_cast<std::size_t>(state_.load(std::memory_order_relaxed) & ~closed_bit);
+  }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  /// Coroutines parked in async_receive / async_receive_some (a snapshot).
+  [[nodiscard]] std::size_t waiting_receivers() const noexcept { return receivers_.size(); }
+  /// Coroutines parked in async_send (a snapshot).
+  [[nodiscard]] std::size_t waiting_senders() const noexcept { return senders_.size(); }
+
+ private:
+  // state_ = closed flag | number of reserved slots (pushed or being pushed).
+  // One word, so that "reserve unless closed" is a single CAS and no send can
+  // slip in after a receiver has seen "closed and drained".
+  static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
+
+  bool try_reserve() noexcept {
+    auto s = state_.load(std::memory_order_relaxed);
+    do {
+      if ((s & closed_bit) != 0 || s >= capacity_) return false;
+    } while (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                           std::memory_order_relaxed));
+    return true;
+  }
+
+  void release(std::size_t n) noexcept {
+    state_.fetch_sub(n, std::memory_order_acq_rel);
+    senders_.notify(n);
+  }
+
+  bool has_room_or_closed() const noexcept {
+    auto s = state_.load(std::memory_order_acquire);
+    return (s & closed_bit) != 0 || s < capacity_;
+  }
+  bool has_item_or_drained() const noexcept { return !queue_.empty() || is_drained(); }
+
+  const std::size_t capacity_;
+  std::atomic<std::uint64_t> state_{0};
+  tbb::concurrent_queue<T> queue_;
+  detail::waiter_list receivers_;
+  detail::waiter_list senders_;
+};
+
+}  // namespace coral

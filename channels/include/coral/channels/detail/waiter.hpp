@@ -1,0 +1,189 @@
+#pragma once
+/// \file
+/// Machinery of Channel<T>'s slow path: a suspended coroutine parked in an
+/// intrusive list until a sender or receiver wakes it. Not public API.
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/error.hpp>
+#include <asio/execution/outstanding_work.hpp>
+#include <asio/post.hpp>
+#include <asio/prefer.hpp>
+
+namespace coral::detail {
+
+/// One parked operation. It lives in the frame of the coroutine that waits,
+/// so parking allocates nothing; the completion handler is stored inline.
+struct waiter {
+  waiter* prev = nullptr;
+  waiter* next = nullptr;
+  bool linked = false;
+  /// Moves the stored handler out and posts it to its own executor with `ec`.
+  void (*complete)(waiter&, asio::error_code) = nullptr;
+  /// Keeps the waiting coroutine's executor from running out of work.
+  asio::any_io_executor work;
+  alignas(std::max_align_t) std::byte handler[64];
+};
+
+/// A FIFO of parked waiters, guarded by its own mutex. The `count` mirror lets
+/// the fast path ask "is anyone waiting?" without taking the lock.
+class waiter_list {
+ public:
+  /// Parks `w` unless `ready()` (checked after `w` is visible to wakers, so
+  /// that a wake between the caller's failed attempt and the parking is never
+  /// lost) says the wait is already over; then completes `w` at once.
+  template <class Ready>
+  void park(waiter& w, Ready&& ready) {
+    {
+      std::unique_lock lock(mutex_);
+      link(w);
+      // Pairs with the fence in notify_one(): either the waker sees count_
+      // above zero, or we see the state change it made.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (!ready()) return;
+      unlink(w);
+    }
+    w.complete(w, {});
+  }
+
+  /// Wakes the oldest waiter, if any. Call after changing the state the
+  /// waiters wait for.
+  void notify_one() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (count_.load(std::memory_order_relaxed) == 0) return;
+    waiter* w = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      w = head_;
+      if (w == nullptr) return;
+      unlink(*w);
+    }
+    w->complete(*w, {});
+  }
+
+  /// Wakes up to `n` of the oldest waiters.
+  void notify(std::size_t n) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (; n > 0 && count_.load(std::memory_order_relaxed) != 0; --n) {
+      waiter* w = nullptr;
+      {
+        std::lock_guard lock(mutex_);
+        w = head_;
+        if (w == nullptr) return;
+        unlink(*w);
+      }
+      w->complete(*w, {});
+    }
+  }
+
+  /// Wakes every waiter (used by close()).
+  void notify_all() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (;;) {
+      waiter* w = nullptr;
+      {
+        std::lock_guard lock(mutex_);
+        w = head_;
+        if (w == nullptr) return;
+        unlink(*w);
+      }
+      w->complete(*w, {});
+    }
+  }
+
+  /// Completes `w` with operation_aborted if it is still parked.
+  void cancel(waiter& w) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!w.linked) return;
+      unlink(w);
+    }
+    w.complete(w, asio::error::operation_aborted);
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  void link(waiter& w) noexcept {
+    w.prev = tail_;
+    w.next = nullptr;
+    (tail_ ? tail_->next : head_) = &w;
+    tail_ = &w;
+    w.linked = true;
+    count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void unlink(waiter& w) noexcept {
+    (w.prev ? w.prev->next : head_) = w.next;
+    (w.next ? w.next->prev : tail_) = w.prev;
+    w.prev = w.next = nullptr;
+    w.linked = false;
+    count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  std::mutex mutex_;
+  waiter* head_ = nullptr;
+  waiter* tail_ = nullptr;
+  std::atomic<std::size_t> count_{0};
+};
+
+/// Initiation of the wait: stores the handler in the waiter, hooks up
+/// per-operation cancellation, and parks it.
+template <class Ready>
+struct park_initiation {
+  waiter_list* list;
+  waiter* w;
+  Ready ready;
+
+  template <class Handler>
+  void operator()(Handler&& handler) {
+    using handler_type = std::decay_t<Handler>;
+    static_assert(sizeof(handler_type) <= sizeof(waiter::handler), "handler too large for inline storage");
+    static_assert(alignof(handler_type) <= alignof(std::max_align_t));
+
+    w->work = asio::prefer(asio::get_associated_executor(handler),
+                           asio::execution::outstanding_work.tracked);
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    ::new (static_cast<void*>(w->handler)) handler_type(std::forward<Handler>(handler));
+    w->complete = [](waiter& self, asio::error_code ec) {
+      auto* stored = std::launder(reinterpret_cast<handler_type*>(self.handler));
+      handler_type h(std::move(*stored));
+      stored->~handler_type();
+      auto work = std::move(self.work);
+      self.work = nullptr;
+      auto ex = asio::get_associated_executor(h);
+      // Never resume inline: the waker may be another coroutine's thread.
+      asio::post(ex, [h = std::move(h), ec, work = std::move(work)]() mutable { std::move(h)(ec); });
+    };
+    if (slot.is_connected()) {
+      slot.template emplace<cancel_handler>(list, w);
+    }
+    list->park(*w, ready);
+  }
+
+  struct cancel_handler {
+    waiter_list* list;
+    waiter* w;
+    void operator()(asio::cancellation_type type) {
+      if (type != asio::cancellation_type::none) list->cancel(*w);
+    }
+  };
+};
+
+/// Suspends until `list` wakes `w`, or completes at once if `ready()`.
+/// Completes with operation_aborted when cancelled through the handler's slot.
+template <class CompletionToken, class Ready>
+auto async_park(waiter_list& list, waiter& w, Ready ready, CompletionToken&& token) {
+  return asio::async_initiate<CompletionToken, void(asio::error_code)>(
+      park_initiation<Ready>{&list, &w, std::move(ready)}, token);
+}
+
+}  // namespace coral::detail

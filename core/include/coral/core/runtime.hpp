@@ -1,0 +1,125 @@
+#pragma once
+/// \file
+/// The runtime: owns the executors, spawns named actors, and runs them until
+/// every one has finished, stopping all of them on the first failure, on a
+/// signal, or on request.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/awaitable.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/io_context.hpp>
+
+#include "coral/core/executor.hpp"
+
+namespace coral {
+
+/// Options of a runtime.
+struct runtime_options {
+  executor_mode mode = executor_mode::threads;
+  /// Turn SIGINT and SIGTERM into request_stop() while run() runs.
+  bool handle_signals = false;
+  /// How long actors may take to finish after a stop before the runtime
+  /// abandons them and run() throws stop_timeout.
+  std::chrono::milliseconds stop_deadline{1000};
+};
+
+/// Spawns actors and runs them to the end.
+///
+/// An actor is an `asio::awaitable<void>` with a name, running on an
+/// executor from pool(). When an actor throws, the runtime records
+/// `actor '<name>' failed: <what>` and stops every other actor: it calls the
+/// on_stop() callbacks (which close channels, so receivers see "closed"), and
+/// emits terminal cancellation to each actor still running, so a pending wait
+/// ends with asio::error::operation_aborted. Exceptions of that kind after a
+/// stop count as a clean end. If actors are still running stop_deadline after
+/// the stop, their executors are stopped and run() throws stop_timeout: no
+/// path hangs.
+///
+/// Protocol: pool() and spawn() (also from running actors), then run() once.
+/// The destructor joins every thread the runtime started.
+///
+/// Thread safety: spawn(), on_stop(), request_stop() and stop_requested() may
+/// be called from any thread, including actors; run() from one thread only.
+class runtime {
+ public:
+  explicit runtime(runtime_options options = {});
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+  ~runtime();
+
+  /// The executor of pool `name`, created with `threads` threads on first
+  /// use (later calls return the same pool and ignore the other arguments).
+  /// In single mode every name maps to the one io_context run by run().
+  [[nodiscard]] asio::any_io_executor pool(const std::string& name, std::size_t threads = 1,
+                                           bool pin = false, std::size_t first_core = 0);
+
+  /// Starts actor `name` running `body` on `executor` (an executor from
+  /// pool(); on a pool of several threads the actor gets its own strand, so
+  /// its code never runs on two threads at once). Names must be unique.
+  void spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body);
+
+  /// Registers `fn` to run once, on the thread that processes the stop, when
+  /// a stop begins (typically closing a channel). Called immediately if the
+  /// stop already began.
+  void on_stop(std::function<void()> fn);
+
+  /// Registers `c.close()` as a stop callback. `c` must outlive the runtime's run().
+  template <class Closable>
+  void close_on_stop(Closable& c) {
+    on_stop([&c] { c.close(); });
+  }
+
+  /// Asks every actor to stop (see the class comment). Thread safe, idempotent.
+  void request_stop() noexcept;
+  /// True once a stop was requested, by a failure, a signal or a call.
+  [[nodiscard]] bool stop_requested() const noexcept {
+    return stop_requested_.load(std::memory_order_acquire);
+  }
+
+  /// Runs every actor until all have finished. Returns normally when all
+  /// ended without error (also after a requested stop); throws actor_failed
+  /// for the first actor that failed, or stop_timeout.
+  void run();
+
+  /// The mode this runtime was built with.
+  [[nodiscard]] executor_mode mode() const noexcept { return options_.mode; }
+
+ private:
+  struct actor_record {
+    std::string name;
+    asio::any_io_executor executor;
+    asio::cancellation_signal cancel;
+    std::atomic<bool> done{false};
+  };
+
+  void on_actor_done(actor_record& actor, std::exception_ptr error);
+  void begin_stop();
+  void finish_if_done();
+
+  runtime_options options_;
+  asio::io_context control_;  ///< runs on the caller of run(); in single mode, every actor too
+  std::map<std::string, std::unique_ptr<thread_pool>> pools_;
+
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<actor_record>> actors_;
+  std::vector<std::function<void()>> stop_callbacks_;
+  std::size_t running_ = 0;
+  std::string failed_actor_;   ///< name of the first actor that failed, empty if none
+  std::string failure_what_;   ///< its exception's what()
+  bool stop_began_ = false;
+  bool ran_ = false;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace coral

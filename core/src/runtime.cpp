@@ -1,0 +1,223 @@
+#include "coral/core/runtime.hpp"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <asio/system_error.hpp>
+
+#include "coral/core/error.hpp"
+#include "coral/core/logging.hpp"
+
+namespace coral {
+namespace {
+
+bool is_operation_aborted(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const asio::system_error& se) {
+    return se.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string describe(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace
+
+runtime::runtime(runtime_options options) : options_(options) {}
+
+runtime::~runtime() {
+  for (auto& [name, pool] : pools_) {
+    pool->stop();
+    pool->join();
+  }
+}
+
+asio::any_io_executor runtime::pool(const std::string& name, std::size_t threads, bool pin,
+                                    std::size_t first_core) {
+  if (options_.mode == executor_mode::single) {
+    if (threads == 0) throw config_error(fmt::format(fmt::runtime(messages::zero_threads), name));
+    return control_.get_executor();
+  }
+  std::lock_guard lock(mutex_);
+  auto it = pools_.find(name);
+  if (it == pools_.end()) {
+    auto p = std::make_unique<thread_pool>(pool_options{name, threads, pin, first_core});
+    if (ran_) p->start();
+    it = pools_.emplace(name, std::move(p)).first;
+  }
+  return it->second->get_executor();
+}
+
+void runtime::spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body) {
+  actor_record* actor = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& a : actors_) {
+      if (a->name == name) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_actor), name));
+    }
+    // A pool of several threads could run two handlers of one coroutine at
+    // once (the coroutine and a cancellation emit): give the actor a strand.
+    for (const auto& [pool_name, pool] : pools_) {
+      if (&asio::query(executor, asio::execution::context) == &pool->context() &&
+          pool->options().threads > 1) {
+        executor = asio::make_strand(executor);
+        break;
+      }
+    }
+    actors_.push_back(std::make_unique<actor_record>());
+    actor = actors_.back().get();
+    actor->name = std::move(name);
+    actor->executor = executor;
+    ++running_;
+  }
+  asio::co_spawn(actor->executor, std::move(body),
+                 asio::bind_cancellation_slot(
+                     actor->cancel.slot(),
+                     [this, actor](std::exception_ptr e) { on_actor_done(*actor, std::move(e)); }));
+  if (stop_requested()) {
+    asio::post(actor->executor, [actor] {
+      if (!actor->done.load()) actor->cancel.emit(asio::cancellation_type::terminal);
+    });
+  }
+}
+
+void runtime::on_stop(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stop_began_) {
+      stop_callbacks_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+void runtime::request_stop() noexcept {
+  if (stop_requested_.exchange(true, std::memory_order_acq_rel)) return;
+  asio::post(control_, [this] { begin_stop(); });
+}
+
+void runtime::on_actor_done(actor_record& actor, std::exception_ptr error) {
+  // Runs on the actor's own executor.
+  actor.done.store(true);
+  bool failed = false;
+  if (error && !(stop_requested() && is_operation_aborted(error))) {
+    auto what = describe(error);
+    std::lock_guard lock(mutex_);
+    if (failed_actor_.empty()) {
+      failed_actor_ = actor.name;
+      failure_what_ = what;
+      failed = true;
+    }
+  }
+  if (failed) {
+    log::get("runtime")->error(fmt::runtime(messages::actor_failed), actor.name, describe(error));
+    request_stop();
+  }
+  asio::post(control_, [this] {
+    {
+      std::lock_guard lock(mutex_);
+      --running_;
+    }
+    finish_if_done();
+  });
+}
+
+void runtime::begin_stop() {
+  // Runs on the control context.
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard lock(mutex_);
+    stop_began_ = true;
+    callbacks.swap(stop_callbacks_);
+  }
+  for (auto& fn : callbacks) fn();
+  std::lock_guard lock(mutex_);
+  for (auto& actor : actors_) {
+    auto* a = actor.get();
+    asio::post(a->executor, [a] {
+      if (!a->done.load()) a->cancel.emit(asio::cancellation_type::terminal);
+    });
+  }
+}
+
+void runtime::finish_if_done() {
+  std::lock_guard lock(mutex_);
+  if (running_ == 0) control_.stop();
+}
+
+void runtime::run() {
+  {
+    std::lock_guard lock(mutex_);
+    if (ran_) throw usage_error(std::string(messages::runtime_already_ran));
+    ran_ = true;
+    for (auto& [name, pool] : pools_) pool->start();
+  }
+  auto work = asio::make_work_guard(control_);
+
+  std::optional<asio::signal_set> signals;
+  if (options_.handle_signals) {
+    signals.emplace(control_, SIGINT, SIGTERM);
+    signals->async_wait([this](const asio::error_code& ec, int signo) {
+      if (ec) return;
+      log::get("runtime")->info("signal {} received: stopping", signo);
+      request_stop();
+    });
+  }
+
+  // The watchdog: once a stop began, actors get stop_deadline to finish.
+  asio::steady_timer deadline(control_);
+  bool timed_out = false;
+  on_stop([&] {
+    deadline.expires_after(options_.stop_deadline);
+    deadline.async_wait([&](const asio::error_code& ec) {
+      if (ec) return;
+      timed_out = true;
+      control_.stop();
+    });
+  });
+
+  finish_if_done();
+  control_.run();
+
+  if (signals) signals->cancel();
+  std::vector<std::string> stuck;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& a : actors_) {
+      if (!a->done.load()) stuck.push_back(a->name);
+    }
+  }
+  for (auto& [name, pool] : pools_) {
+    pool->stop();
+    pool->join();
+  }
+  // Handlers still queued (an abandoned actor's frame, say) are destroyed
+  // with their io_context, after every thread has been joined.
+  deadline.cancel();
+
+  std::lock_guard lock(mutex_);
+  if (!failed_actor_.empty()) throw actor_failed(failed_actor_, failure_what_);
+  if (timed_out && !stuck.empty()) {
+    std::string names;
+    for (const auto& n : stuck) names += (names.empty() ? "" : ", ") + n;
+    throw stop_timeout(
+        fmt::format(fmt::runtime(messages::stop_timeout), options_.stop_deadline.count(), names));
+  }
+}
+
+}  // namespace coral

@@ -1,0 +1,1 @@
+#include "coral/channels/channel.hpp"

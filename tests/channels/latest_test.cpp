@@ -1,0 +1,1 @@
+#include "coral/channels/latest.hpp"

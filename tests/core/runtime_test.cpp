@@ -1,0 +1,1 @@
+#include "coral/core/runtime.hpp"
