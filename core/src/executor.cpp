@@ -24,6 +24,29 @@ bool pin_current_thread(std::size_t core) noexcept {
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
+void run_with_spin(asio::io_context& context, std::chrono::microseconds spin) {
+  if (spin.count() <= 0) {
+    context.run();
+    return;
+  }
+  using clock = std::chrono::steady_clock;
+  auto last_work = clock::now();
+  while (!context.stopped()) {
+    if (context.poll() > 0) {
+      last_work = clock::now();
+      continue;
+    }
+    if (clock::now() - last_work < spin) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    if (context.run_one() == 0) break;  // stopped, or out of work
+    last_work = clock::now();
+  }
+}
+
 thread_pool::thread_pool(pool_options options)
     : options_(std::move(options)),
       context_(static_cast<int>(options_.threads == 0 ? 1 : options_.threads)) {
@@ -52,7 +75,7 @@ void thread_pool::start() {
       if (options_.pin && !pin_current_thread((options_.first_core + i) % cores)) {
         log::get("runtime")->warn("could not pin thread {} of pool '{}'", i, options_.name);
       }
-      context_.run();
+      run_with_spin(context_, options_.spin);
     });
   }
 }

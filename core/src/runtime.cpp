@@ -164,11 +164,10 @@ void runtime::run() {
   {
     std::lock_guard lock(mutex_);
     if (ran_) throw usage_error(std::string(messages::runtime_already_ran));
-    ran_ = true;
-    for (auto& [name, pool] : pools_) pool->start();
   }
   auto work = asio::make_work_guard(control_);
 
+  // Signals are caught from before the first actor can run.
   std::optional<asio::signal_set> signals;
   if (options_.handle_signals) {
     signals.emplace(control_, SIGINT, SIGTERM);
@@ -177,6 +176,11 @@ void runtime::run() {
       log::get("runtime")->info("signal {} received: stopping", signo);
       request_stop();
     });
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ran_ = true;
+    for (auto& [name, pool] : pools_) pool->start();
   }
 
   // The watchdog: once a stop began, actors get stop_deadline to finish.

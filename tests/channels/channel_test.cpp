@@ -1,1 +1,302 @@
 #include "coral/channels/channel.hpp"
+
+#include <array>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include "../support/counted.hpp"
+
+using coral::channel;
+
+namespace {
+
+/// Spawns `a` on `ctx`, recording its exception (if any) in `error`.
+template <class Awaitable>
+void spawn(asio::io_context& ctx, Awaitable a, std::exception_ptr* error = nullptr) {
+  asio::co_spawn(ctx, std::move(a), [error](std::exception_ptr e) {
+    if (error) *error = e;
+    else if (e) std::rethrow_exception(e);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("try_send and try_receive keep FIFO order and respect capacity", "[channels]") {
+  channel<int> ch(3);
+  CHECK(ch.capacity() == 3);
+  CHECK(ch.try_send(1));
+  CHECK(ch.try_send(2));
+  CHECK(ch.try_send(3));
+  CHECK_FALSE(ch.try_send(4));
+  CHECK(ch.size() == 3);
+  CHECK(ch.try_receive() == 1);
+  CHECK(ch.try_send(4));
+  CHECK(ch.try_receive() == 2);
+  CHECK(ch.try_receive() == 3);
+  CHECK(ch.try_receive() == 4);
+  CHECK(ch.try_receive() == std::nullopt);
+  CHECK(ch.size() == 0);
+}
+
+TEST_CASE("a channel of capacity zero is rejected", "[channels][errors]") {
+  CHECK_THROWS_MATCHES(channel<int>(0), coral::config_error,
+                       Catch::Message("channel: capacity must be at least 1"));
+}
+
+TEST_CASE("try_receive_some takes up to the span's size in order", "[channels]") {
+  channel<int> ch(8);
+  for (int i = 0; i < 5; ++i) REQUIRE(ch.try_send(i));
+  std::array<int, 3> out{};
+  REQUIRE(ch.try_receive_some(out) == 3);
+  CHECK(out == std::array<int, 3>{0, 1, 2});
+  REQUIRE(ch.try_receive_some(out) == 2);
+  CHECK(out[0] == 3);
+  CHECK(out[1] == 4);
+  CHECK(ch.try_receive_some(out) == 0);
+}
+
+TEST_CASE("a receiver suspends until a sender delivers, then resumes", "[channels]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  std::optional<int> got;
+  bool finished = false;
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    got = co_await ch.async_receive();
+    finished = true;
+  });
+  ctx.poll();
+  CHECK_FALSE(finished);
+  CHECK(ch.waiting_receivers() == 1);
+
+  REQUIRE(ch.try_send(42));
+  CHECK_FALSE(finished);  // woken by a post, never inline in the sender
+  ctx.poll();
+  CHECK(finished);
+  CHECK(got == 42);
+  CHECK(ch.waiting_receivers() == 0);
+}
+
+TEST_CASE("a full channel suspends senders until room is made (backpressure)", "[channels]") {
+  asio::io_context ctx;
+  channel<int> ch(2);
+  int sent = 0;
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    for (int i = 0; i < 5; ++i) {
+      // Never co_await inside a Catch2 macro: it repeats its argument.
+      if (!co_await ch.async_send(i)) throw std::runtime_error("send failed");
+      ++sent;
+    }
+  });
+  ctx.poll();
+  CHECK(sent == 2);
+  CHECK(ch.waiting_senders() == 1);
+
+  CHECK(ch.try_receive() == 0);
+  ctx.poll();
+  CHECK(sent == 3);
+  std::array<int, 2> out{};
+  CHECK(ch.try_receive_some(out) == 2);
+  CHECK(out == std::array<int, 2>{1, 2});
+  ctx.poll();
+  CHECK(sent == 5);
+  CHECK(ch.try_receive() == 3);
+  CHECK(ch.try_receive() == 4);
+}
+
+TEST_CASE("receivers are served in FIFO order of their arrival", "[channels]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  std::vector<std::pair<int, int>> log;  // (receiver, value)
+  for (int r = 0; r < 3; ++r) {
+    spawn(ctx, [&, r]() -> asio::awaitable<void> {
+      auto v = co_await ch.async_receive();
+      log.emplace_back(r, *v);
+    });
+  }
+  ctx.poll();
+  REQUIRE(ch.waiting_receivers() == 3);
+  REQUIRE(ch.try_send(10));
+  REQUIRE(ch.try_send(11));
+  REQUIRE(ch.try_send(12));
+  ctx.poll();
+  REQUIRE(log.size() == 3);
+  CHECK(log[0] == std::pair{0, 10});
+  CHECK(log[1] == std::pair{1, 11});
+  CHECK(log[2] == std::pair{2, 12});
+}
+
+TEST_CASE("close delivers buffered items, then receivers see closed as a value", "[channels][close]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  REQUIRE(ch.try_send(1));
+  REQUIRE(ch.try_send(2));
+  ch.close();
+  CHECK(ch.is_closed());
+  CHECK_FALSE(ch.is_drained());
+  CHECK_FALSE(ch.try_send(3));
+
+  std::vector<int> got;
+  bool saw_closed = false;
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    while (auto v = co_await ch.async_receive()) got.push_back(*v);
+    saw_closed = true;
+  });
+  ctx.poll();
+  CHECK(got == std::vector<int>{1, 2});
+  CHECK(saw_closed);
+  CHECK(ch.is_drained());
+}
+
+TEST_CASE("close wakes every waiting receiver", "[channels][close]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  int closed_seen = 0;
+  for (int r = 0; r < 4; ++r) {
+    spawn(ctx, [&]() -> asio::awaitable<void> {
+      auto v = co_await ch.async_receive();
+      if (!v) ++closed_seen;
+    });
+  }
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    std::array<int, 4> buf{};
+    if (co_await ch.async_receive_some(buf) == 0) ++closed_seen;
+  });
+  ctx.poll();
+  REQUIRE(ch.waiting_receivers() == 5);
+  ch.close();
+  ctx.poll();
+  CHECK(closed_seen == 5);
+  CHECK(ch.waiting_receivers() == 0);
+}
+
+TEST_CASE("close wakes waiting senders, whose sends fail", "[channels][close]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  REQUIRE(ch.try_send(0));
+  int failed = 0;
+  for (int s = 0; s < 3; ++s) {
+    spawn(ctx, [&, s]() -> asio::awaitable<void> {
+      if (!co_await ch.async_send(s + 1)) ++failed;
+    });
+  }
+  ctx.poll();
+  REQUIRE(ch.waiting_senders() == 3);
+  ch.close();
+  ctx.poll();
+  CHECK(failed == 3);
+  CHECK(ch.try_receive() == 0);  // the item buffered before close survives
+  CHECK(ch.try_receive() == std::nullopt);
+  CHECK(ch.is_drained());
+}
+
+TEST_CASE("a cancelled receive ends with operation_aborted and takes no item", "[channels][cancel]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  asio::cancellation_signal signal;
+  std::exception_ptr error;
+  bool resumed = false;
+  asio::co_spawn(ctx,
+                 [&]() -> asio::awaitable<void> {
+                   (void)co_await ch.async_receive();
+                   resumed = true;
+                 },
+                 asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e) { error = e; }));
+  ctx.poll();
+  REQUIRE(ch.waiting_receivers() == 1);
+  signal.emit(asio::cancellation_type::terminal);
+  ctx.poll();
+  CHECK_FALSE(resumed);
+  REQUIRE(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const asio::system_error& e) {
+    CHECK(e.code() == asio::error::operation_aborted);
+  }
+  CHECK(ch.waiting_receivers() == 0);
+  REQUIRE(ch.try_send(7));
+  CHECK(ch.try_receive() == 7);
+}
+
+TEST_CASE("a cancelled send ends with operation_aborted and sends nothing", "[channels][cancel]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  REQUIRE(ch.try_send(1));
+  asio::cancellation_signal signal;
+  std::exception_ptr error;
+  asio::co_spawn(ctx, [&]() -> asio::awaitable<void> { (void)co_await ch.async_send(2); },
+                 asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e) { error = e; }));
+  ctx.poll();
+  REQUIRE(ch.waiting_senders() == 1);
+  signal.emit(asio::cancellation_type::terminal);
+  ctx.poll();
+  CHECK(error);
+  CHECK(ch.waiting_senders() == 0);
+  CHECK(ch.try_receive() == 1);
+  CHECK(ch.try_receive() == std::nullopt);
+}
+
+TEST_CASE("a receiver resumes on its own executor when the sender runs on another", "[channels][executor]") {
+  asio::io_context consumer_ctx;
+  asio::io_context producer_ctx;
+  channel<int> ch(1);
+  std::optional<int> got;
+  spawn(consumer_ctx, [&]() -> asio::awaitable<void> { got = co_await ch.async_receive(); });
+  consumer_ctx.poll();
+  REQUIRE(ch.waiting_receivers() == 1);
+
+  bool sent = false;
+  spawn(producer_ctx, [&]() -> asio::awaitable<void> { sent = co_await ch.async_send(5); });
+  producer_ctx.poll();
+  CHECK(sent);
+  CHECK_FALSE(got);  // the wake was posted to the consumer's context
+  CHECK(consumer_ctx.poll() >= 1);
+  CHECK(got == 5);
+}
+
+TEST_CASE("a waiting receiver keeps its io_context's run() from returning", "[channels][executor]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  std::optional<int> got;
+  spawn(ctx, [&]() -> asio::awaitable<void> { got = co_await ch.async_receive(); });
+  bool sent = false;
+  std::thread producer([&] {
+    // run() below can only return after the receiver got the item.
+    while (ch.waiting_receivers() == 0) std::this_thread::yield();
+    sent = ch.try_send(9);
+  });
+  ctx.run();
+  producer.join();
+  CHECK(sent);
+  CHECK(got == 9);
+}
+
+TEST_CASE("messages are moved through a channel, never copied, and none leak", "[channels][lifetime]") {
+  using coral::test::counted;
+  counted::reset();
+  {
+    asio::io_context ctx;
+    channel<counted> ch(2);
+    std::vector<std::int64_t> got;
+    spawn(ctx, [&]() -> asio::awaitable<void> {
+      for (int i = 0; i < 5; ++i) {
+        if (!co_await ch.async_send(counted(i))) throw std::runtime_error("send failed");
+      }
+      ch.close();
+    });
+    spawn(ctx, [&]() -> asio::awaitable<void> {
+      while (auto v = co_await ch.async_receive()) got.push_back(v->id);
+    });
+    ctx.run();
+    CHECK(got == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+  }
+  CHECK(counted::copies == 0);
+  CHECK(counted::value_constructed == 5);
+  CHECK(counted::alive() == 0);
+}

@@ -171,7 +171,11 @@ class channel {
   }
 
   void release(std::size_t n) noexcept {
-    state_.fetch_sub(n, std::memory_order_acq_rel);
+    const auto before = state_.fetch_sub(n, std::memory_order_acq_rel);
+    // The last receive after a close makes the channel drained: a receiver
+    // that parked between that item's pop and this count update is waiting
+    // for exactly this change.
+    if (before - n == closed_bit) receivers_.notify_all();
     senders_.notify(n);
   }
 

@@ -16,7 +16,7 @@
 #include <asio/async_result.hpp>
 #include <asio/error.hpp>
 #include <asio/execution/outstanding_work.hpp>
-#include <asio/post.hpp>
+#include <asio/defer.hpp>
 #include <asio/prefer.hpp>
 
 namespace coral::detail {
@@ -34,7 +34,26 @@ struct waiter {
   alignas(std::max_align_t) std::byte handler[64];
 };
 
-/// A FIFO of parked waiters, guarded by its own mutex. The `count` mirror lets
+/// A test-and-test-and-set spin lock: the critical sections it guards are a
+/// few pointer writes, far shorter than a futex round trip.
+class spin_lock {
+ public:
+  void lock() noexcept {
+    while (locked_.exchange(true, std::memory_order_acquire)) {
+      while (locked_.load(std::memory_order_relaxed)) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+/// A FIFO of parked waiters, guarded by its own spin lock. The `count` mirror lets
 /// the fast path ask "is anyone waiting?" without taking the lock.
 class waiter_list {
  public:
@@ -44,7 +63,7 @@ class waiter_list {
   template <class Ready>
   void park(waiter& w, Ready&& ready) {
     {
-      std::unique_lock lock(mutex_);
+      std::unique_lock<spin_lock> lock(mutex_);
       link(w);
       // Pairs with the fence in notify_one(): either the waker sees count_
       // above zero, or we see the state change it made.
@@ -62,7 +81,7 @@ class waiter_list {
     if (count_.load(std::memory_order_relaxed) == 0) return;
     waiter* w = nullptr;
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard<spin_lock> lock(mutex_);
       w = head_;
       if (w == nullptr) return;
       unlink(*w);
@@ -76,7 +95,7 @@ class waiter_list {
     for (; n > 0 && count_.load(std::memory_order_relaxed) != 0; --n) {
       waiter* w = nullptr;
       {
-        std::lock_guard lock(mutex_);
+        std::lock_guard<spin_lock> lock(mutex_);
         w = head_;
         if (w == nullptr) return;
         unlink(*w);
@@ -91,7 +110,7 @@ class waiter_list {
     for (;;) {
       waiter* w = nullptr;
       {
-        std::lock_guard lock(mutex_);
+        std::lock_guard<spin_lock> lock(mutex_);
         w = head_;
         if (w == nullptr) return;
         unlink(*w);
@@ -103,7 +122,7 @@ class waiter_list {
   /// Completes `w` with operation_aborted if it is still parked.
   void cancel(waiter& w) {
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard<spin_lock> lock(mutex_);
       if (!w.linked) return;
       unlink(w);
     }
@@ -129,7 +148,7 @@ class waiter_list {
     count_.fetch_sub(1, std::memory_order_relaxed);
   }
 
-  std::mutex mutex_;
+  spin_lock mutex_;
   waiter* head_ = nullptr;
   waiter* tail_ = nullptr;
   std::atomic<std::size_t> count_{0};
@@ -161,7 +180,7 @@ struct park_initiation {
       self.work = nullptr;
       auto ex = asio::get_associated_executor(h);
       // Never resume inline: the waker may be another coroutine's thread.
-      asio::post(ex, [h = std::move(h), ec, work = std::move(work)]() mutable { std::move(h)(ec); });
+      asio::defer(ex, [h = std::move(h), ec, work = std::move(work)]() mutable { std::move(h)(ec); });
     };
     if (slot.is_connected()) {
       slot.template emplace<cancel_handler>(list, w);

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages coral builds with, skipping what is there.
+# Usage: scripts/deps.sh            (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libasio-dev libtbb-dev libspdlog-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev
+  libtorch-dev libtomlplusplus-dev gnuplot-nox
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
