@@ -62,32 +62,35 @@ asio::any_io_executor runtime::pool(const std::string& name, std::size_t threads
   return it->second->get_executor();
 }
 
-void runtime::spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body) {
-  actor_record* actor = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    for (const auto& a : actors_) {
-      if (a->name == name) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_actor), name));
-    }
-    // A pool of several threads could run two handlers of one coroutine at
-    // once (the coroutine and a cancellation emit): give the actor a strand.
-    for (const auto& [pool_name, pool] : pools_) {
-      if (&asio::query(executor, asio::execution::context) == &pool->context() &&
-          pool->options().threads > 1) {
-        executor = asio::make_strand(executor);
-        break;
-      }
-    }
-    actors_.push_back(std::make_unique<actor_record>());
-    actor = actors_.back().get();
-    actor->name = std::move(name);
-    actor->executor = executor;
-    ++running_;
+runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor) {
+  std::lock_guard lock(mutex_);
+  for (const auto& a : actors_) {
+    if (a->name == name) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_actor), name));
   }
-  asio::co_spawn(actor->executor, std::move(body),
-                 asio::bind_cancellation_slot(
-                     actor->cancel.slot(),
-                     [this, actor](std::exception_ptr e) { on_actor_done(*actor, std::move(e)); }));
+  // A pool of several threads could run two handlers of one coroutine at
+  // once (the coroutine and a cancellation emit): give the actor a strand.
+  for (const auto& [pool_name, pool] : pools_) {
+    if (&asio::query(executor, asio::execution::context) == &pool->context() &&
+        pool->options().threads > 1) {
+      executor = asio::make_strand(executor);
+      break;
+    }
+  }
+  actors_.push_back(std::make_unique<actor_record>());
+  auto* actor = actors_.back().get();
+  actor->name = std::move(name);
+  actor->executor = std::move(executor);
+  ++running_;
+  return actor;
+}
+
+void runtime::spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body) {
+  auto* actor = add_actor(std::move(name), std::move(executor));
+  asio::co_spawn(actor->executor, std::move(body), completion(actor));
+  after_spawn(actor);
+}
+
+void runtime::after_spawn(actor_record* actor) {
   if (stop_requested()) {
     asio::post(actor->executor, [actor] {
       if (!actor->done.load()) actor->cancel.emit(asio::cancellation_type::terminal);

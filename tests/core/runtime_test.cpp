@@ -37,7 +37,7 @@ TEST_CASE("run returns once every actor has finished", "[core][runtime]") {
     rt.spawn("worker-" + std::to_string(i), ex, [&]() -> asio::awaitable<void> {
       ++ran;
       co_return;
-    }());
+    });
   }
   rt.run();
   CHECK(ran == 4);
@@ -58,7 +58,7 @@ TEST_CASE("single mode runs every actor on the calling thread", "[core][runtime]
     rt.spawn(std::string("actor-") + pool, rt.pool(pool, 4), [&]() -> asio::awaitable<void> {
       ids.insert(std::this_thread::get_id());
       co_return;
-    }());
+    });
   }
   rt.run();
   CHECK(ids == std::set{std::this_thread::get_id()});
@@ -75,10 +75,10 @@ TEST_CASE("actors on different pools talk through a channel", "[core][runtime][c
       if (!co_await ch.async_send(i)) throw std::runtime_error("send failed");
     }
     ch.close();
-  }());
+  });
   rt.spawn("consumer", rt.pool("learner", 1), [&]() -> asio::awaitable<void> {
     while (auto v = co_await ch.async_receive()) sum += *v;
-  }());
+  });
   rt.run();
   CHECK(sum == 1000 * 1001 / 2);
 }
@@ -96,12 +96,12 @@ TEST_CASE("an actor that throws stops every other actor and is named in the erro
     while (co_await ch.async_receive()) {
     }
     receiver_saw_close = true;
-  }());
+  });
   rt.spawn("sleeper", rt.pool("learner", 1), wait_forever());
   rt.spawn("env-group-3", ex, []() -> asio::awaitable<void> {
     co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
     throw std::runtime_error("boom");
-  }());
+  });
   CHECK_THROWS_MATCHES(rt.run(), coral::actor_failed,
                        Catch::Message("actor 'env-group-3' failed: boom"));
   CHECK(receiver_saw_close);
@@ -115,11 +115,11 @@ TEST_CASE("only the first failure is reported", "[core][runtime][errors]") {
   rt.spawn("first", ex, []() -> asio::awaitable<void> {
     throw std::runtime_error("one");
     co_return;
-  }());
+  });
   rt.spawn("second", ex, []() -> asio::awaitable<void> {
     co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
     throw std::runtime_error("two");
-  }());
+  });
   try {
     rt.run();
     FAIL("run() did not throw");
@@ -140,7 +140,7 @@ TEST_CASE("request_stop ends waiting actors and run returns normally", "[core][r
     while (auto v = co_await ch.async_receive()) {
       if (++handled == 3) rt.request_stop();
     }
-  }());
+  });
   rt.spawn("sleeper", rt.pool("learner"), wait_forever());
   for (int i = 0; i < 3; ++i) REQUIRE(ch.try_send(i));
   rt.run();
@@ -158,11 +158,11 @@ TEST_CASE("SIGINT stops the runtime gracefully", "[core][runtime][stop][signals]
     while (co_await ch.async_receive()) {
     }
     finished_cleanly = true;
-  }());
+  });
   rt.spawn("signaller", rt.pool("learner"), []() -> asio::awaitable<void> {
     std::raise(SIGINT);
     co_return;
-  }());
+  });
   rt.run();
   CHECK(finished_cleanly);
   CHECK(rt.stop_requested());
@@ -177,11 +177,11 @@ TEST_CASE("an actor that ignores a stop is abandoned at the deadline and named",
     co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
     asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
     co_await t.async_wait(asio::use_awaitable);
-  }());
+  });
   rt.spawn("stopper", rt.pool("learner"), [&]() -> asio::awaitable<void> {
     rt.request_stop();
     co_return;
-  }());
+  });
   CHECK_THROWS_MATCHES(rt.run(), coral::stop_timeout,
                        Catch::Message("actors did not stop within 100 ms: stubborn"));
 }
@@ -189,8 +189,8 @@ TEST_CASE("an actor that ignores a stop is abandoned at the deadline and named",
 TEST_CASE("actor names must be unique", "[core][runtime][errors]") {
   coral::runtime rt({.mode = executor_mode::single});
   auto ex = rt.pool("sampling");
-  rt.spawn("a", ex, []() -> asio::awaitable<void> { co_return; }());
-  CHECK_THROWS_MATCHES(rt.spawn("a", ex, []() -> asio::awaitable<void> { co_return; }()),
+  rt.spawn("a", ex, []() -> asio::awaitable<void> { co_return; });
+  CHECK_THROWS_MATCHES(rt.spawn("a", ex, []() -> asio::awaitable<void> { co_return; }),
                        coral::usage_error, Catch::Message("runtime: an actor named 'a' already exists"));
   rt.run();
 }
@@ -205,9 +205,9 @@ TEST_CASE("an actor may spawn another while the runtime runs", "[core][runtime]"
     rt.spawn("child", ex, [&]() -> asio::awaitable<void> {
       child_ran = true;
       co_return;
-    }());
+    });
     co_return;
-  }());
+  });
   rt.run();
   CHECK(child_ran);
 }

@@ -4,6 +4,7 @@
 /// that actors talk through.
 
 #include <atomic>
+#include <memory>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -13,12 +14,25 @@
 
 #include <asio/awaitable.hpp>
 #include <asio/use_awaitable.hpp>
+#include <tbb/cache_aligned_allocator.h>
 #include <tbb/concurrent_queue.h>
 
 #include "coral/channels/detail/waiter.hpp"
 #include "coral/core/error.hpp"
 
 namespace coral {
+namespace detail {
+#if defined(__SANITIZE_THREAD__)
+// oneTBB's default allocator recycles queue pages through tbbmalloc, which
+// ThreadSanitizer does not see, so a page's reuse looks like a race. With
+// std::allocator the reuse goes through malloc/free, which TSan intercepts.
+template <class T>
+using queue_allocator = std::allocator<T>;
+#else
+template <class T>
+using queue_allocator = tbb::cache_aligned_allocator<T>;
+#endif
+}  // namespace detail
 
 /// A bounded MPMC channel of messages of type T.
 ///
@@ -187,7 +201,7 @@ class channel {
 
   const std::size_t capacity_;
   std::atomic<std::uint64_t> state_{0};
-  tbb::concurrent_queue<T> queue_;
+  tbb::concurrent_queue<T, detail::queue_allocator<T>> queue_;
   detail::waiter_list receivers_;
   detail::waiter_list senders_;
 };

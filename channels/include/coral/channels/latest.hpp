@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -26,39 +27,30 @@ struct versioned {
 /// publish, so a reader knows how stale its copy is (policy lag).
 ///
 /// Thread safety: every member may be called from any thread at once.
-/// Readers never block on a writer's copy of T: publish() builds the snapshot
-/// before swapping a pointer in.
+/// Readers never wait for a writer's copy of T: publish() builds the
+/// snapshot first, then swaps a pointer in under a short lock.
 template <class T>
 class latest {
  public:
   /// Publishes `value` as the next version and returns that version.
   std::uint64_t publish(T value) {
-    auto next = std::make_shared<node>();
-    next->value = std::make_shared<const T>(std::move(value));
-    std::uint64_t v = 0;
-    auto cur = head_.load(std::memory_order_acquire);
-    do {
-      v = (cur ? cur->version : 0) + 1;
-      next->version = v;
-    } while (!head_.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
-                                          std::memory_order_acquire));
-    // Concurrent publishers may finish out of order: only ever raise version_.
-    auto seen = version_.load(std::memory_order_relaxed);
-    while (seen < v && !version_.compare_exchange_weak(seen, v, std::memory_order_release,
-                                                       std::memory_order_relaxed)) {
-    }
+    auto snapshot = std::make_shared<const T>(std::move(value));
+    std::shared_ptr<const T> old;  // released outside the lock
+    std::lock_guard lock(mutex_);
+    old = std::exchange(value_, std::move(snapshot));
+    const auto v = version_.load(std::memory_order_relaxed) + 1;
+    version_.store(v, std::memory_order_release);
     return v;
   }
 
   /// The newest value and its version ({nullptr, 0} before any publish).
   [[nodiscard]] versioned<T> read() const {
-    auto cur = head_.load(std::memory_order_acquire);
-    if (!cur) return {};
-    return {cur->value, cur->version};
+    std::lock_guard lock(mutex_);
+    return {value_, version_.load(std::memory_order_relaxed)};
   }
 
   /// The newest value if its version is newer than `seen`, else nullopt.
-  /// Cheap when nothing changed: one atomic load, no reference counting.
+  /// Cheap when nothing changed: one atomic load, no lock, no reference count.
   [[nodiscard]] std::optional<versioned<T>> read_newer(std::uint64_t seen) const {
     if (version_.load(std::memory_order_acquire) <= seen) return std::nullopt;
     auto v = read();
@@ -72,11 +64,12 @@ class latest {
   }
 
  private:
-  struct node {
-    std::shared_ptr<const T> value;
-    std::uint64_t version = 0;
-  };
-  std::atomic<std::shared_ptr<node>> head_;
+  // A mutex rather than std::atomic<std::shared_ptr>: the critical sections
+  // are a pointer copy, readers enter only when the version moved (once per
+  // learner update), and libstdc++ 12's atomic<shared_ptr> draws race reports
+  // from ThreadSanitizer.
+  mutable std::mutex mutex_;
+  std::shared_ptr<const T> value_;
   std::atomic<std::uint64_t> version_{0};
 };
 

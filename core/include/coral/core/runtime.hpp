@@ -13,10 +13,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/co_spawn.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/io_context.hpp>
 
@@ -64,9 +67,23 @@ class runtime {
   [[nodiscard]] asio::any_io_executor pool(const std::string& name, std::size_t threads = 1,
                                            bool pin = false, std::size_t first_core = 0);
 
-  /// Starts actor `name` running `body` on `executor` (an executor from
-  /// pool(); on a pool of several threads the actor gets its own strand, so
-  /// its code never runs on two threads at once). Names must be unique.
+  /// Starts actor `name` running the coroutine `body()` on `executor` (an
+  /// executor from pool(); on a pool of several threads the actor gets its
+  /// own strand, so its code never runs on two threads at once). The function
+  /// object is kept alive until the coroutine ends, so a lambda coroutine may
+  /// capture by reference: pass the lambda, do not call it. Names must be
+  /// unique (usage_error otherwise).
+  template <class Body>
+    requires std::is_invocable_r_v<asio::awaitable<void>, Body&>
+  void spawn(std::string name, asio::any_io_executor executor, Body&& body) {
+    auto* actor = add_actor(std::move(name), std::move(executor));
+    asio::co_spawn(actor->executor, std::forward<Body>(body), completion(actor));
+    after_spawn(actor);
+  }
+
+  /// Starts actor `name` running an already-created coroutine. Use this form
+  /// for coroutine functions whose parameters hold what they use; for lambda
+  /// coroutines use the form above (a called lambda's captures would dangle).
   void spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body);
 
   /// Registers `fn` to run once, on the thread that processes the stop, when
@@ -103,6 +120,12 @@ class runtime {
     std::atomic<bool> done{false};
   };
 
+  actor_record* add_actor(std::string name, asio::any_io_executor executor);
+  auto completion(actor_record* actor) {
+    return asio::bind_cancellation_slot(
+        actor->cancel.slot(), [this, actor](std::exception_ptr e) { on_actor_done(*actor, std::move(e)); });
+  }
+  void after_spawn(actor_record* actor);
   void on_actor_done(actor_record& actor, std::exception_ptr error);
   void begin_stop();
   void finish_if_done();

@@ -64,10 +64,7 @@ class waiter_list {
   void park(waiter& w, Ready&& ready) {
     {
       std::unique_lock<spin_lock> lock(mutex_);
-      link(w);
-      // Pairs with the fence in notify_one(): either the waker sees count_
-      // above zero, or we see the state change it made.
-      std::atomic_thread_fence(std::memory_order_seq_cst);
+      link(w);  // an acq_rel RMW on count_: see any_waiting()
       if (!ready()) return;
       unlink(w);
     }
@@ -77,8 +74,7 @@ class waiter_list {
   /// Wakes the oldest waiter, if any. Call after changing the state the
   /// waiters wait for.
   void notify_one() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (count_.load(std::memory_order_relaxed) == 0) return;
+    if (!any_waiting()) return;
     waiter* w = nullptr;
     {
       std::lock_guard<spin_lock> lock(mutex_);
@@ -91,8 +87,7 @@ class waiter_list {
 
   /// Wakes up to `n` of the oldest waiters.
   void notify(std::size_t n) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    for (; n > 0 && count_.load(std::memory_order_relaxed) != 0; --n) {
+    for (; n > 0 && any_waiting(); --n) {
       waiter* w = nullptr;
       {
         std::lock_guard<spin_lock> lock(mutex_);
@@ -106,7 +101,7 @@ class waiter_list {
 
   /// Wakes every waiter (used by close()).
   void notify_all() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!any_waiting()) return;
     for (;;) {
       waiter* w = nullptr;
       {
@@ -132,13 +127,23 @@ class waiter_list {
   [[nodiscard]] std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
 
  private:
+  // The lost-wake-up argument. A waiter links itself (an acq_rel RMW on
+  // count_), then checks the state it waits for; a waker changes that state,
+  // then reads count_ with an acq_rel RMW. RMWs on one atomic are totally
+  // ordered and each reads the latest value: if the waker's RMW comes second
+  // it sees the waiter; if it comes first, the waiter's RMW synchronizes with
+  // it, so the waiter's check sees the waker's state change. (A plain load
+  // would need seq_cst fences on both sides, which ThreadSanitizer cannot
+  // check.)
+  bool any_waiting() noexcept { return count_.fetch_add(0, std::memory_order_acq_rel) != 0; }
+
   void link(waiter& w) noexcept {
     w.prev = tail_;
     w.next = nullptr;
     (tail_ ? tail_->next : head_) = &w;
     tail_ = &w;
     w.linked = true;
-    count_.fetch_add(1, std::memory_order_relaxed);
+    count_.fetch_add(1, std::memory_order_acq_rel);
   }
   void unlink(waiter& w) noexcept {
     (w.prev ? w.prev->next : head_) = w.next;
