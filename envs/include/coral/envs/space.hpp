@@ -114,9 +114,9 @@ class space {
 /// A structured value of a space: what flatten() takes and unflatten() rebuilds.
 /// Exactly one field is used, depending on the space's kind.
 struct space_value {
-  std::vector<float> box;              ///< Box: its elements, row-major
-  std::vector<std::int32_t> discrete;  ///< Discrete: one index; MultiDiscrete: one per component
-  std::vector<space_value> children;   ///< Dict (declaration order) and Tuple: one per sub-space
+  std::vector<float> box = {};              ///< Box: its elements, row-major
+  std::vector<std::int32_t> discrete = {};  ///< Discrete: one index; MultiDiscrete: one per component
+  std::vector<space_value> children = {};   ///< Dict (declaration order) and Tuple: one per sub-space
 
   /// Element-wise equality.
   friend bool operator==(const space_value&, const space_value&) = default;
