@@ -1,0 +1,146 @@
+#pragma once
+/// \file
+/// The interface an env author implements, and `env_rows`, the view of the
+/// batch rows an env reads its actions from and writes its results into.
+///
+/// An env owns max_agents() consecutive rows of an env_batch (one row for a
+/// single-agent env). It never allocates them and never copies out of them:
+/// reset() and step() write observations, rewards and flags in place, into
+/// the rows the batcher reads.
+///
+/// ## What an env writes
+///
+/// - reset(rows): the first observation of a new episode in every row, and
+///   `active(i) = 0` for agent slots that are not in play (all rows are set
+///   active by the caller beforehand, so a single-agent env never touches
+///   the mask). reward and flags are cleared by the caller.
+/// - step(rows): applies the action of every active row, then writes, for
+///   every row that was active when the action was taken: the next
+///   observation, the reward, `terminated` (the episode reached a terminal
+///   state of the MDP) and `truncated` (it was cut short, e.g. by a time
+///   limit). Both may be set. For multi-agent envs it also updates
+///   `active(i)` for the next step. Rows that were inactive are cleared by
+///   the caller after step() (reward 0, flags 0) whatever the env wrote.
+///
+/// An env never resets itself inside step(): auto-reset (see env_slice) is
+/// done by the caller, which keeps the final observation available.
+///
+/// ## Multi-agent envs
+///
+/// Agent slot i is always row i of the env's rows: the order is stable for
+/// the life of the env, whichever agents are in play. `active(i)` says
+/// whether slot i holds an agent this step; an inactive row's observation is
+/// meaningless and its action is ignored. An agent whose episode ends
+/// (terminated or truncated on its row) while others play on is normally set
+/// inactive; if it stays active, its next step starts a new episode for that
+/// slot (a respawn). The env's episode is over when, after a step, no row is
+/// both active and not ended.
+///
+/// ## Randomness
+///
+/// Every env owns an rng seeded from (seed, env index) that it receives at
+/// construction; the same seed and index give the same trajectory for the
+/// same actions.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "coral/envs/space.hpp"
+
+namespace coral::envs {
+
+/// The rows of one env inside an env_batch: pointers and strides, no
+/// ownership. Cheap to copy; valid while the batch lives.
+///
+/// Thread safety: the env stepping these rows is their only user until it
+/// returns from reset() or step().
+class env_rows {
+ public:
+  /// The raw parts of a view; filled in by env_batch::rows().
+  struct parts {
+    std::size_t count = 0;                 ///< number of rows (agent slots)
+    float* observations = nullptr;         ///< row-major, stride obs_dim
+    std::size_t obs_dim = 0;
+    const std::int32_t* discrete_actions = nullptr;  ///< row-major, stride discrete_dim
+    std::size_t discrete_dim = 0;
+    const float* continuous_actions = nullptr;       ///< row-major, stride continuous_dim
+    std::size_t continuous_dim = 0;
+    float* rewards = nullptr;
+    std::uint8_t* terminated = nullptr;
+    std::uint8_t* truncated = nullptr;
+    std::uint8_t* active = nullptr;
+  };
+
+  /// A view over the given parts.
+  explicit env_rows(const parts& p) noexcept : p_(p) {}
+
+  /// Number of rows (the env's max_agents()).
+  [[nodiscard]] std::size_t size() const noexcept { return p_.count; }
+
+  /// The flat observation row of agent slot i (width: flat size of the observation space).
+  [[nodiscard]] std::span<float> observation(std::size_t i = 0) const noexcept {
+    return {p_.observations + i * p_.obs_dim, p_.obs_dim};
+  }
+  /// The int32 part of agent slot i's action row.
+  [[nodiscard]] std::span<const std::int32_t> discrete_action(std::size_t i = 0) const noexcept {
+    return {p_.discrete_actions + i * p_.discrete_dim, p_.discrete_dim};
+  }
+  /// The float part of agent slot i's action row.
+  [[nodiscard]] std::span<const float> continuous_action(std::size_t i = 0) const noexcept {
+    return {p_.continuous_actions + i * p_.continuous_dim, p_.continuous_dim};
+  }
+  /// The action of a Discrete action space: the first int32 of slot i's action row.
+  [[nodiscard]] std::int32_t action(std::size_t i = 0) const noexcept { return p_.discrete_actions[i * p_.discrete_dim]; }
+
+  /// Reward of agent slot i for the step just taken.
+  [[nodiscard]] float& reward(std::size_t i = 0) const noexcept { return p_.rewards[i]; }
+  /// 1 if agent slot i's episode reached a terminal state this step.
+  [[nodiscard]] std::uint8_t& terminated(std::size_t i = 0) const noexcept { return p_.terminated[i]; }
+  /// 1 if agent slot i's episode was cut short this step.
+  [[nodiscard]] std::uint8_t& truncated(std::size_t i = 0) const noexcept { return p_.truncated[i]; }
+  /// 1 if agent slot i is in play (its observation is valid, its next action is used).
+  [[nodiscard]] std::uint8_t& active(std::size_t i = 0) const noexcept { return p_.active[i]; }
+
+ private:
+  parts p_;
+};
+
+/// An environment. Implement reset(), step() and the two spaces; the rest
+/// has meaningful defaults.
+///
+/// Thread safety: an env is used by one thread at a time.
+class env {
+ public:
+  virtual ~env() = default;
+
+  /// Starts a new episode; see the file comment for what it writes.
+  virtual void reset(const env_rows& rows) = 0;
+
+  /// Takes one step with the actions in `rows`; see the file comment.
+  virtual void step(const env_rows& rows) = 0;
+
+  /// The space of one agent's observation; the batch stores it flattened.
+  [[nodiscard]] virtual const space& observation_space() const noexcept = 0;
+
+  /// The space of one agent's action; the batch stores it flattened.
+  [[nodiscard]] virtual const space& action_space() const noexcept = 0;
+
+  /// Number of rows (agent slots) this env owns; fixed for its life.
+  [[nodiscard]] virtual std::size_t max_agents() const noexcept { return 1; }
+
+  /// The best expected return per episode (per agent), if known.
+  [[nodiscard]] virtual std::optional<double> optimal_return() const noexcept { return std::nullopt; }
+
+  /// The mean return per episode (per agent) at which a learner counts as
+  /// having solved this env, if there is one.
+  [[nodiscard]] virtual std::optional<double> solved_return() const noexcept { return std::nullopt; }
+
+ protected:
+  env() = default;
+  env(const env&) = default;
+  env& operator=(const env&) = default;
+};
+
+}  // namespace coral::envs

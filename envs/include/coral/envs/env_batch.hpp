@@ -1,0 +1,125 @@
+#pragma once
+/// \file
+/// `env_batch`: the pre-allocated struct-of-arrays buffer that envs write
+/// into and the inference batcher reads from.
+///
+/// One row per agent slot (one per env for single-agent envs). The rows of
+/// one env are consecutive, and the envs of one env_slice own consecutive
+/// ranges, so a group of K envs owns one contiguous block of every array.
+///
+/// Per row:
+///
+/// | array                | type    | width                        | written by |
+/// |----------------------|---------|------------------------------|------------|
+/// | observations         | float   | obs_dim (flat obs space)     | env        |
+/// | discrete_actions     | int32   | discrete_action_dim          | batcher    |
+/// | continuous_actions   | float   | continuous_action_dim        | batcher    |
+/// | rewards              | float   | 1                            | env        |
+/// | terminated           | uint8   | 1                            | env        |
+/// | truncated            | uint8   | 1                            | env        |
+/// | active               | uint8   | 1                            | env        |
+/// | final_observations   | float   | obs_dim                      | env_slice  |
+/// | episode_returns      | float   | 1                            | env_slice  |
+/// | episode_lengths      | int32   | 1                            | env_slice  |
+///
+/// The action layout is space.hpp's: Discrete/MultiDiscrete components go to
+/// the int32 part, Box elements to the float part, in leaf order. See
+/// env_slice.hpp for what final_observations and the episode columns hold.
+///
+/// Thread safety: as for slab: distinct rows may be used by distinct threads;
+/// the hand-over of rows is the caller's protocol.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "coral/core/slab.hpp"
+#include "coral/envs/env.hpp"
+#include "coral/envs/space.hpp"
+
+namespace coral::envs {
+
+/// The batch buffer. Allocates in its constructor only.
+class env_batch {
+ public:
+  /// A batch of `rows` rows for envs with these spaces.
+  env_batch(std::size_t rows, const space& observation_space, const space& action_space);
+
+  /// A batch of `rows` rows with explicit widths.
+  env_batch(std::size_t rows, std::size_t obs_dim, std::size_t discrete_action_dim,
+            std::size_t continuous_action_dim);
+
+  /// Number of rows.
+  [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
+  /// Width of an observation row.
+  [[nodiscard]] std::size_t obs_dim() const noexcept { return obs_dim_; }
+  /// Width of the int32 part of an action row.
+  [[nodiscard]] std::size_t discrete_action_dim() const noexcept { return discrete_dim_; }
+  /// Width of the float part of an action row.
+  [[nodiscard]] std::size_t continuous_action_dim() const noexcept { return continuous_dim_; }
+
+  /// Observations, rows × obs_dim.
+  [[nodiscard]] slab<float>& observations() noexcept { return observations_; }
+  /// Observations, rows × obs_dim.
+  [[nodiscard]] const slab<float>& observations() const noexcept { return observations_; }
+  /// Final observations of ended episodes, rows × obs_dim.
+  [[nodiscard]] slab<float>& final_observations() noexcept { return final_observations_; }
+  /// Final observations of ended episodes, rows × obs_dim.
+  [[nodiscard]] const slab<float>& final_observations() const noexcept { return final_observations_; }
+  /// Int32 part of the actions, rows × discrete_action_dim.
+  [[nodiscard]] slab<std::int32_t>& discrete_actions() noexcept { return discrete_actions_; }
+  /// Int32 part of the actions, rows × discrete_action_dim.
+  [[nodiscard]] const slab<std::int32_t>& discrete_actions() const noexcept { return discrete_actions_; }
+  /// Float part of the actions, rows × continuous_action_dim.
+  [[nodiscard]] slab<float>& continuous_actions() noexcept { return continuous_actions_; }
+  /// Float part of the actions, rows × continuous_action_dim.
+  [[nodiscard]] const slab<float>& continuous_actions() const noexcept { return continuous_actions_; }
+
+  /// Rewards, one per row.
+  [[nodiscard]] std::span<float> rewards() noexcept { return rewards_.block(0, rows()); }
+  /// Rewards, one per row.
+  [[nodiscard]] std::span<const float> rewards() const noexcept { return rewards_.block(0, rows()); }
+  /// Terminated flags (0 or 1), one per row.
+  [[nodiscard]] std::span<std::uint8_t> terminated() noexcept { return terminated_.block(0, rows()); }
+  /// Terminated flags (0 or 1), one per row.
+  [[nodiscard]] std::span<const std::uint8_t> terminated() const noexcept { return terminated_.block(0, rows()); }
+  /// Truncated flags (0 or 1), one per row.
+  [[nodiscard]] std::span<std::uint8_t> truncated() noexcept { return truncated_.block(0, rows()); }
+  /// Truncated flags (0 or 1), one per row.
+  [[nodiscard]] std::span<const std::uint8_t> truncated() const noexcept { return truncated_.block(0, rows()); }
+  /// Active mask (0 or 1), one per row.
+  [[nodiscard]] std::span<std::uint8_t> active() noexcept { return active_.block(0, rows()); }
+  /// Active mask (0 or 1), one per row.
+  [[nodiscard]] std::span<const std::uint8_t> active() const noexcept { return active_.block(0, rows()); }
+  /// Episode returns (running, then final on the step that ends an episode).
+  [[nodiscard]] std::span<float> episode_returns() noexcept { return episode_returns_.block(0, rows()); }
+  /// Episode returns (running, then final on the step that ends an episode).
+  [[nodiscard]] std::span<const float> episode_returns() const noexcept { return episode_returns_.block(0, rows()); }
+  /// Episode lengths (running, then final on the step that ends an episode).
+  [[nodiscard]] std::span<std::int32_t> episode_lengths() noexcept { return episode_lengths_.block(0, rows()); }
+  /// Episode lengths (running, then final on the step that ends an episode).
+  [[nodiscard]] std::span<const std::int32_t> episode_lengths() const noexcept {
+    return episode_lengths_.block(0, rows());
+  }
+
+  /// The env_rows view of rows [first, first + count). Unchecked.
+  [[nodiscard]] env_rows view(std::size_t first, std::size_t count) noexcept;
+
+ private:
+  std::size_t rows_;
+  std::size_t obs_dim_;
+  std::size_t discrete_dim_;
+  std::size_t continuous_dim_;
+  slab<float> observations_;
+  slab<float> final_observations_;
+  slab<std::int32_t> discrete_actions_;
+  slab<float> continuous_actions_;
+  slab<float> rewards_;
+  slab<std::uint8_t> terminated_;
+  slab<std::uint8_t> truncated_;
+  slab<std::uint8_t> active_;
+  slab<float> episode_returns_;
+  slab<std::int32_t> episode_lengths_;
+};
+
+}  // namespace coral::envs

@@ -1,0 +1,94 @@
+#pragma once
+/// \file
+/// `env_slice`: K env instances bound to a contiguous range of batch rows,
+/// stepped back to back with auto-reset. The env group actor drives one; so
+/// does the plain for-loop benchmark baseline.
+///
+/// ## Auto-reset semantics (exact)
+///
+/// reset_all(): for every env, sets its rows active, calls env::reset(), then
+/// clears reward, terminated, truncated, episode_returns, episode_lengths and
+/// final_observations of its rows.
+///
+/// step_all(): for every env e, in order, with its rows R:
+///  1. For each row that ended on the previous step (terminated or truncated
+///     still set), the running episode_return and episode_length restart at 0.
+///     The mask `was_active` is taken from `active` as the policy saw it.
+///  2. env::step(R) applies the actions in R's action rows.
+///  3. For each row with was_active = 0: reward, terminated and truncated are
+///     set to 0. For each row with was_active = 1: episode_return += reward,
+///     episode_length += 1; if it ended (terminated or truncated), its
+///     observation row is copied to final_observations.
+///  4. If no row of e is both active (as the env now says) and not ended, the
+///     env's episode is over and env::reset(R) runs at once (rows set active
+///     first): the observation rows then hold the first observation of the
+///     next episode.
+///
+/// So whoever consumes a step sees, for a row whose episode ended on it:
+/// terminated/truncated as the env set them, the reward of the final step,
+/// final_observations = the last observation of the ended episode,
+/// episode_returns/episode_lengths = that episode's return (sum of rewards)
+/// and length (steps taken), and observations = the first observation of the
+/// next episode (for a multi-agent env whose other agents play on, the row's
+/// own observation as the env wrote it). The action the policy picks from
+/// that observation is applied by the next step_all() to the new episode:
+/// no action is ever discarded. On other steps episode_returns and
+/// episode_lengths hold the running totals of the current episode, and
+/// final_observations holds stale data.
+///
+/// No allocation in reset_all() or step_all(); one virtual call per env per step.
+///
+/// Thread safety: one thread at a time; the slice is the only user of its
+/// rows while it runs.
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "coral/envs/env.hpp"
+#include "coral/envs/env_batch.hpp"
+
+namespace coral::envs {
+
+/// K envs over rows [first_row, first_row + row_count()) of a batch.
+class env_slice {
+ public:
+  /// Binds `envs` to consecutive rows of `batch` starting at `first_row`: env
+  /// i owns max_agents() rows after those of env i-1. Throws usage_error
+  /// (messages::batch_mismatch) if an env's flat spaces do not have the
+  /// batch's widths or the rows run past the end of the batch. The batch must
+  /// outlive the slice.
+  env_slice(env_batch& batch, std::size_t first_row, std::vector<std::unique_ptr<env>> envs);
+
+  /// Starts a new episode in every env; see the file comment.
+  void reset_all();
+
+  /// Steps every env once with auto-reset; see the file comment.
+  void step_all();
+
+  /// Number of envs.
+  [[nodiscard]] std::size_t size() const noexcept { return envs_.size(); }
+  /// First batch row of this slice.
+  [[nodiscard]] std::size_t first_row() const noexcept { return first_row_; }
+  /// Number of batch rows this slice owns (sum of max_agents()).
+  [[nodiscard]] std::size_t row_count() const noexcept { return row_count_; }
+  /// Env i.
+  [[nodiscard]] env& at(std::size_t i) noexcept { return *envs_[i]; }
+  /// First batch row of env i.
+  [[nodiscard]] std::size_t first_row_of(std::size_t i) const noexcept { return row_offsets_[i]; }
+  /// The batch.
+  [[nodiscard]] env_batch& batch() noexcept { return *batch_; }
+
+ private:
+  void reset_env(std::size_t i, const env_rows& rows);
+
+  env_batch* batch_;
+  std::size_t first_row_;
+  std::size_t row_count_ = 0;
+  std::vector<std::unique_ptr<env>> envs_;
+  std::vector<std::size_t> row_offsets_;
+  std::vector<env_rows> views_;
+  std::vector<std::uint8_t> was_active_;  // scratch, one per row of the widest env
+};
+
+}  // namespace coral::envs

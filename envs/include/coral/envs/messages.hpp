@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// Error texts of the envs layer. Each is a fmt format string; tests assert
+/// them exactly. Config and flag errors are thrown as coral::config_error,
+/// misuse of the API as coral::usage_error (see coral/core/error.hpp).
+
+#include <string_view>
+
+namespace coral::envs::messages {
+
+/// No env registered under a name: name, comma-separated known names.
+inline constexpr std::string_view unknown_env = "unknown env '{}' (known: {})";
+/// An env registered twice: name.
+inline constexpr std::string_view duplicate_env = "env '{}' is already registered";
+/// A config key the env does not declare: env, key, comma-separated known keys.
+inline constexpr std::string_view unknown_key = "env '{}': unknown config key '{}' (known: {})";
+/// A config value that does not parse or is out of range: env, key, value, what was expected.
+inline constexpr std::string_view bad_config_value = "env '{}': config key '{}': invalid value '{}' (expected {})";
+/// Keys that must agree with each other do not: env, key, explanation.
+inline constexpr std::string_view inconsistent_config = "env '{}': config key '{}': {}";
+/// An `--env-arg` that is not `key=value`: the argument.
+inline constexpr std::string_view malformed_env_arg = "--env-arg: expected key=value, got '{}'";
+/// An action (from `--actions`) outside the action space: the text, its position (from 1), the space.
+inline constexpr std::string_view bad_action = "--actions: action '{}' (number {}) is outside the action space {}";
+/// A space built with arguments that make no sense: the space kind, the reason.
+inline constexpr std::string_view bad_space = "{}: {}";
+/// A structured value that does not match its space: the space.
+inline constexpr std::string_view value_mismatch = "value does not match the space {}";
+/// A flat row of the wrong width: what, expected width, given width.
+inline constexpr std::string_view row_width = "{}: row has {} elements, expected {}";
+/// Envs in one slice or batch whose spaces differ from the batch's: env name, reason.
+inline constexpr std::string_view batch_mismatch = "env '{}' does not fit the batch: {}";
+/// A config read with the wrong type or an undeclared key: key, requested type.
+inline constexpr std::string_view config_access = "env config: key '{}' is not a declared {} key";
+
+}  // namespace coral::envs::messages

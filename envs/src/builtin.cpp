@@ -1,0 +1,41 @@
+#include <memory>
+
+#include "coral/envs/bandit.hpp"
+#include "coral/envs/cartpole.hpp"
+#include "coral/envs/delay.hpp"
+#include "coral/envs/memory.hpp"
+#include "coral/envs/noop.hpp"
+#include "coral/envs/password.hpp"
+#include "coral/envs/race.hpp"
+#include "coral/envs/registry.hpp"
+#include "coral/envs/squared.hpp"
+#include "coral/envs/stochastic.hpp"
+
+namespace coral::envs {
+namespace {
+
+template <class Env>
+env_spec spec_of() {
+  return env_spec{.name = std::string(Env::name),
+                  .description = std::string(Env::description),
+                  .keys = Env::config_keys(),
+                  .factory = [](const env_config& config, env_seed seed) -> std::unique_ptr<env> {
+                    return std::make_unique<Env>(config, seed);
+                  }};
+}
+
+}  // namespace
+
+void register_builtin_envs(registry& r) {
+  r.add(spec_of<cartpole>());
+  r.add(spec_of<bandit>());
+  r.add(spec_of<memory>());
+  r.add(spec_of<stochastic>());
+  r.add(spec_of<password>());
+  r.add(spec_of<squared>());
+  r.add(spec_of<race>());
+  r.add(spec_of<noop>());
+  r.add(spec_of<delay>());
+}
+
+}  // namespace coral::envs

@@ -1,0 +1,75 @@
+#include "coral/envs/cartpole.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace coral::envs {
+
+std::vector<config_key> cartpole::config_keys() {
+  return {{.name = "max_steps",
+           .type = config_type::integer,
+           .default_value = "500",
+           .description = "steps after which an episode is truncated",
+           .min = 1}};
+}
+
+cartpole::cartpole(const env_config& config, env_seed seed)
+    : observation_space_(space::box({4},
+                                    {-2 * static_cast<float>(x_threshold), -std::numeric_limits<float>::infinity(),
+                                     -2 * static_cast<float>(theta_threshold), -std::numeric_limits<float>::infinity()},
+                                    {2 * static_cast<float>(x_threshold), std::numeric_limits<float>::infinity(),
+                                     2 * static_cast<float>(theta_threshold), std::numeric_limits<float>::infinity()})),
+      action_space_(space::discrete(2)),
+      rng_(seed),
+      max_steps_(config.get_int("max_steps")) {}
+
+std::optional<double> cartpole::optimal_return() const noexcept { return static_cast<double>(max_steps_); }
+
+std::optional<double> cartpole::solved_return() const noexcept {
+  return max_steps_ == 500 ? 475.0 : 0.95 * static_cast<double>(max_steps_);
+}
+
+cartpole::state cartpole::advance(const state& s, int action) noexcept {
+  constexpr double total_mass = mass_cart + mass_pole;
+  constexpr double polemass_length = mass_pole * half_length;
+  const double force = action == 1 ? force_mag : -force_mag;
+  const double cos_theta = std::cos(s.theta);
+  const double sin_theta = std::sin(s.theta);
+  const double temp = (force + polemass_length * s.theta_dot * s.theta_dot * sin_theta) / total_mass;
+  const double theta_acc = (gravity * sin_theta - cos_theta * temp) /
+                           (half_length * (4.0 / 3.0 - mass_pole * cos_theta * cos_theta / total_mass));
+  const double x_acc = temp - polemass_length * theta_acc * cos_theta / total_mass;
+  return state{.x = s.x + tau * s.x_dot,
+               .x_dot = s.x_dot + tau * x_acc,
+               .theta = s.theta + tau * s.theta_dot,
+               .theta_dot = s.theta_dot + tau * theta_acc};
+}
+
+void cartpole::write_observation(const env_rows& rows) const noexcept {
+  float* obs = rows.observation().data();
+  obs[0] = static_cast<float>(state_.x);
+  obs[1] = static_cast<float>(state_.x_dot);
+  obs[2] = static_cast<float>(state_.theta);
+  obs[3] = static_cast<float>(state_.theta_dot);
+}
+
+void cartpole::reset(const env_rows& rows) {
+  state_ = state{.x = rng_.uniform(-0.05, 0.05),
+                 .x_dot = rng_.uniform(-0.05, 0.05),
+                 .theta = rng_.uniform(-0.05, 0.05),
+                 .theta_dot = rng_.uniform(-0.05, 0.05)};
+  steps_ = 0;
+  write_observation(rows);
+}
+
+void cartpole::step(const env_rows& rows) {
+  state_ = advance(state_, rows.action());
+  ++steps_;
+  write_observation(rows);
+  rows.reward() = 1.0F;
+  rows.terminated() = static_cast<std::uint8_t>(state_.x < -x_threshold || state_.x > x_threshold ||
+                                                state_.theta < -theta_threshold || state_.theta > theta_threshold);
+  rows.truncated() = static_cast<std::uint8_t>(steps_ >= max_steps_);
+}
+
+}  // namespace coral::envs

@@ -1,0 +1,148 @@
+#include "coral/envs/config.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "coral/core/error.hpp"
+#include "coral/envs/messages.hpp"
+
+namespace coral::envs {
+namespace {
+
+std::string expected_text(const config_key& key) {
+  std::string text(to_string(key.type));
+  if (key.type == config_type::boolean) return "bool (true or false)";
+  if (key.min && key.max) return fmt::format("{} in [{}, {}]", text, *key.min, *key.max);
+  if (key.min) return fmt::format("{} >= {}", text, *key.min);
+  if (key.max) return fmt::format("{} <= {}", text, *key.max);
+  return text;
+}
+
+std::optional<config_value> parse_value(const config_key& key, std::string_view text) {
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  switch (key.type) {
+    case config_type::integer: {
+      std::int64_t v = 0;
+      if (!text.empty() && text.front() == '+') ++first;
+      auto [ptr, ec] = std::from_chars(first, last, v);
+      if (text.empty() || ec != std::errc{} || ptr != last) return std::nullopt;
+      if ((key.min && static_cast<double>(v) < *key.min) || (key.max && static_cast<double>(v) > *key.max)) {
+        return std::nullopt;
+      }
+      return v;
+    }
+    case config_type::real: {
+      double v = 0;
+      if (!text.empty() && text.front() == '+') ++first;
+      auto [ptr, ec] = std::from_chars(first, last, v);
+      if (text.empty() || ec != std::errc{} || ptr != last || !std::isfinite(v)) return std::nullopt;
+      if ((key.min && v < *key.min) || (key.max && v > *key.max)) return std::nullopt;
+      return v;
+    }
+    case config_type::boolean:
+      if (text == "true" || text == "1") return true;
+      if (text == "false" || text == "0") return false;
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(config_type t) noexcept {
+  switch (t) {
+    case config_type::integer:
+      return "int";
+    case config_type::real:
+      return "float";
+    case config_type::boolean:
+      return "bool";
+  }
+  return "?";
+}
+
+std::string to_string(const config_value& v) {
+  return std::visit([](auto x) { return fmt::format("{}", x); }, v);
+}
+
+std::pair<std::string, std::string> parse_env_arg(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    throw config_error(fmt::format(fmt::runtime(messages::malformed_env_arg), text));
+  }
+  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
+config_args parse_env_args(const std::vector<std::string>& texts) {
+  config_args args;
+  args.reserve(texts.size());
+  for (const auto& t : texts) args.push_back(parse_env_arg(t));
+  return args;
+}
+
+env_config::env_config(std::string_view env_name, const std::vector<config_key>& keys, const config_args& args)
+    : env_name_(env_name) {
+  for (const auto& [name, text] : args) {
+    bool known = false;
+    for (const auto& k : keys) known = known || k.name == name;
+    if (!known) {
+      std::vector<std::string_view> names;
+      for (const auto& k : keys) names.push_back(k.name);
+      throw config_error(fmt::format(fmt::runtime(messages::unknown_key), env_name, name,
+                                     names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    }
+  }
+  for (const auto& k : keys) {
+    std::string_view text = k.default_value;
+    for (const auto& [name, value] : args) {
+      if (name == k.name) text = value;  // the last one wins
+    }
+    auto v = parse_value(k, text);
+    if (!v) {
+      throw config_error(
+          fmt::format(fmt::runtime(messages::bad_config_value), env_name, k.name, text, expected_text(k)));
+    }
+    values_.emplace_back(k.name, *v);
+  }
+}
+
+const config_value* env_config::find(std::string_view key) const noexcept {
+  for (const auto& [name, v] : values_) {
+    if (name == key) return &v;
+  }
+  return nullptr;
+}
+
+std::int64_t env_config::get_int(std::string_view key) const {
+  const auto* v = find(key);
+  if (v == nullptr || !std::holds_alternative<std::int64_t>(*v)) {
+    throw usage_error(fmt::format(fmt::runtime(messages::config_access), key, "int"));
+  }
+  return std::get<std::int64_t>(*v);
+}
+
+double env_config::get_float(std::string_view key) const {
+  const auto* v = find(key);
+  if (v == nullptr || !std::holds_alternative<double>(*v)) {
+    throw usage_error(fmt::format(fmt::runtime(messages::config_access), key, "float"));
+  }
+  return std::get<double>(*v);
+}
+
+bool env_config::get_bool(std::string_view key) const {
+  const auto* v = find(key);
+  if (v == nullptr || !std::holds_alternative<bool>(*v)) {
+    throw usage_error(fmt::format(fmt::runtime(messages::config_access), key, "bool"));
+  }
+  return std::get<bool>(*v);
+}
+
+void env_config::reject(std::string_view key, std::string_view reason) const {
+  throw config_error(fmt::format(fmt::runtime(messages::inconsistent_config), env_name_, key, reason));
+}
+
+}  // namespace coral::envs

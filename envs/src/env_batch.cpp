@@ -1,0 +1,41 @@
+#include "coral/envs/env_batch.hpp"
+
+namespace coral::envs {
+
+env_batch::env_batch(std::size_t rows, const space& observation_space, const space& action_space)
+    : env_batch(rows, observation_space.flat_size(), action_space.discrete_size(), action_space.continuous_size()) {}
+
+env_batch::env_batch(std::size_t rows, std::size_t obs_dim, std::size_t discrete_action_dim,
+                     std::size_t continuous_action_dim)
+    : rows_(rows),
+      obs_dim_(obs_dim),
+      discrete_dim_(discrete_action_dim),
+      continuous_dim_(continuous_action_dim),
+      observations_(rows, obs_dim),
+      final_observations_(rows, obs_dim),
+      discrete_actions_(rows, discrete_action_dim),
+      continuous_actions_(rows, continuous_action_dim),
+      rewards_(rows, 1),
+      terminated_(rows, 1),
+      truncated_(rows, 1),
+      active_(rows, 1),
+      episode_returns_(rows, 1),
+      episode_lengths_(rows, 1) {}
+
+env_rows env_batch::view(std::size_t first, std::size_t count) noexcept {
+  env_rows::parts p;
+  p.count = count;
+  p.observations = observations_.data() + first * obs_dim_;
+  p.obs_dim = obs_dim_;
+  p.discrete_actions = discrete_actions_.data() + first * discrete_dim_;
+  p.discrete_dim = discrete_dim_;
+  p.continuous_actions = continuous_actions_.data() + first * continuous_dim_;
+  p.continuous_dim = continuous_dim_;
+  p.rewards = rewards_.data() + first;
+  p.terminated = terminated_.data() + first;
+  p.truncated = truncated_.data() + first;
+  p.active = active_.data() + first;
+  return env_rows(p);
+}
+
+}  // namespace coral::envs

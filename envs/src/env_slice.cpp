@@ -1,0 +1,109 @@
+#include "coral/envs/env_slice.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+#include "coral/envs/messages.hpp"
+
+namespace coral::envs {
+namespace {
+
+[[noreturn]] void mismatch(std::size_t index, std::string_view reason) {
+  throw usage_error(fmt::format(fmt::runtime(messages::batch_mismatch), fmt::format("#{}", index), reason));
+}
+
+}  // namespace
+
+env_slice::env_slice(env_batch& batch, std::size_t first_row, std::vector<std::unique_ptr<env>> envs)
+    : batch_(&batch), first_row_(first_row), envs_(std::move(envs)) {
+  std::size_t row = first_row;
+  std::size_t widest = 0;
+  row_offsets_.reserve(envs_.size());
+  views_.reserve(envs_.size());
+  for (std::size_t i = 0; i < envs_.size(); ++i) {
+    const env& e = *envs_[i];
+    if (e.observation_space().flat_size() != batch.obs_dim()) {
+      mismatch(i, fmt::format("observation width {} != batch obs_dim {}", e.observation_space().flat_size(),
+                              batch.obs_dim()));
+    }
+    if (e.action_space().discrete_size() != batch.discrete_action_dim() ||
+        e.action_space().continuous_size() != batch.continuous_action_dim()) {
+      mismatch(i, "action widths differ from the batch's");
+    }
+    const std::size_t agents = e.max_agents();
+    if (agents == 0) mismatch(i, "max_agents() is 0");
+    if (row + agents > batch.rows()) mismatch(i, "its rows run past the end of the batch");
+    row_offsets_.push_back(row);
+    views_.push_back(batch.view(row, agents));
+    row += agents;
+    widest = std::max(widest, agents);
+  }
+  row_count_ = row - first_row;
+  was_active_.resize(widest);
+}
+
+void env_slice::reset_env(std::size_t i, const env_rows& rows) {
+  std::fill_n(&rows.active(0), rows.size(), std::uint8_t{1});
+  envs_[i]->reset(rows);
+}
+
+void env_slice::reset_all() {
+  for (std::size_t i = 0; i < envs_.size(); ++i) {
+    const env_rows& rows = views_[i];
+    reset_env(i, rows);
+    const std::size_t first = row_offsets_[i];
+    const std::size_t n = rows.size();
+    std::fill_n(batch_->rewards().data() + first, n, 0.0F);
+    std::fill_n(batch_->terminated().data() + first, n, std::uint8_t{0});
+    std::fill_n(batch_->truncated().data() + first, n, std::uint8_t{0});
+    std::fill_n(batch_->episode_returns().data() + first, n, 0.0F);
+    std::fill_n(batch_->episode_lengths().data() + first, n, 0);
+    std::fill_n(batch_->final_observations().row(first).data(), n * batch_->obs_dim(), 0.0F);
+  }
+}
+
+void env_slice::step_all() {
+  float* const returns = batch_->episode_returns().data();
+  std::int32_t* const lengths = batch_->episode_lengths().data();
+  const std::size_t obs_dim = batch_->obs_dim();
+  for (std::size_t i = 0; i < envs_.size(); ++i) {
+    const env_rows& rows = views_[i];
+    const std::size_t first = row_offsets_[i];
+    const std::size_t n = rows.size();
+
+    for (std::size_t r = 0; r < n; ++r) {
+      if ((rows.terminated(r) | rows.truncated(r)) != 0) {
+        returns[first + r] = 0.0F;
+        lengths[first + r] = 0;
+      }
+      was_active_[r] = rows.active(r);
+    }
+
+    envs_[i]->step(rows);
+
+    bool live = false;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (was_active_[r] == 0) {
+        rows.reward(r) = 0.0F;
+        rows.terminated(r) = 0;
+        rows.truncated(r) = 0;
+        live = live || rows.active(r) != 0;
+        continue;
+      }
+      returns[first + r] += rows.reward(r);
+      lengths[first + r] += 1;
+      if ((rows.terminated(r) | rows.truncated(r)) != 0) {
+        std::memcpy(batch_->final_observations().row(first + r).data(), rows.observation(r).data(),
+                    obs_dim * sizeof(float));
+      } else {
+        live = live || rows.active(r) != 0;
+      }
+    }
+    if (!live) reset_env(i, rows);
+  }
+}
+
+}  // namespace coral::envs

@@ -1,0 +1,79 @@
+#include "coral/envs/config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "coral/core/error.hpp"
+
+using coral::envs::config_key;
+using coral::envs::config_type;
+using coral::envs::env_config;
+
+namespace {
+
+std::vector<config_key> keys() {
+  return {{.name = "episode_length", .type = config_type::integer, .default_value = "1000",
+           .description = "", .min = 1},
+          {.name = "p", .type = config_type::real, .default_value = "0.5", .description = "", .min = 0, .max = 1},
+          {.name = "verbose", .type = config_type::boolean, .default_value = "false", .description = ""}};
+}
+
+}  // namespace
+
+TEST_CASE("missing config keys take their defaults", "[envs][config]") {
+  const env_config c("demo", keys(), {});
+  CHECK(c.get_int("episode_length") == 1000);
+  CHECK(c.get_float("p") == 0.5);
+  CHECK_FALSE(c.get_bool("verbose"));
+  CHECK(c.env_name() == "demo");
+  CHECK(c.values().size() == 3);
+}
+
+TEST_CASE("given config values are parsed by type, the last one for a key winning", "[envs][config]") {
+  const env_config c("demo", keys(), {{"episode_length", "5"}, {"p", "0.25"}, {"verbose", "true"}, {"p", "1"}});
+  CHECK(c.get_int("episode_length") == 5);
+  CHECK(c.get_float("p") == 1.0);
+  CHECK(c.get_bool("verbose"));
+  CHECK(coral::envs::to_string(c.values()[1].second) == "1");
+}
+
+TEST_CASE("an unknown config key is rejected naming the key and the known ones", "[envs][config][errors]") {
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_lenght", "5"}}), coral::config_error,
+                       Catch::Message("env 'demo': unknown config key 'episode_lenght' (known: episode_length, p, "
+                                      "verbose)"));
+}
+
+TEST_CASE("a negative length is rejected naming the key and the allowed range", "[envs][config][errors]") {
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_length", "-3"}}), coral::config_error,
+                       Catch::Message("env 'demo': config key 'episode_length': invalid value '-3' (expected int >= 1)"));
+}
+
+TEST_CASE("values that do not parse as their type are rejected naming the key", "[envs][config][errors]") {
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_length", "1.5"}}), coral::config_error,
+                       Catch::Message("env 'demo': config key 'episode_length': invalid value '1.5' (expected int >= 1)"));
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_length", ""}}), coral::config_error,
+                       Catch::Message("env 'demo': config key 'episode_length': invalid value '' (expected int >= 1)"));
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"p", "1.5"}}), coral::config_error,
+                       Catch::Message("env 'demo': config key 'p': invalid value '1.5' (expected float in [0, 1])"));
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"p", "nan"}}), coral::config_error,
+                       Catch::Message("env 'demo': config key 'p': invalid value 'nan' (expected float in [0, 1])"));
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"verbose", "yes"}}), coral::config_error,
+                       Catch::Message("env 'demo': config key 'verbose': invalid value 'yes' (expected bool (true or "
+                                      "false))"));
+}
+
+TEST_CASE("--env-arg must be key=value", "[envs][config][errors]") {
+  CHECK(coral::envs::parse_env_arg("a=b=c") == std::pair<std::string, std::string>{"a", "b=c"});
+  CHECK(coral::envs::parse_env_arg("a=") == std::pair<std::string, std::string>{"a", ""});
+  CHECK_THROWS_MATCHES(coral::envs::parse_env_arg("length"), coral::config_error,
+                       Catch::Message("--env-arg: expected key=value, got 'length'"));
+  CHECK_THROWS_MATCHES(coral::envs::parse_env_arg("=3"), coral::config_error,
+                       Catch::Message("--env-arg: expected key=value, got '=3'"));
+}
+
+TEST_CASE("reading an undeclared key or with the wrong type is a usage error", "[envs][config][errors]") {
+  const env_config c("demo", keys(), {});
+  CHECK_THROWS_MATCHES(c.get_int("p"), coral::usage_error,
+                       Catch::Message("env config: key 'p' is not a declared int key"));
+  CHECK_THROWS_MATCHES(c.get_bool("nope"), coral::usage_error,
+                       Catch::Message("env config: key 'nope' is not a declared bool key"));
+}

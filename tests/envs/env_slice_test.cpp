@@ -1,0 +1,169 @@
+#include "coral/envs/env_slice.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "coral/core/error.hpp"
+#include "harness.hpp"
+
+using namespace coral::envs;
+using coral::envs::testing::harness;
+
+namespace {
+
+// Observation (episode number, step in episode); reward = the action; the
+// episode ends after `length` steps, terminated or truncated as asked.
+// Remembers every (episode, action) it was given.
+class scripted final : public env {
+ public:
+  scripted(int length, bool truncate) : length_(length), truncate_(truncate) {}
+
+  void reset(const env_rows& rows) override {
+    ++episode_;
+    t_ = 0;
+    write(rows);
+  }
+  void step(const env_rows& rows) override {
+    received.emplace_back(episode_, rows.action());
+    ++t_;
+    write(rows);
+    rows.reward() = static_cast<float>(rows.action());
+    rows.terminated() = static_cast<std::uint8_t>(!truncate_ && t_ == length_);
+    rows.truncated() = static_cast<std::uint8_t>(truncate_ && t_ == length_);
+  }
+  [[nodiscard]] const space& observation_space() const noexcept override { return obs_; }
+  [[nodiscard]] const space& action_space() const noexcept override { return act_; }
+
+  std::vector<std::pair<int, int>> received;
+
+ private:
+  void write(const env_rows& rows) const {
+    rows.observation()[0] = static_cast<float>(episode_);
+    rows.observation()[1] = static_cast<float>(t_);
+  }
+  space obs_ = space::box({2}, 0.0F, 1000.0F);
+  space act_ = space::discrete(10);
+  int length_;
+  bool truncate_;
+  int episode_ = 0;
+  int t_ = 0;
+};
+
+harness scripted_harness(int length, bool truncate, std::size_t count = 1) {
+  std::vector<std::unique_ptr<env>> envs;
+  for (std::size_t i = 0; i < count; ++i) envs.push_back(std::make_unique<scripted>(length, truncate));
+  return harness(std::move(envs));
+}
+
+scripted& script(harness& h, std::size_t i = 0) { return dynamic_cast<scripted&>(h.slice.at(i)); }
+
+}  // namespace
+
+TEST_CASE("reset_all writes first observations and clears rewards, flags and episode columns",
+          "[envs][slice][autoreset]") {
+  auto h = scripted_harness(3, false);
+  h.batch.rewards()[0] = 7.0F;
+  h.batch.terminated()[0] = 1;
+  h.batch.episode_returns()[0] = 5.0F;
+  h.batch.episode_lengths()[0] = 2;
+  h.slice.reset_all();
+  CHECK(h.obs() == std::vector<float>{1.0F, 0.0F});
+  CHECK(h.batch.rewards()[0] == 0.0F);
+  CHECK(h.batch.terminated()[0] == 0);
+  CHECK(h.batch.truncated()[0] == 0);
+  CHECK(h.batch.active()[0] == 1);
+  CHECK(h.batch.episode_returns()[0] == 0.0F);
+  CHECK(h.batch.episode_lengths()[0] == 0);
+}
+
+TEST_CASE("the step that ends an episode shows its final observation, return and length, and the next "
+          "episode's first observation",
+          "[envs][slice][autoreset]") {
+  auto h = scripted_harness(3, false);
+  h.slice.reset_all();
+  h.act(2);
+  h.slice.step_all();
+  CHECK(h.obs() == std::vector<float>{1.0F, 1.0F});
+  CHECK(h.batch.episode_returns()[0] == 2.0F);  // running totals on ordinary steps
+  CHECK(h.batch.episode_lengths()[0] == 1);
+  h.act(3);
+  h.slice.step_all();
+  h.act(4);
+  h.slice.step_all();  // third step: the episode ends
+
+  CHECK(h.batch.terminated()[0] == 1);
+  CHECK(h.batch.truncated()[0] == 0);
+  CHECK(h.batch.rewards()[0] == 4.0F);                            // the final step's reward
+  CHECK(h.final_obs() == std::vector<float>{1.0F, 3.0F});        // last observation of episode 1
+  CHECK(h.batch.episode_returns()[0] == 2.0F + 3.0F + 4.0F);
+  CHECK(h.batch.episode_lengths()[0] == 3);
+  CHECK(h.obs() == std::vector<float>{2.0F, 0.0F});              // first observation of episode 2
+}
+
+TEST_CASE("the action given after an auto-reset is applied to the new episode, never discarded",
+          "[envs][slice][autoreset]") {
+  auto h = scripted_harness(2, false);
+  h.slice.reset_all();
+  for (int a : {1, 2, 3, 4, 5}) {
+    h.act(a);
+    h.slice.step_all();
+  }
+  CHECK(script(h).received == std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 3}, {2, 4}, {3, 5}});
+  // Episode 2 was (3, 4): its return and length were shown on the step that ended it;
+  // the step after restarted the totals for episode 3.
+  CHECK(h.batch.episode_returns()[0] == 5.0F);
+  CHECK(h.batch.episode_lengths()[0] == 1);
+}
+
+TEST_CASE("a truncated episode is auto-reset like a terminated one and the flags stay distinct",
+          "[envs][slice][autoreset]") {
+  auto h = scripted_harness(1, true);
+  h.slice.reset_all();
+  h.act(6);
+  h.slice.step_all();
+  CHECK(h.batch.truncated()[0] == 1);
+  CHECK(h.batch.terminated()[0] == 0);
+  CHECK(h.final_obs() == std::vector<float>{1.0F, 1.0F});
+  CHECK(h.obs() == std::vector<float>{2.0F, 0.0F});
+  CHECK(h.batch.episode_returns()[0] == 6.0F);
+  h.slice.step_all();
+  CHECK(h.batch.truncated()[0] == 1);
+  CHECK(h.batch.episode_returns()[0] == 6.0F);  // a fresh one-step episode, not 12
+  CHECK(h.batch.episode_lengths()[0] == 1);
+}
+
+TEST_CASE("the envs of a slice own consecutive rows starting at its first row", "[envs][slice]") {
+  std::vector<std::unique_ptr<env>> envs;
+  for (int i = 0; i < 3; ++i) envs.push_back(std::make_unique<scripted>(i + 1, false));
+  env_batch batch(5, space::box({2}, 0.0F, 1000.0F), space::discrete(10));
+  env_slice slice(batch, 2, std::move(envs));
+  CHECK(slice.size() == 3);
+  CHECK(slice.first_row() == 2);
+  CHECK(slice.row_count() == 3);
+  CHECK(slice.first_row_of(1) == 3);
+  slice.reset_all();
+  slice.step_all();  // env 0 (length 1) ends, env 1 and 2 run on
+  CHECK(batch.terminated()[2] == 1);
+  CHECK(batch.terminated()[3] == 0);
+  CHECK(batch.terminated()[4] == 0);
+  CHECK(batch.observations()(0, 0) == 0.0F);  // rows before the slice are untouched
+  CHECK(batch.observations()(2, 0) == 2.0F);  // env 0 is in its second episode
+  CHECK(batch.observations()(3, 0) == 1.0F);
+}
+
+TEST_CASE("a slice rejects envs that do not fit its batch", "[envs][slice][errors]") {
+  {
+    std::vector<std::unique_ptr<env>> envs;
+    envs.push_back(std::make_unique<scripted>(1, false));
+    env_batch narrow(1, 3, 1, 0);
+    CHECK_THROWS_MATCHES(env_slice(narrow, 0, std::move(envs)), coral::usage_error,
+                         Catch::Message("env '#0' does not fit the batch: observation width 2 != batch obs_dim 3"));
+  }
+  {
+    std::vector<std::unique_ptr<env>> envs;
+    envs.push_back(std::make_unique<scripted>(1, false));
+    envs.push_back(std::make_unique<scripted>(1, false));
+    env_batch small(2, 2, 1, 0);
+    CHECK_THROWS_MATCHES(env_slice(small, 1, std::move(envs)), coral::usage_error,
+                         Catch::Message("env '#1' does not fit the batch: its rows run past the end of the batch"));
+  }
+}

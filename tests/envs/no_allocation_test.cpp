@@ -1,0 +1,67 @@
+// Replaces the global allocation functions of this test binary to count
+// allocations while a flag is set, and checks that stepping allocates nothing.
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+
+void* allocate(std::size_t n) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+
+void* allocate_aligned(std::size_t n, std::align_val_t al) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  const auto a = static_cast<std::size_t>(al);
+  if (void* p = std::aligned_alloc(a, (n + a - 1) / a * a)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(std::size_t n) { return allocate(n); }
+void* operator new[](std::size_t n) { return allocate(n); }
+void* operator new(std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
+void* operator new[](std::size_t n, std::align_val_t a) { return allocate_aligned(n, a); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+TEST_CASE("stepping and resetting every built-in env through a slice allocates nothing", "[envs][slice][alloc]") {
+  for (const auto& name : coral::envs::registry::global().names()) {
+    INFO(name);
+    coral::envs::config_args args;
+    if (name == "delay") args = {{"mean_us", "0"}};
+    if (name == "noop") args = {{"episode_length", "7"}};
+    coral::envs::testing::harness h(name, args, 5, 4);
+    coral::envs::rng actions(coral::envs::env_seed{5, 77});
+    const auto& act_space = h.slice.at(0).action_space();
+    // Draw the actions up front: only the slice's work is measured.
+    std::vector<std::vector<std::int32_t>> plan(500, std::vector<std::int32_t>(h.batch.rows()));
+    for (auto& step : plan) {
+      for (auto& a : step) a = static_cast<std::int32_t>(actions.below(static_cast<std::uint64_t>(act_space.n())));
+    }
+    allocations = 0;
+    counting = true;
+    h.slice.reset_all();
+    for (const auto& step : plan) {
+      for (std::size_t r = 0; r < h.batch.rows(); ++r) h.batch.discrete_actions()(r, 0) = step[r];
+      h.slice.step_all();  // includes auto-resets: episodes end often in 500 random steps
+    }
+    counting = false;
+    CHECK(allocations == 0);
+  }
+}
