@@ -17,6 +17,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   app.require_subcommand(1);
 
   add_envs_command(app, out);
+  add_bench_command(app, out);
 
   try {
     app.parse(argc, argv);

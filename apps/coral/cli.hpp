@@ -25,4 +25,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 /// Their output goes to `out`.
 void add_envs_command(CLI::App& app, std::ostream& out);
 
+/// Adds `coral bench` (sampling throughput of a topology against the plain
+/// for-loop baseline, see shared/DESIGN.md's contract) to `app`.
+void add_bench_command(CLI::App& app, std::ostream& out);
+
 }  // namespace coral::cli

@@ -48,16 +48,19 @@ runtime::~runtime() {
 
 asio::any_io_executor runtime::pool(const std::string& name, std::size_t threads, bool pin,
                                     std::size_t first_core) {
-  if (options_.mode == executor_mode::single) {
-    if (threads == 0) throw config_error(fmt::format(fmt::runtime(messages::zero_threads), name));
-    return control_.get_executor();
-  }
+  return pool(pool_options{.name = name, .threads = threads, .pin = pin, .first_core = first_core});
+}
+
+asio::any_io_executor runtime::pool(pool_options options) {
+  if (options.threads == 0) throw config_error(fmt::format(fmt::runtime(messages::zero_threads), options.name));
+  if (options_.mode == executor_mode::single) return control_.get_executor();
   std::lock_guard lock(mutex_);
-  auto it = pools_.find(name);
+  auto it = pools_.find(options.name);
   if (it == pools_.end()) {
-    auto p = std::make_unique<thread_pool>(pool_options{name, threads, pin, first_core});
+    auto name = options.name;
+    auto p = std::make_unique<thread_pool>(std::move(options));
     if (ran_) p->start();
-    it = pools_.emplace(name, std::move(p)).first;
+    it = pools_.emplace(std::move(name), std::move(p)).first;
   }
   return it->second->get_executor();
 }

@@ -51,25 +51,32 @@ void env_slice::reset_env(std::size_t i, const env_rows& rows) {
 }
 
 void env_slice::reset_all() {
-  for (std::size_t i = 0; i < envs_.size(); ++i) {
-    const env_rows& rows = views_[i];
-    reset_env(i, rows);
-    const std::size_t first = row_offsets_[i];
-    const std::size_t n = rows.size();
-    std::fill_n(batch_->rewards().data() + first, n, 0.0F);
-    std::fill_n(batch_->terminated().data() + first, n, std::uint8_t{0});
-    std::fill_n(batch_->truncated().data() + first, n, std::uint8_t{0});
-    std::fill_n(batch_->episode_returns().data() + first, n, 0.0F);
-    std::fill_n(batch_->episode_lengths().data() + first, n, 0);
-    std::fill_n(batch_->final_observations().row(first).data(), n * batch_->obs_dim(), 0.0F);
-  }
+  for (std::size_t i = 0; i < envs_.size(); ++i) reset_one(i);
 }
 
-void env_slice::step_all() {
+void env_slice::reset_one(std::size_t i) {
+  reset_env(i, views_[i]);
+  clear_rows(i);
+}
+
+void env_slice::clear_rows(std::size_t i) {
+  const std::size_t first = row_offsets_[i];
+  const std::size_t n = views_[i].size();
+  std::fill_n(batch_->rewards().data() + first, n, 0.0F);
+  std::fill_n(batch_->terminated().data() + first, n, std::uint8_t{0});
+  std::fill_n(batch_->truncated().data() + first, n, std::uint8_t{0});
+  std::fill_n(batch_->episode_returns().data() + first, n, 0.0F);
+  std::fill_n(batch_->episode_lengths().data() + first, n, 0);
+  std::fill_n(batch_->final_observations().row(first).data(), n * batch_->obs_dim(), 0.0F);
+}
+
+void env_slice::step_all() { step_from(0); }
+
+void env_slice::step_from(std::size_t first_env) {
   float* const returns = batch_->episode_returns().data();
   std::int32_t* const lengths = batch_->episode_lengths().data();
   const std::size_t obs_dim = batch_->obs_dim();
-  for (std::size_t i = 0; i < envs_.size(); ++i) {
+  for (std::size_t i = first_env; i < envs_.size(); ++i) {
     const env_rows& rows = views_[i];
     const std::size_t first = row_offsets_[i];
     const std::size_t n = rows.size();
@@ -82,7 +89,12 @@ void env_slice::step_all() {
       was_active_[r] = rows.active(r);
     }
 
-    envs_[i]->step(rows);
+    // A try block costs nothing until something throws.
+    try {
+      envs_[i]->step(rows);
+    } catch (const std::exception& e) {
+      throw env_failed(i, e.what());
+    }
 
     bool live = false;
     for (std::size_t r = 0; r < n; ++r) {

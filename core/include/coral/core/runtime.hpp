@@ -66,6 +66,8 @@ class runtime {
   /// In single mode every name maps to the one io_context run by run().
   [[nodiscard]] asio::any_io_executor pool(const std::string& name, std::size_t threads = 1,
                                            bool pin = false, std::size_t first_core = 0);
+  /// The same, with every pool option (spin, ...).
+  [[nodiscard]] asio::any_io_executor pool(pool_options options);
 
   /// Starts actor `name` running the coroutine `body()` on `executor` (an
   /// executor from pool(); on a pool of several threads the actor gets its

@@ -43,12 +43,28 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include "coral/core/error.hpp"
 
 #include "coral/envs/env.hpp"
 #include "coral/envs/env_batch.hpp"
 
 namespace coral::envs {
+
+/// Thrown by env_slice::step_all() when env `index()` of the slice threw:
+/// what() is that exception's text. Earlier envs of the slice have stepped;
+/// env index() and later ones have not completed this step.
+class env_failed : public error {
+ public:
+  env_failed(std::size_t index, const std::string& what) : error(what), index_(index) {}
+  /// Index of the failing env within its slice.
+  [[nodiscard]] std::size_t index() const noexcept { return index_; }
+
+ private:
+  std::size_t index_;
+};
 
 /// K envs over rows [first_row, first_row + row_count()) of a batch.
 class env_slice {
@@ -63,8 +79,16 @@ class env_slice {
   /// Starts a new episode in every env; see the file comment.
   void reset_all();
 
-  /// Steps every env once with auto-reset; see the file comment.
+  /// Steps every env once with auto-reset; see the file comment. If env i
+  /// throws, stops there and throws env_failed(i, what).
   void step_all();
+
+  /// Steps envs [first, size()) once, as step_all() does for each.
+  void step_from(std::size_t first);
+
+  /// Starts a new episode in env i alone, clearing its rows as reset_all()
+  /// does (used after env i failed, with `--on-env-error reset`).
+  void reset_one(std::size_t i);
 
   /// Number of envs.
   [[nodiscard]] std::size_t size() const noexcept { return envs_.size(); }
@@ -81,6 +105,7 @@ class env_slice {
 
  private:
   void reset_env(std::size_t i, const env_rows& rows);
+  void clear_rows(std::size_t i);
 
   env_batch* batch_;
   std::size_t first_row_;

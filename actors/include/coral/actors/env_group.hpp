@@ -1,0 +1,70 @@
+#pragma once
+/// \file
+/// The env group actor: K envs stepped back to back, one message per step.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <asio/awaitable.hpp>
+#include <spdlog/logger.h>
+
+#include "coral/actors/policy.hpp"
+#include "coral/actors/topology.hpp"
+#include "coral/channels/channel.hpp"
+#include "coral/envs/env_slice.hpp"
+
+namespace coral::actors {
+
+/// "Group `group` has stepped (or reset) and its rows are ready."
+struct ready_msg {
+  std::uint32_t group = 0;
+};
+
+/// Owns an env_slice (K envs over a contiguous block of batch rows).
+///
+/// run(): resets every env and announces ready; then, for each token received
+/// on actions(), steps every env once (the actions are in its rows) and
+/// announces ready again. It ends when actions() is closed, or when the ready
+/// channel is closed. An env that throws ends the actor with
+/// `env <i> in group '<name>' failed: <what>` (policy fail), or is reset and
+/// counted (policy reset; its rows then show truncated = 1 and the first
+/// observation of a new episode).
+///
+/// Thread safety: run() is one coroutine; env_failures() may be read from any thread.
+class env_group {
+ public:
+  /// `first_env` is the global index of the slice's first env (for messages).
+  env_group(std::string name, std::uint32_t id, std::size_t first_env, envs::env_slice slice,
+            channel<ready_msg>& ready, env_error_policy on_error);
+
+  /// The actor's body.
+  [[nodiscard]] asio::awaitable<void> run();
+
+  /// Where the batcher sends "your actions are written" tokens (capacity 1).
+  [[nodiscard]] channel<std::uint64_t>& actions() noexcept { return actions_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] std::uint32_t id() const noexcept { return id_; }
+  /// The batch rows this group owns.
+  [[nodiscard]] row_range rows() const noexcept;
+  /// Number of envs in the group.
+  [[nodiscard]] std::size_t size() const noexcept { return slice_.size(); }
+  /// Env failures survived under the reset policy.
+  [[nodiscard]] std::uint64_t env_failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
+
+ private:
+  void step();
+
+  std::string name_;
+  std::uint32_t id_;
+  std::size_t first_env_;
+  envs::env_slice slice_;
+  channel<ready_msg>* ready_;
+  channel<std::uint64_t> actions_{1};
+  env_error_policy on_error_;
+  std::atomic<std::uint64_t> failures_{0};
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+}  // namespace coral::actors

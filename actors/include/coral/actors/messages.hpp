@@ -1,0 +1,16 @@
+#pragma once
+/// \file
+/// Error texts of the actors layer (fmt format strings); tests assert them exactly.
+
+#include <string_view>
+
+namespace coral::actors::messages {
+
+/// A flag whose value is out of range on its own: flag, value, what is required.
+inline constexpr std::string_view flag_out_of_range = "{}: {} is invalid: {}";
+/// An env threw and the policy is fail: env index (global), group name, what.
+inline constexpr std::string_view env_failed = "env {} in group '{}' failed: {}";
+/// An env threw and the policy is reset: env index, group name, what, failures so far.
+inline constexpr std::string_view env_reset = "env {} in group '{}' failed and was reset ({} failures so far): {}";
+
+}  // namespace coral::actors::messages

@@ -1,0 +1,90 @@
+#pragma once
+/// \file
+/// The policy interface the inference batcher calls on a batch of rows, and
+/// the two torch-free policies: `random` and `constant`.
+///
+/// A policy reads observation rows of an env_batch and writes action rows.
+/// Rows arrive as ranges (one per env group in the batch), because in pool
+/// mode the groups in a batch are whichever finished first. A network policy
+/// gathers them into its own input tensor; the policies here work in place.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "coral/envs/env_batch.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/envs/space.hpp"
+
+namespace coral::actors {
+
+/// Rows [first, first + count) of an env_batch.
+struct row_range {
+  std::uint32_t first = 0;
+  std::uint32_t count = 0;
+  friend bool operator==(const row_range&, const row_range&) = default;
+};
+
+/// What a policy is handed: the batch, the rows to act on, and optional
+/// per-row outputs (indexed by batch row) for learners that need them.
+struct policy_rows {
+  envs::env_batch& batch;
+  std::span<const row_range> ranges;
+  std::span<float> log_probs;  ///< empty, or one per batch row
+  std::span<float> values;     ///< empty, or one per batch row
+};
+
+/// Chooses actions. Called by one batcher at a time, on its executor.
+class policy {
+ public:
+  virtual ~policy() = default;
+  /// Writes an action into the action row of every row in `rows.ranges`
+  /// (and, if the policy has them and the spans are not empty, the log
+  /// probability of that action and the state value). Must not allocate.
+  virtual void act(const policy_rows& rows) = 0;
+  /// Loads flat weights published by a learner (see coral::latest). A policy
+  /// without weights ignores them.
+  virtual void load_weights(std::span<const float> weights) = 0;
+
+ protected:
+  policy() = default;
+  policy(const policy&) = default;
+  policy& operator=(const policy&) = default;
+};
+
+/// Uniform over the action space. Row r draws from its own rng seeded from
+/// (seed, r), so the actions a row gets do not depend on which rows share
+/// its batch: runs are reproducible in every topology where the env steps are.
+class random_policy final : public policy {
+ public:
+  random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed);
+  void act(const policy_rows& rows) override;
+  void load_weights(std::span<const float>) override {}
+
+ private:
+  envs::space action_space_;
+  std::vector<envs::rng> rngs_;
+};
+
+/// The same action for every row: every discrete component 0, every Box
+/// element the point of its bounds nearest 0.
+class constant_policy final : public policy {
+ public:
+  explicit constant_policy(const envs::space& action_space);
+  void act(const policy_rows& rows) override;
+  void load_weights(std::span<const float>) override {}
+
+ private:
+  std::vector<std::int32_t> discrete_;
+  std::vector<float> continuous_;
+};
+
+/// Builds policy `name` (`random` or `constant`). Throws config_error naming
+/// `--policy` and the allowed values otherwise.
+[[nodiscard]] std::unique_ptr<policy> make_builtin_policy(std::string_view name, const envs::space& action_space,
+                                                          std::size_t rows, std::uint64_t seed);
+
+}  // namespace coral::actors

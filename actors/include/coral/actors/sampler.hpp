@@ -1,0 +1,79 @@
+#pragma once
+/// \file
+/// A sampler: env groups, ready channels and an inference batcher wired in
+/// the topology the options name, plus the plain for-loop baseline.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "coral/actors/env_group.hpp"
+#include "coral/actors/inference_batcher.hpp"
+#include "coral/actors/policy.hpp"
+#include "coral/actors/step_consumer.hpp"
+#include "coral/actors/topology.hpp"
+#include "coral/channels/channel.hpp"
+#include "coral/channels/latest.hpp"
+#include "coral/core/runtime.hpp"
+#include "coral/envs/env_batch.hpp"
+#include "coral/envs/space.hpp"
+
+namespace coral::actors {
+
+/// Owns the batch, the groups, their channels and the batcher.
+///
+/// Protocol: construct (validates the options and builds every env; throws
+/// config_error before anything starts), make a policy for
+/// observation_space()/action_space()/rows(), then spawn() onto a runtime and
+/// run it. The sampler must outlive the runtime's run().
+class sampler {
+ public:
+  explicit sampler(sampler_options options);
+  sampler(const sampler&) = delete;
+  sampler& operator=(const sampler&) = delete;
+  ~sampler();
+
+  /// Spawns the env groups (`env-group-<g>`) and the batcher (`inference-batcher`)
+  /// on `rt`'s pool `sampling`, stopping after `max_env_steps` (0 = never).
+  /// `pol`, `consumer` and `weights` must outlive the run.
+  void spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_consumer* consumer = nullptr,
+             const latest<std::vector<float>>* weights = nullptr);
+
+  [[nodiscard]] const sampler_options& options() const noexcept { return options_; }
+  [[nodiscard]] const wiring& wires() const noexcept { return wiring_; }
+  [[nodiscard]] envs::env_batch& batch() noexcept { return *batch_; }
+  [[nodiscard]] const envs::space& observation_space() const noexcept { return observation_space_; }
+  [[nodiscard]] const envs::space& action_space() const noexcept { return action_space_; }
+  /// Batch rows (num_envs × agents per env).
+  [[nodiscard]] std::size_t rows() const noexcept { return batch_->rows(); }
+  /// The batcher's counters (valid after spawn()).
+  [[nodiscard]] const batcher_stats& stats() const;
+  /// Env failures survived under `--on-env-error reset`, over all groups.
+  [[nodiscard]] std::uint64_t env_failures() const noexcept;
+  /// The groups (for tests).
+  [[nodiscard]] const std::vector<std::unique_ptr<env_group>>& groups() const noexcept { return groups_; }
+
+ private:
+  sampler_options options_;
+  wiring wiring_;
+  envs::space observation_space_;
+  envs::space action_space_;
+  std::unique_ptr<envs::env_batch> batch_;
+  std::vector<std::unique_ptr<channel<ready_msg>>> ready_;
+  std::vector<std::unique_ptr<env_group>> groups_;
+  std::unique_ptr<inference_batcher> batcher_;
+};
+
+/// Result of the plain for-loop baseline.
+struct loop_result {
+  std::uint64_t env_steps = 0;
+  double seconds = 0;
+};
+
+/// The baseline every sampler is measured against: the same envs in one
+/// env_slice on the calling thread, `for (;;) { act; step_all; }`, for at
+/// least `env_steps` env steps.
+[[nodiscard]] loop_result run_plain_loop(const sampler_options& options, const std::string& policy_name,
+                                         std::uint64_t env_steps);
+
+}  // namespace coral::actors

@@ -1,0 +1,110 @@
+#include "coral/actors/sampler.hpp"
+
+#include <chrono>
+
+#include "coral/core/error.hpp"
+#include "coral/envs/env_slice.hpp"
+#include "coral/envs/registry.hpp"
+
+namespace coral::actors {
+namespace {
+
+/// Builds envs [first, first + count) of the options' env.
+std::vector<std::unique_ptr<envs::env>> make_envs(const sampler_options& o, std::size_t first, std::size_t count) {
+  return envs::registry::global().make_many(o.env, o.env_args, o.seed, first, count);
+}
+
+}  // namespace
+
+sampler::sampler(sampler_options options) : options_(std::move(options)), wiring_(resolve_wiring(options_)) {
+  const std::size_t k = options_.envs_per_group;
+  std::vector<std::vector<std::unique_ptr<envs::env>>> envs_by_group;
+  envs_by_group.reserve(wiring_.groups);
+  for (std::size_t g = 0; g < wiring_.groups; ++g) envs_by_group.push_back(make_envs(options_, g * k, k));
+
+  const envs::env& probe = *envs_by_group.front().front();
+  observation_space_ = probe.observation_space();
+  action_space_ = probe.action_space();
+  const std::size_t agents = probe.max_agents();
+  batch_ = std::make_unique<envs::env_batch>(options_.num_envs * agents, observation_space_, action_space_);
+
+  for (std::size_t c = 0; c < wiring_.ready_channels; ++c) {
+    // Room for every group: a ready announcement never waits.
+    ready_.push_back(std::make_unique<channel<ready_msg>>(wiring_.groups));
+  }
+  for (std::size_t g = 0; g < wiring_.groups; ++g) {
+    envs::env_slice slice(*batch_, g * k * agents, std::move(envs_by_group[g]));
+    groups_.push_back(std::make_unique<env_group>("env-group-" + std::to_string(g), static_cast<std::uint32_t>(g),
+                                                  g * k, std::move(slice), *ready_[g % ready_.size()],
+                                                  options_.on_env_error));
+  }
+}
+
+sampler::~sampler() = default;
+
+void sampler::spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_consumer* consumer,
+                    const latest<std::vector<float>>* weights) {
+  if (batcher_) throw usage_error("sampler::spawn() called twice");
+  std::vector<channel<ready_msg>*> ready;
+  for (auto& c : ready_) ready.push_back(c.get());
+  std::vector<env_group*> groups;
+  for (auto& g : groups_) groups.push_back(g.get());
+  inference_batcher::options bo;
+  bo.batch_size = wiring_.batch_size;
+  bo.min_batch_size = options_.min_batch_size;
+  bo.batch_timeout = options_.batch_timeout;
+  bo.max_env_steps = max_env_steps;
+  batcher_ = std::make_unique<inference_batcher>(std::move(ready), std::move(groups), pol, *batch_, bo, consumer,
+                                                 weights);
+
+  auto ex = rt.pool(pool_options{.name = "sampling",
+                                 .threads = options_.threads,
+                                 .pin = options_.pin,
+                                 .first_core = 0,
+                                 .spin = options_.spin});
+  auto* b = batcher_.get();
+  rt.on_stop([b] { b->close_all(); });
+  for (auto& g : groups_) {
+    auto* group = g.get();
+    rt.spawn(group->name(), ex, group->run());
+  }
+  rt.spawn("inference-batcher", ex, b->run());
+}
+
+const batcher_stats& sampler::stats() const {
+  if (!batcher_) throw usage_error("sampler::stats() before spawn()");
+  return batcher_->stats();
+}
+
+std::uint64_t sampler::env_failures() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& g : groups_) n += g->env_failures();
+  return n;
+}
+
+loop_result run_plain_loop(const sampler_options& options, const std::string& policy_name,
+                           std::uint64_t env_steps) {
+  auto all = make_envs(options, 0, options.num_envs);
+  const envs::space obs = all.front()->observation_space();
+  const envs::space act = all.front()->action_space();
+  const std::size_t agents = all.front()->max_agents();
+  envs::env_batch batch(options.num_envs * agents, obs, act);
+  envs::env_slice slice(batch, 0, std::move(all));
+  auto pol = make_builtin_policy(policy_name, act, batch.rows(), options.seed);
+  const row_range everything{0, static_cast<std::uint32_t>(batch.rows())};
+  std::vector<float> log_probs(batch.rows());
+  std::vector<float> values(batch.rows());
+
+  slice.reset_all();
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t steps = 0;
+  while (steps < env_steps) {
+    pol->act(policy_rows{batch, std::span(&everything, 1), log_probs, values});
+    slice.step_all();
+    steps += options.num_envs;
+  }
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return {steps, elapsed.count()};
+}
+
+}  // namespace coral::actors

@@ -1,0 +1,134 @@
+// `coral bench`: sampling throughput of a topology, against the plain
+// for-loop over the same envs, measured in the same process.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "coral/actors/sampler.hpp"
+#include "coral/cli.hpp"
+#include "coral/core/runtime.hpp"
+#include "coral/envs/config.hpp"
+#include "coral/json.hpp"
+
+namespace coral::cli {
+namespace {
+
+struct bench_flags {
+  std::string env = "cartpole";
+  std::vector<std::string> env_args;
+  std::string topology = "pool";
+  std::string executor = "threads";
+  std::string policy = "random";
+  std::string on_env_error = "fail";
+  std::size_t num_envs = 8;
+  std::size_t batch_size = 0;
+  std::size_t min_batch_size = 0;
+  long batch_timeout_us = 0;
+  std::size_t envs_per_group = 1;
+  std::size_t threads = 2;
+  long spin_us = 50;
+  bool pin = false;
+  std::uint64_t seed = 0;
+  std::uint64_t steps = 2'000'000;
+  std::uint64_t baseline_steps = 0;  // 0: as many as --steps
+  bool no_baseline = false;
+  bool json = false;
+};
+
+void run_bench(std::ostream& out, const bench_flags& f) {
+  actors::sampler_options o;
+  o.env = f.env;
+  o.env_args = envs::parse_env_args(f.env_args);
+  o.seed = f.seed;
+  o.topo = actors::parse_topology(f.topology);
+  o.num_envs = f.num_envs;
+  o.batch_size = f.batch_size;
+  o.min_batch_size = f.min_batch_size;
+  o.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
+  o.envs_per_group = f.envs_per_group;
+  o.threads = f.threads;
+  o.pin = f.pin;
+  o.spin = std::chrono::microseconds(f.spin_us);
+  o.executor = parse_executor_mode(f.executor);
+  o.on_env_error = actors::parse_env_error_policy(f.on_env_error);
+  if (f.steps == 0) {
+    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--steps", 0, "at least 1"));
+  }
+
+  actors::sampler s(o);  // validates every flag before anything starts
+  auto pol = actors::make_builtin_policy(f.policy, s.action_space(), s.rows(), f.seed);
+  const auto& w = s.wires();
+  out << fmt::format("coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor\n",
+                     o.env, actors::to_string(o.topo), o.num_envs, w.groups, o.envs_per_group, w.batch_size,
+                     o.threads, o.threads == 1 ? "" : "s", f.executor);
+
+  runtime rt({.mode = o.executor, .handle_signals = true});
+  s.spawn(rt, *pol, f.steps);
+  rt.run();
+  const auto& st = s.stats();
+  const double seconds = static_cast<double>(st.run_ns.load()) * 1e-9;
+  const double sps = static_cast<double>(st.env_steps.load()) / seconds;
+  const double bps = static_cast<double>(st.batches.load()) / seconds;
+  out << fmt::format("sampler:  {} env steps in {:.3f} s = {:.0f} steps/s, {:.0f} batches/s, batcher idle {:.1f}%\n",
+                     st.env_steps.load(), seconds, sps, bps, 100.0 * st.idle_fraction());
+  if (s.env_failures() > 0) out << fmt::format("env failures survived: {}\n", s.env_failures());
+
+  double baseline_sps = 0;
+  if (!f.no_baseline) {
+    const auto r = actors::run_plain_loop(o, f.policy, f.baseline_steps == 0 ? f.steps : f.baseline_steps);
+    baseline_sps = static_cast<double>(r.env_steps) / r.seconds;
+    out << fmt::format("baseline: plain for-loop over the same {} envs on 1 thread: {:.0f} steps/s\n", o.num_envs,
+                       baseline_sps);
+    out << fmt::format("speedup over the plain loop: {:.2f}x\n", sps / baseline_sps);
+  }
+  if (f.json) {
+    out << fmt::format(
+        R"({{"env":{},"topology":{},"executor":{},"policy":{},"num_envs":{},"envs_per_group":{},"groups":{},)"
+        R"("batch_size":{},"threads":{},"env_steps":{},"seconds":{},"steps_per_second":{},"batches_per_second":{},)"
+        R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{}}})"
+        "\n",
+        json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.executor), json::quote(f.policy),
+        o.num_envs, o.envs_per_group, w.groups, w.batch_size, o.threads, st.env_steps.load(), json::number(seconds),
+        json::number(sps), json::number(bps), json::number(st.idle_fraction()),
+        f.no_baseline ? "null" : json::number(baseline_sps), f.no_baseline ? "null" : json::number(sps / baseline_sps),
+        s.env_failures());
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, std::ostream& out) {
+  auto flags = std::make_shared<bench_flags>();
+  auto* cmd = app.add_subcommand("bench", "measure sampling throughput of a topology against a plain for-loop");
+  cmd->add_option("--env", flags->env, "env name (see `coral envs`)")->capture_default_str();
+  cmd->add_option("--env-arg", flags->env_args, "env setting key=value (repeatable)");
+  cmd->add_option("--topology", flags->topology, "sync, double-buffer or pool")->capture_default_str();
+  cmd->add_option("--num-envs", flags->num_envs, "number of envs")->capture_default_str();
+  cmd->add_option("--batch-size", flags->batch_size,
+                  "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
+  cmd->add_option("--min-batch-size", flags->min_batch_size,
+                  "dynamic batching: act on this many envs once --batch-timeout-us passed (default off)");
+  cmd->add_option("--batch-timeout-us", flags->batch_timeout_us, "dynamic batching timeout in microseconds");
+  cmd->add_option("--envs-per-group", flags->envs_per_group, "envs stepped back to back by one actor")
+      ->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "sampling threads")->capture_default_str();
+  cmd->add_option("--spin-us", flags->spin_us, "microseconds an idle sampling thread polls before blocking")
+      ->capture_default_str();
+  cmd->add_flag("--pin", flags->pin, "pin sampling threads to cores");
+  cmd->add_option("--executor", flags->executor, "threads, or single (every actor on one thread)")
+      ->capture_default_str();
+  cmd->add_option("--policy", flags->policy, "random or constant")->capture_default_str();
+  cmd->add_option("--on-env-error", flags->on_env_error, "fail, or reset the failing env and go on")
+      ->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "seed of the envs and the policy")->capture_default_str();
+  cmd->add_option("--steps", flags->steps, "env steps to sample")->capture_default_str();
+  cmd->add_option("--baseline-steps", flags->baseline_steps, "env steps for the plain loop (default --steps)");
+  cmd->add_flag("--no-baseline", flags->no_baseline, "skip the plain for-loop baseline");
+  cmd->add_flag("--json", flags->json, "end with one JSON object on its own line");
+  cmd->callback([&out, flags] { run_bench(out, *flags); });
+}
+
+}  // namespace coral::cli
