@@ -68,7 +68,11 @@ void sampler::spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_
     auto* group = g.get();
     rt.spawn(group->name(), ex, group->run());
   }
-  rt.spawn("inference-batcher", ex, b->run());
+  auto batcher_ex = ex;
+  if (options_.inference_thread) {
+    batcher_ex = rt.pool(pool_options{.name = "inference", .threads = 1, .spin = options_.spin});
+  }
+  rt.spawn("inference-batcher", batcher_ex, b->run());
 }
 
 const batcher_stats& sampler::stats() const {

@@ -31,6 +31,7 @@ struct bench_flags {
   std::size_t threads = 2;
   long spin_us = 50;
   bool pin = false;
+  bool inference_thread = false;
   std::uint64_t seed = 0;
   std::uint64_t steps = 2'000'000;
   std::uint64_t baseline_steps = 0;  // 0: as many as --steps
@@ -51,6 +52,7 @@ void run_bench(std::ostream& out, const bench_flags& f) {
   o.envs_per_group = f.envs_per_group;
   o.threads = f.threads;
   o.pin = f.pin;
+  o.inference_thread = f.inference_thread;
   o.spin = std::chrono::microseconds(f.spin_us);
   o.executor = parse_executor_mode(f.executor);
   o.on_env_error = actors::parse_env_error_policy(f.on_env_error);
@@ -118,6 +120,8 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
   cmd->add_option("--spin-us", flags->spin_us, "microseconds an idle sampling thread polls before blocking")
       ->capture_default_str();
   cmd->add_flag("--pin", flags->pin, "pin sampling threads to cores");
+  cmd->add_flag("--inference-thread", flags->inference_thread,
+                "run the batcher on a thread of its own instead of the sampling threads");
   cmd->add_option("--executor", flags->executor, "threads, or single (every actor on one thread)")
       ->capture_default_str();
   cmd->add_option("--policy", flags->policy, "random or constant")->capture_default_str();

@@ -75,7 +75,10 @@ runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executo
   for (const auto& [pool_name, pool] : pools_) {
     if (&asio::query(executor, asio::execution::context) == &pool->context() &&
         pool->options().threads > 1) {
-      executor = asio::make_strand(executor);
+      // Over the concrete executor, not the type-erased one: a
+      // strand<io_context::executor_type> is what channels resume without
+      // allocating (see channels/detail/waiter.hpp).
+      executor = asio::make_strand(pool->get_executor());
       break;
     }
   }

@@ -34,7 +34,8 @@ class sampler {
   ~sampler();
 
   /// Spawns the env groups (`env-group-<g>`) and the batcher (`inference-batcher`)
-  /// on `rt`'s pool `sampling`, stopping after `max_env_steps` (0 = never).
+  /// on `rt`'s pool `sampling` (the batcher on pool `inference` with
+  /// options().inference_thread), stopping after `max_env_steps` (0 = never).
   /// `pol`, `consumer` and `weights` must outlive the run.
   void spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_consumer* consumer = nullptr,
              const latest<std::vector<float>>* weights = nullptr);

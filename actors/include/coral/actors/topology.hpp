@@ -63,6 +63,10 @@ struct sampler_options {
   bool pin = false;
   /// How long idle sampling threads poll before blocking (see pool_options::spin).
   std::chrono::microseconds spin{50};
+  /// Run the batcher on a thread of its own (pool `inference`) rather than
+  /// on the sampling threads. Worth it when the policy is real work, and for
+  /// dynamic batching (its timeout fires on time only on an idle thread).
+  bool inference_thread = false;
   executor_mode executor = executor_mode::threads;
   env_error_policy on_env_error = env_error_policy::fail;
 };

@@ -52,6 +52,11 @@ using queue_allocator = tbb::cache_aligned_allocator<T>;
 /// stop) ends with asio::system_error(operation_aborted) and takes or gives
 /// no item.
 ///
+/// A parked operation does not count as outstanding work on its executor: an
+/// io_context whose only work is a parked coroutine returns from run(). The
+/// runtime keeps its executors running (work guards) while any actor runs;
+/// code that drives an io_context itself must hold a work guard likewise.
+///
 /// Thread safety: every member function may be called from any thread and any
 /// executor at the same time, except the destructor. Destroy a channel only
 /// when no coroutine is parked on it (close it and let waiters finish).

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 #include <asio/any_io_executor.hpp>
@@ -15,9 +16,9 @@
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/error.hpp>
-#include <asio/execution/outstanding_work.hpp>
 #include <asio/defer.hpp>
-#include <asio/prefer.hpp>
+#include <asio/io_context.hpp>
+#include <asio/strand.hpp>
 
 namespace coral::detail {
 
@@ -29,8 +30,6 @@ struct waiter {
   bool linked = false;
   /// Moves the stored handler out and posts it to its own executor with `ec`.
   void (*complete)(waiter&, asio::error_code) = nullptr;
-  /// Keeps the waiting coroutine's executor from running out of work.
-  asio::any_io_executor work;
   alignas(std::max_align_t) std::byte handler[64];
 };
 
@@ -159,6 +158,24 @@ class waiter_list {
   std::atomic<std::size_t> count_{0};
 };
 
+/// Defers `f` to `ex`. The two executor types the runtime uses, an
+/// io_context's and a strand of one, are unwrapped first: deferring through
+/// the type-erased any_io_executor builds a new one on the heap (a strand
+/// does not fit its small buffer), which would allocate on every wake-up.
+template <class F>
+void defer_to(const asio::any_io_executor& ex, F&& f) {
+  using io_executor = asio::io_context::executor_type;
+  using strand_executor = asio::strand<io_executor>;
+  // Asio 1.22's any_executor::target<T>() casts without checking the type.
+  if (ex.target_type() == typeid(strand_executor)) {
+    asio::defer(*ex.target<strand_executor>(), std::forward<F>(f));
+  } else if (ex.target_type() == typeid(io_executor)) {
+    asio::defer(*ex.target<io_executor>(), std::forward<F>(f));
+  } else {
+    asio::defer(ex, std::forward<F>(f));
+  }
+}
+
 /// Initiation of the wait: stores the handler in the waiter, hooks up
 /// per-operation cancellation, and parks it.
 template <class Ready>
@@ -173,19 +190,18 @@ struct park_initiation {
     static_assert(sizeof(handler_type) <= sizeof(waiter::handler), "handler too large for inline storage");
     static_assert(alignof(handler_type) <= alignof(std::max_align_t));
 
-    w->work = asio::prefer(asio::get_associated_executor(handler),
-                           asio::execution::outstanding_work.tracked);
+    // No outstanding-work tracking while parked: for a strand, preferring a
+    // tracked executor builds a new type-erased executor on the heap on every
+    // wait. The runtime's executors hold work guards for as long as actors run.
     auto slot = asio::get_associated_cancellation_slot(handler);
     ::new (static_cast<void*>(w->handler)) handler_type(std::forward<Handler>(handler));
     w->complete = [](waiter& self, asio::error_code ec) {
       auto* stored = std::launder(reinterpret_cast<handler_type*>(self.handler));
       handler_type h(std::move(*stored));
       stored->~handler_type();
-      auto work = std::move(self.work);
-      self.work = nullptr;
       auto ex = asio::get_associated_executor(h);
       // Never resume inline: the waker may be another coroutine's thread.
-      asio::defer(ex, [h = std::move(h), ec, work = std::move(work)]() mutable { std::move(h)(ec); });
+      defer_to(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
     };
     if (slot.is_connected()) {
       slot.template emplace<cancel_handler>(list, w);

@@ -1,0 +1,281 @@
+#include "coral/actors/sampler.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "../support/watchdog.hpp"
+#include "coral/core/error.hpp"
+#include "counter_env.hpp"
+
+using namespace coral::actors;
+using namespace std::chrono_literals;
+using coral::executor_mode;
+
+namespace {
+
+constexpr int episode_length = 5;
+
+sampler_options counter_options(topology t, executor_mode mode, std::size_t threads = 2) {
+  coral::test::counter_env::register_once();
+  sampler_options o;
+  o.env = "test-counter";
+  o.env_args = {{"episode_length", std::to_string(episode_length)}};
+  o.topo = t;
+  o.num_envs = 8;
+  o.envs_per_group = 2;
+  o.threads = threads;
+  o.executor = mode;
+  o.spin = 20us;
+  return o;
+}
+
+/// Checks every row of every batch against what the counter env reports:
+/// one env step per action, in order, the action it was given, and
+/// auto-reset with the final observation and the episode totals.
+class checking_consumer final : public step_consumer {
+ public:
+  explicit checking_consumer(std::size_t rows) : last_total_(rows, -1), last_action_(rows, -1), seen_(rows, 0) {}
+
+  void consume(const step_batch& s) override {
+    for (const auto& range : s.ranges) {
+      for (auto r = range.first; r < range.first + range.count; ++r) check_row(s, r);
+    }
+    if (on_batch) on_batch(s.batch_index);
+  }
+
+  std::function<void(std::uint64_t)> on_batch;
+  std::vector<std::int64_t> last_total_;
+  std::vector<std::int32_t> last_action_;
+  std::vector<std::uint64_t> seen_;
+  std::string first_error;
+  long errors = 0;
+  long episodes_ended = 0;
+
+ private:
+  void fail(std::string what) {
+    if (errors++ == 0) first_error = std::move(what);
+  }
+
+  void check_row(const step_batch& s, std::uint32_t r) {
+    const auto obs = s.batch.observations().row(r);
+    const auto total = static_cast<std::int64_t>(obs[1]);
+    if (static_cast<std::uint32_t>(obs[0]) != r) fail("row " + std::to_string(r) + " holds another env");
+    const bool ended = s.batch.terminated()[r] != 0 || s.batch.truncated()[r] != 0;
+    if (seen_[r] == 0) {
+      if (total != 0) fail("row " + std::to_string(r) + ": first batch is not the reset");
+    } else if (total != last_total_[r] + 1) {
+      fail("row " + std::to_string(r) + ": total " + std::to_string(total) + " after " +
+           std::to_string(last_total_[r]) + " (a step lost or repeated)");
+    } else if (ended) {
+      ++episodes_ended;
+      const auto fin = s.batch.final_observations().row(r);
+      if (fin[2] != episode_length || static_cast<std::int32_t>(fin[3]) != last_action_[r] || fin[1] != total) {
+        fail("row " + std::to_string(r) + ": wrong final observation");
+      }
+      if (s.batch.episode_lengths()[r] != episode_length || s.batch.episode_returns()[r] != episode_length) {
+        fail("row " + std::to_string(r) + ": wrong episode totals");
+      }
+      if (obs[2] != 0 || obs[3] != -1) fail("row " + std::to_string(r) + ": not reset after the episode ended");
+    } else if (static_cast<std::int32_t>(obs[3]) != last_action_[r]) {
+      fail("row " + std::to_string(r) + ": env applied another action than the policy chose");
+    }
+    last_total_[r] = total;
+    last_action_[r] = s.batch.discrete_actions().row(r)[0];
+    ++seen_[r];
+  }
+};
+
+/// Hashes everything a consumer sees, in the order it sees it.
+class hashing_consumer final : public step_consumer {
+ public:
+  void consume(const step_batch& s) override {
+    for (const auto& range : s.ranges) {
+      mix(&range.first, sizeof(range.first));
+      for (auto r = range.first; r < range.first + range.count; ++r) {
+        const auto obs = s.batch.observations().row(r);
+        mix(obs.data(), obs.size_bytes());
+        mix(&s.batch.rewards()[r], sizeof(float));
+        mix(&s.batch.terminated()[r], 1);
+        mix(&s.batch.truncated()[r], 1);
+        mix(s.batch.discrete_actions().row(r).data(), s.batch.discrete_actions().row(r).size_bytes());
+      }
+    }
+  }
+  std::uint64_t hash = 1469598103934665603ULL;
+
+ private:
+  void mix(const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) hash = (hash ^ b[i]) * 1099511628211ULL;
+  }
+};
+
+std::uint64_t run_hash(sampler_options o, std::uint64_t steps) {
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), o.seed);
+  hashing_consumer h;
+  coral::runtime rt({.mode = o.executor});
+  s.spawn(rt, *pol, steps, &h);
+  rt.run();
+  return h.hash;
+}
+
+}  // namespace
+
+TEST_CASE("every topology delivers each env's step exactly once per action, in order, with auto-reset",
+          "[actors][sampler]") {
+  coral::test::watchdog dog("topology delivery", 60s);
+  auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  CAPTURE(to_string(t), mode == executor_mode::single ? "single" : "threads");
+  auto o = counter_options(t, mode);
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  checking_consumer check(s.rows());
+  coral::runtime rt({.mode = mode});
+  s.spawn(rt, *pol, 40'000, &check);
+  rt.run();
+
+  INFO(check.first_error);
+  CHECK(check.errors == 0);
+  CHECK(s.stats().env_steps.load() >= 40'000);
+  CHECK(check.episodes_ended > 0);
+  std::uint64_t total = 0;
+  std::uint64_t least = ~std::uint64_t{0};
+  for (auto n : check.seen_) {
+    total += n;
+    least = std::min(least, n);
+  }
+  // No env is starved: in pool mode too, every env keeps getting batches.
+  CHECK(least > 0);
+  CHECK(least * 4 >= total / check.seen_.size());
+}
+
+TEST_CASE("a stop in the middle of a run ends it cleanly in every topology", "[actors][sampler][stop]") {
+  coral::test::watchdog dog("stop mid-run", 60s);
+  auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  auto o = counter_options(t, mode);
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  checking_consumer check(s.rows());
+  coral::runtime rt({.mode = mode});
+  check.on_batch = [&rt](std::uint64_t b) {
+    if (b == 200) rt.request_stop();
+  };
+  s.spawn(rt, *pol, 0, &check);  // no step limit: only the stop ends it
+  rt.run();
+  CHECK(rt.stop_requested());
+  CHECK(s.stats().batches.load() >= 200);
+  CHECK(check.errors == 0);
+}
+
+TEST_CASE("a failing env stops the run with an error naming the env and its group", "[actors][sampler][errors]") {
+  coral::test::watchdog dog("failing env", 60s);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  auto o = counter_options(topology::pool, mode);
+  o.env_args.push_back({"fail_env", "3"});
+  o.env_args.push_back({"fail_step", "10"});
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  coral::runtime rt({.mode = mode});
+  s.spawn(rt, *pol, 100'000);
+  CHECK_THROWS_MATCHES(rt.run(), coral::actor_failed,
+                       Catch::Message("actor 'env-group-1' failed: env 3 in group 'env-group-1' failed: boom"));
+}
+
+TEST_CASE("with --on-env-error reset a failing env is reset, counted, and the run goes on",
+          "[actors][sampler][errors]") {
+  coral::test::watchdog dog("reset on env error", 60s);
+  auto o = counter_options(topology::pool, executor_mode::threads);
+  o.env_args.push_back({"fail_env", "3"});
+  o.env_args.push_back({"fail_step", "10"});
+  o.on_env_error = env_error_policy::reset;
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  coral::runtime rt({.mode = o.executor});
+  s.spawn(rt, *pol, 20'000);
+  rt.run();
+  CHECK(s.env_failures() == 1);
+  CHECK(s.stats().env_steps.load() >= 20'000);
+}
+
+TEST_CASE("a seed reproduces a single-executor run bit for bit, in every topology", "[actors][sampler][determinism]") {
+  coral::test::watchdog dog("single-executor determinism", 60s);
+  auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
+  sampler_options o;
+  o.env = "cartpole";
+  o.topo = t;
+  o.num_envs = 8;
+  o.envs_per_group = 2;
+  o.executor = executor_mode::single;
+  o.seed = 11;
+  const auto a = run_hash(o, 20'000);
+  const auto b = run_hash(o, 20'000);
+  CHECK(a == b);
+  o.seed = 12;
+  CHECK(run_hash(o, 20'000) != a);
+}
+
+TEST_CASE("the sync topology is reproducible for a seed at any thread count", "[actors][sampler][determinism]") {
+  coral::test::watchdog dog("sync determinism", 60s);
+  sampler_options o;
+  o.env = "cartpole";
+  o.topo = topology::sync;
+  o.num_envs = 8;
+  o.envs_per_group = 2;
+  o.seed = 5;
+  o.spin = 20us;
+  o.threads = 1;
+  const auto one = run_hash(o, 20'000);
+  o.threads = 2;
+  const auto two = run_hash(o, 20'000);
+  o.threads = 4;
+  const auto four = run_hash(o, 20'000);
+  o.executor = executor_mode::single;
+  const auto single = run_hash(o, 20'000);
+  CHECK(one == two);
+  CHECK(one == four);
+  CHECK(one == single);
+}
+
+TEST_CASE("dynamic batching acts on a partial batch once the timeout passes", "[actors][sampler]") {
+  coral::test::watchdog dog("dynamic batching", 60s);
+  // 8 envs of 1 ms steps in groups of 1, batches of 6, 2 sampling threads and
+  // the batcher on its own: after a batch is taken only 2 envs are ready while
+  // 6 step for at least 3 ms. With a minimum of 2 and a 100 us timeout the
+  // batcher acts on those 2 rather than waiting for 6.
+  sampler_options o;
+  o.env = "delay";
+  o.env_args = {{"mean_us", "1000"}, {"std_us", "0"}};
+  o.topo = topology::pool;
+  o.num_envs = 8;
+  o.envs_per_group = 1;
+  o.batch_size = 6;
+  o.min_batch_size = 2;
+  o.batch_timeout = 100us;
+  o.threads = 2;
+  o.inference_thread = true;
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  struct sizes final : step_consumer {
+    std::vector<std::size_t> seen;
+    void consume(const step_batch& b) override {
+      std::size_t n = 0;
+      for (auto r : b.ranges) n += r.count;
+      seen.push_back(n);
+    }
+  } sz;
+  coral::runtime rt({.mode = o.executor});
+  s.spawn(rt, *pol, 200, &sz);
+  rt.run();
+  REQUIRE(sz.seen.size() >= 2);
+  CHECK(sz.seen.front() == 6);  // the first batch: every env is ready after reset
+  CHECK(*std::min_element(sz.seen.begin(), sz.seen.end()) >= 2);
+  CHECK(std::count_if(sz.seen.begin(), sz.seen.end(), [](std::size_t n) { return n < 6; }) > 0);
+}
