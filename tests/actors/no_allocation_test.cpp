@@ -1,7 +1,11 @@
-// The sampling loop allocates nothing per step: the global operator new is
-// replaced in this test binary and counted over a steady-state stretch.
+// The sampling loop allocates nothing per step: this test binary replaces
+// the C heap's entry points (malloc, calloc, realloc, memalign, aligned_alloc,
+// posix_memalign; operator new lands in malloc) and counts every call over a
+// steady-state stretch of batches. Libraries that allocate behind
+// operator new's back (oneTBB's aligned pages, say) are counted too.
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <new>
 
@@ -10,24 +14,54 @@
 #include "../support/watchdog.hpp"
 #include "coral/actors/sampler.hpp"
 
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+}
+
 namespace {
 std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
-}  // namespace
 
-void* operator new(std::size_t n) {
+void count() {
   if (counting.load(std::memory_order_relaxed)) {
     allocations.fetch_add(1, std::memory_order_relaxed);
-    if (std::getenv("CORAL_TRAP_ALLOCATION") != nullptr) std::abort();
+    if (std::getenv("CORAL_TRAP_ALLOCATION") != nullptr) std::abort();  // for a backtrace under gdb
   }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
 }
-void* operator new[](std::size_t n) { return ::operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+}  // namespace
+
+extern "C" {
+void* malloc(std::size_t n) {
+  count();
+  return __libc_malloc(n);
+}
+void* calloc(std::size_t n, std::size_t size) {
+  count();
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, std::size_t n) {
+  count();
+  return __libc_realloc(p, n);
+}
+void* memalign(std::size_t alignment, std::size_t n) {
+  count();
+  return __libc_memalign(alignment, n);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t n) {
+  count();
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** out, std::size_t alignment, std::size_t n) {
+  count();
+  void* p = __libc_memalign(alignment, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+}
 
 using namespace coral::actors;
 

@@ -3,6 +3,8 @@
 /// Machinery of Channel<T>'s slow path: a suspended coroutine parked in an
 /// intrusive list until a sender or receiver wakes it. Not public API.
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/error.hpp>
+#include <asio/bind_allocator.hpp>
 #include <asio/defer.hpp>
 #include <asio/io_context.hpp>
 #include <asio/strand.hpp>
@@ -158,6 +161,69 @@ class waiter_list {
   std::atomic<std::size_t> count_{0};
 };
 
+/// A process-wide cache of the blocks Asio allocates to queue a wake-up.
+/// Asio's own per-thread caches miss when one thread queues wake-ups that
+/// another runs (a batcher waking groups on other threads); this cache is
+/// shared, so a block freed on any thread serves the next wake-up anywhere.
+class wakeup_block_pool {
+ public:
+  static wakeup_block_pool& instance() {
+    static wakeup_block_pool pool;
+    return pool;
+  }
+  void* allocate(std::size_t bytes, std::size_t align) {
+    if (align <= alignof(std::max_align_t)) {
+      std::lock_guard<spin_lock> lock(lock_);
+      for (auto& c : classes_) {
+        if (c.bytes == bytes && c.count > 0) return c.blocks[--c.count];
+      }
+    }
+    return ::operator new(bytes, std::align_val_t{std::max(align, alignof(std::max_align_t))});
+  }
+  void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept {
+    if (align <= alignof(std::max_align_t)) {
+      std::lock_guard<spin_lock> lock(lock_);
+      for (auto& c : classes_) {
+        if (c.bytes == 0) c.bytes = bytes;
+        if (c.bytes == bytes) {
+          if (c.count == c.blocks.size()) break;
+          c.blocks[c.count++] = p;
+          return;
+        }
+      }
+    }
+    ::operator delete(p, std::align_val_t{std::max(align, alignof(std::max_align_t))});
+  }
+
+ private:
+  struct size_class {
+    std::size_t bytes = 0;
+    std::size_t count = 0;
+    std::array<void*, 256> blocks{};
+  };
+  spin_lock lock_;
+  std::array<size_class, 4> classes_{};
+};
+
+/// Allocator bound to wake-up handlers: draws on wakeup_block_pool.
+template <class T>
+struct wakeup_allocator {
+  using value_type = T;
+  wakeup_allocator() noexcept = default;
+  template <class U>
+  wakeup_allocator(const wakeup_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(wakeup_block_pool::instance().allocate(n * sizeof(T), alignof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    wakeup_block_pool::instance().deallocate(p, n * sizeof(T), alignof(T));
+  }
+  template <class U>
+  bool operator==(const wakeup_allocator<U>&) const noexcept {
+    return true;
+  }
+};
+
 /// Defers `f` to `ex`. The two executor types the runtime uses, an
 /// io_context's and a strand of one, are unwrapped first: deferring through
 /// the type-erased any_io_executor builds a new one on the heap (a strand
@@ -167,12 +233,13 @@ void defer_to(const asio::any_io_executor& ex, F&& f) {
   using io_executor = asio::io_context::executor_type;
   using strand_executor = asio::strand<io_executor>;
   // Asio 1.22's any_executor::target<T>() casts without checking the type.
+  auto bound = asio::bind_allocator(wakeup_allocator<void>{}, std::forward<F>(f));
   if (ex.target_type() == typeid(strand_executor)) {
-    asio::defer(*ex.target<strand_executor>(), std::forward<F>(f));
+    asio::defer(*ex.target<strand_executor>(), std::move(bound));
   } else if (ex.target_type() == typeid(io_executor)) {
-    asio::defer(*ex.target<io_executor>(), std::forward<F>(f));
+    asio::defer(*ex.target<io_executor>(), std::move(bound));
   } else {
-    asio::defer(ex, std::forward<F>(f));
+    asio::defer(ex, std::move(bound));
   }
 }
 
