@@ -28,7 +28,10 @@ void collect_constant(const envs::space& s, std::vector<float>& continuous) {
 }  // namespace
 
 random_policy::random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed)
-    : action_space_(action_space) {
+    : action_space_(action_space),
+      discrete_n_(action_space.kind() == envs::space_kind::discrete
+                      ? static_cast<std::uint64_t>(action_space.nvec().front())
+                      : 0) {
   rngs_.reserve(rows);
   // A stream apart from the envs' own (seed, index) streams.
   const std::uint64_t policy_seed = seed ^ 0x9e3779b97f4a7c15ULL;
@@ -38,6 +41,15 @@ random_policy::random_policy(const envs::space& action_space, std::size_t rows, 
 void random_policy::act(const policy_rows& rows) {
   auto& discrete = rows.batch.discrete_actions();
   auto& continuous = rows.batch.continuous_actions();
+  if (discrete_n_ > 0) {
+    // One Discrete(n): the same draw sample_action makes, without walking the space.
+    for (const auto& range : rows.ranges) {
+      for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+        discrete.row(r)[0] = static_cast<std::int32_t>(rngs_[r].below(discrete_n_));
+      }
+    }
+    return;
+  }
   for (const auto& range : rows.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       envs::sample_action(action_space_, rngs_[r], discrete.row(r), continuous.row(r));

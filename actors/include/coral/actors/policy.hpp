@@ -66,6 +66,7 @@ class random_policy final : public policy {
 
  private:
   envs::space action_space_;
+  std::uint64_t discrete_n_ = 0;  ///< > 0 when the space is one Discrete(n): the fast path
   std::vector<envs::rng> rngs_;
 };
 
