@@ -10,6 +10,7 @@
 #include <asio/system_error.hpp>
 
 #include "coral/core/error.hpp"
+#include "coral/core/handler_allocator.hpp"
 #include "coral/core/logging.hpp"
 
 namespace coral {
@@ -23,6 +24,12 @@ bool is_operation_aborted(const std::exception_ptr& e) {
   } catch (...) {
     return false;
   }
+}
+
+/// The executor actors get: the pool's, allocating handler blocks from the
+/// shared handler_block_pool rather than the heap.
+actor_io_executor with_handler_allocator(asio::io_context::executor_type ex) {
+  return asio::require(ex, asio::execution::allocator(handler_allocator<void>{}));
 }
 
 std::string describe(const std::exception_ptr& e) {
@@ -53,7 +60,7 @@ asio::any_io_executor runtime::pool(const std::string& name, std::size_t threads
 
 asio::any_io_executor runtime::pool(pool_options options) {
   if (options.threads == 0) throw config_error(fmt::format(fmt::runtime(messages::zero_threads), options.name));
-  if (options_.mode == executor_mode::single) return control_.get_executor();
+  if (options_.mode == executor_mode::single) return with_handler_allocator(control_.get_executor());
   std::lock_guard lock(mutex_);
   auto it = pools_.find(options.name);
   if (it == pools_.end()) {
@@ -62,7 +69,7 @@ asio::any_io_executor runtime::pool(pool_options options) {
     if (ran_) p->start();
     it = pools_.emplace(std::move(name), std::move(p)).first;
   }
-  return it->second->get_executor();
+  return with_handler_allocator(it->second->get_executor());
 }
 
 runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor) {
@@ -75,10 +82,9 @@ runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executo
   for (const auto& [pool_name, pool] : pools_) {
     if (&asio::query(executor, asio::execution::context) == &pool->context() &&
         pool->options().threads > 1) {
-      // Over the concrete executor, not the type-erased one: a
-      // strand<io_context::executor_type> is what channels resume without
-      // allocating (see channels/detail/waiter.hpp).
-      executor = asio::make_strand(pool->get_executor());
+      // Over the concrete executor, not the type-erased one: actor_strand is
+      // what channels resume without allocating (channels/detail/waiter.hpp).
+      executor = asio::make_strand(with_handler_allocator(pool->get_executor()));
       break;
     }
   }

@@ -12,7 +12,7 @@
 #include <new>
 #include <vector>
 
-#include "coral/channels/detail/waiter.hpp"
+#include "coral/core/handler_allocator.hpp"
 
 namespace coral::detail {
 
@@ -28,7 +28,7 @@ class page_pool {
 
   void* allocate(std::size_t bytes) {
     {
-      std::lock_guard<spin_lock> lock(lock_);
+      std::lock_guard<coral::spin_lock> lock(lock_);
       if (bytes == page_bytes_ && !free_.empty()) {
         void* p = free_.back();
         free_.pop_back();
@@ -40,7 +40,7 @@ class page_pool {
 
   void deallocate(void* p, std::size_t bytes) noexcept {
     {
-      std::lock_guard<spin_lock> lock(lock_);
+      std::lock_guard<coral::spin_lock> lock(lock_);
       // The queue's first freed block is a page (its one other block, the
       // representation, lives as long as the queue).
       if (page_bytes_ == 0) page_bytes_ = bytes;
@@ -55,7 +55,7 @@ class page_pool {
   static constexpr std::align_val_t alignment{64};  // a cache line, as oneTBB's own allocator
 
  private:
-  spin_lock lock_;
+  coral::spin_lock lock_;
   std::size_t page_bytes_ = 0;
   std::vector<void*> free_;
 };

@@ -23,6 +23,8 @@
 #include <asio/io_context.hpp>
 #include <asio/strand.hpp>
 
+#include "coral/core/handler_allocator.hpp"
+
 namespace coral::detail {
 
 /// One parked operation. It lives in the frame of the coroutine that waits,
@@ -36,25 +38,6 @@ struct waiter {
   alignas(std::max_align_t) std::byte handler[64];
 };
 
-/// A test-and-test-and-set spin lock: the critical sections it guards are a
-/// few pointer writes, far shorter than a futex round trip.
-class spin_lock {
- public:
-  void lock() noexcept {
-    while (locked_.exchange(true, std::memory_order_acquire)) {
-      while (locked_.load(std::memory_order_relaxed)) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
-    }
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
 /// A FIFO of parked waiters, guarded by its own spin lock. The `count` mirror lets
 /// the fast path ask "is anyone waiting?" without taking the lock.
 class waiter_list {
@@ -65,7 +48,7 @@ class waiter_list {
   template <class Ready>
   void park(waiter& w, Ready&& ready) {
     {
-      std::unique_lock<spin_lock> lock(mutex_);
+      std::unique_lock<coral::spin_lock> lock(mutex_);
       link(w);  // an acq_rel RMW on count_: see any_waiting()
       if (!ready()) return;
       unlink(w);
@@ -79,7 +62,7 @@ class waiter_list {
     if (!any_waiting()) return;
     waiter* w = nullptr;
     {
-      std::lock_guard<spin_lock> lock(mutex_);
+      std::lock_guard<coral::spin_lock> lock(mutex_);
       w = head_;
       if (w == nullptr) return;
       unlink(*w);
@@ -92,7 +75,7 @@ class waiter_list {
     for (; n > 0 && any_waiting(); --n) {
       waiter* w = nullptr;
       {
-        std::lock_guard<spin_lock> lock(mutex_);
+        std::lock_guard<coral::spin_lock> lock(mutex_);
         w = head_;
         if (w == nullptr) return;
         unlink(*w);
@@ -107,7 +90,7 @@ class waiter_list {
     for (;;) {
       waiter* w = nullptr;
       {
-        std::lock_guard<spin_lock> lock(mutex_);
+        std::lock_guard<coral::spin_lock> lock(mutex_);
         w = head_;
         if (w == nullptr) return;
         unlink(*w);
@@ -119,7 +102,7 @@ class waiter_list {
   /// Completes `w` with operation_aborted if it is still parked.
   void cancel(waiter& w) {
     {
-      std::lock_guard<spin_lock> lock(mutex_);
+      std::lock_guard<coral::spin_lock> lock(mutex_);
       if (!w.linked) return;
       unlink(w);
     }
@@ -155,88 +138,30 @@ class waiter_list {
     count_.fetch_sub(1, std::memory_order_relaxed);
   }
 
-  spin_lock mutex_;
+  coral::spin_lock mutex_;
   waiter* head_ = nullptr;
   waiter* tail_ = nullptr;
   std::atomic<std::size_t> count_{0};
 };
 
-/// A process-wide cache of the blocks Asio allocates to queue a wake-up.
-/// Asio's own per-thread caches miss when one thread queues wake-ups that
-/// another runs (a batcher waking groups on other threads); this cache is
-/// shared, so a block freed on any thread serves the next wake-up anywhere.
-class wakeup_block_pool {
- public:
-  static wakeup_block_pool& instance() {
-    static wakeup_block_pool pool;
-    return pool;
-  }
-  void* allocate(std::size_t bytes, std::size_t align) {
-    if (align <= alignof(std::max_align_t)) {
-      std::lock_guard<spin_lock> lock(lock_);
-      for (auto& c : classes_) {
-        if (c.bytes == bytes && c.count > 0) return c.blocks[--c.count];
-      }
-    }
-    return ::operator new(bytes, std::align_val_t{std::max(align, alignof(std::max_align_t))});
-  }
-  void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept {
-    if (align <= alignof(std::max_align_t)) {
-      std::lock_guard<spin_lock> lock(lock_);
-      for (auto& c : classes_) {
-        if (c.bytes == 0) c.bytes = bytes;
-        if (c.bytes == bytes) {
-          if (c.count == c.blocks.size()) break;
-          c.blocks[c.count++] = p;
-          return;
-        }
-      }
-    }
-    ::operator delete(p, std::align_val_t{std::max(align, alignof(std::max_align_t))});
-  }
-
- private:
-  struct size_class {
-    std::size_t bytes = 0;
-    std::size_t count = 0;
-    std::array<void*, 256> blocks{};
-  };
-  spin_lock lock_;
-  std::array<size_class, 4> classes_{};
-};
-
-/// Allocator bound to wake-up handlers: draws on wakeup_block_pool.
-template <class T>
-struct wakeup_allocator {
-  using value_type = T;
-  wakeup_allocator() noexcept = default;
-  template <class U>
-  wakeup_allocator(const wakeup_allocator<U>&) noexcept {}
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(wakeup_block_pool::instance().allocate(n * sizeof(T), alignof(T)));
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    wakeup_block_pool::instance().deallocate(p, n * sizeof(T), alignof(T));
-  }
-  template <class U>
-  bool operator==(const wakeup_allocator<U>&) const noexcept {
-    return true;
-  }
-};
-
-/// Defers `f` to `ex`. The two executor types the runtime uses, an
-/// io_context's and a strand of one, are unwrapped first: deferring through
+/// Defers `f` to `ex`. The executor types the runtime gives actors (and the
+/// plain io_context and strand ones) are unwrapped first: deferring through
 /// the type-erased any_io_executor builds a new one on the heap (a strand
 /// does not fit its small buffer), which would allocate on every wake-up.
 template <class F>
 void defer_to(const asio::any_io_executor& ex, F&& f) {
   using io_executor = asio::io_context::executor_type;
   using strand_executor = asio::strand<io_executor>;
+  auto bound = asio::bind_allocator(handler_allocator<void>{}, std::forward<F>(f));
   // Asio 1.22's any_executor::target<T>() casts without checking the type.
-  auto bound = asio::bind_allocator(wakeup_allocator<void>{}, std::forward<F>(f));
-  if (ex.target_type() == typeid(strand_executor)) {
+  const auto& type = ex.target_type();
+  if (type == typeid(actor_strand)) {
+    asio::defer(*ex.target<actor_strand>(), std::move(bound));
+  } else if (type == typeid(actor_io_executor)) {
+    asio::defer(*ex.target<actor_io_executor>(), std::move(bound));
+  } else if (type == typeid(strand_executor)) {
     asio::defer(*ex.target<strand_executor>(), std::move(bound));
-  } else if (ex.target_type() == typeid(io_executor)) {
+  } else if (type == typeid(io_executor)) {
     asio::defer(*ex.target<io_executor>(), std::move(bound));
   } else {
     asio::defer(ex, std::move(bound));
