@@ -59,43 +59,19 @@ class waiter_list {
   /// Wakes the oldest waiter, if any. Call after changing the state the
   /// waiters wait for.
   void notify_one() {
-    if (!any_waiting()) return;
-    waiter* w = nullptr;
-    {
-      std::lock_guard<coral::spin_lock> lock(mutex_);
-      w = head_;
-      if (w == nullptr) return;
-      unlink(*w);
-    }
-    w->complete(*w, {});
+    if (any_waiting()) wake_oldest();
   }
 
   /// Wakes up to `n` of the oldest waiters.
   void notify(std::size_t n) {
-    for (; n > 0 && any_waiting(); --n) {
-      waiter* w = nullptr;
-      {
-        std::lock_guard<coral::spin_lock> lock(mutex_);
-        w = head_;
-        if (w == nullptr) return;
-        unlink(*w);
-      }
-      w->complete(*w, {});
+    for (; n > 0 && any_waiting() && wake_oldest(); --n) {
     }
   }
 
   /// Wakes every waiter (used by close()).
   void notify_all() {
     if (!any_waiting()) return;
-    for (;;) {
-      waiter* w = nullptr;
-      {
-        std::lock_guard<coral::spin_lock> lock(mutex_);
-        w = head_;
-        if (w == nullptr) return;
-        unlink(*w);
-      }
-      w->complete(*w, {});
+    while (wake_oldest()) {
     }
   }
 
@@ -121,6 +97,19 @@ class waiter_list {
   // would need seq_cst fences on both sides, which ThreadSanitizer cannot
   // check.)
   bool any_waiting() noexcept { return count_.fetch_add(0, std::memory_order_acq_rel) != 0; }
+
+  /// Unparks and completes the oldest waiter; false if there was none.
+  bool wake_oldest() {
+    waiter* w = nullptr;
+    {
+      std::lock_guard<coral::spin_lock> lock(mutex_);
+      w = head_;
+      if (w == nullptr) return false;
+      unlink(*w);
+    }
+    w->complete(*w, {});  // outside the lock: it posts to another executor
+    return true;
+  }
 
   void link(waiter& w) noexcept {
     w.prev = tail_;
