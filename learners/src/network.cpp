@@ -1,0 +1,269 @@
+#include "coral/learners/network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "actor_critic.hpp"
+#include "coral/core/error.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/learners/frame_stack.hpp"
+#include "coral/learners/messages.hpp"
+
+namespace coral::learners {
+namespace {
+
+void collect_leaves(const envs::space& s, network_spec& spec) {
+  switch (s.kind()) {
+    case envs::space_kind::discrete:
+    case envs::space_kind::multi_discrete:
+      spec.nvec.insert(spec.nvec.end(), s.nvec().begin(), s.nvec().end());
+      break;
+    case envs::space_kind::box:
+      spec.low.insert(spec.low.end(), s.low().begin(), s.low().end());
+      spec.high.insert(spec.high.end(), s.high().begin(), s.high().end());
+      break;
+    case envs::space_kind::dict:
+    case envs::space_kind::tuple:
+      for (const auto& c : s.children()) collect_leaves(c, spec);
+      break;
+  }
+}
+
+}  // namespace
+
+network_spec network_spec::from_spaces(const envs::space& observation, const envs::space& action,
+                                       std::vector<std::size_t> hidden, std::size_t frames) {
+  network_spec spec;
+  spec.raw_obs_dim = observation.flat_size();
+  spec.frames = std::max<std::size_t>(frames, 1);
+  spec.hidden = std::move(hidden);
+  collect_leaves(action, spec);
+  if (spec.nvec.size() != action.discrete_size() || spec.low.size() != action.continuous_size() ||
+      spec.nvec.size() + spec.low.size() == 0) {
+    throw config_error(fmt::format(fmt::runtime(messages::unsupported_action_space), action.to_string()));
+  }
+  return spec;
+}
+
+std::size_t network_spec::logits_dim() const noexcept {
+  std::size_t n = 0;
+  for (auto k : nvec) n += static_cast<std::size_t>(k);
+  return n;
+}
+
+void use_one_torch_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    torch::set_num_threads(1);
+    torch::set_num_interop_threads(1);
+  });
+}
+
+std::size_t parameter_count(const network_spec& spec) {
+  torch::NoGradGuard no_grad;
+  detail::actor_critic net(spec);
+  std::size_t n = 0;
+  for (const auto& p : net->ordered()) n += static_cast<std::size_t>(p.numel());
+  return n;
+}
+
+namespace detail {
+namespace {
+
+torch::nn::Sequential mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, double head_gain) {
+  torch::nn::Sequential seq;
+  std::size_t width = in;
+  auto add_linear = [&](std::size_t to, double gain) {
+    torch::nn::Linear l(static_cast<std::int64_t>(width), static_cast<std::int64_t>(to));
+    torch::nn::init::orthogonal_(l->weight, gain);
+    torch::nn::init::zeros_(l->bias);
+    seq->push_back(l);
+    width = to;
+  };
+  for (auto h : hidden) {
+    add_linear(h, std::sqrt(2.0));
+    seq->push_back(torch::nn::Tanh());
+  }
+  add_linear(out, head_gain);
+  return seq;
+}
+
+}  // namespace
+
+actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
+  torch::NoGradGuard no_grad;
+  const auto in = spec.input_dim();
+  actor = register_module("actor", mlp(in, spec.hidden, spec.logits_dim() + spec.continuous_dim(), 0.01));
+  critic = register_module("critic", mlp(in, spec.hidden, 1, 1.0));
+  if (spec.continuous_dim() > 0) {
+    log_std = register_parameter("log_std", torch::zeros({static_cast<std::int64_t>(spec.continuous_dim())}));
+  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::log_prob_entropy(const torch::Tensor& out,
+                                                                            const torch::Tensor& discrete,
+                                                                            const torch::Tensor& continuous) const {
+  const auto B = out.size(0);
+  auto logp = torch::zeros({B}, out.options());
+  auto entropy = torch::zeros({B}, out.options());
+  std::int64_t offset = 0;
+  for (std::size_t h = 0; h < spec.nvec.size(); ++h) {
+    const std::int64_t n = spec.nvec[h];
+    auto lp = torch::log_softmax(out.narrow(1, offset, n), 1);
+    logp = logp + lp.gather(1, discrete.narrow(1, static_cast<std::int64_t>(h), 1)).squeeze(1);
+    entropy = entropy - (lp.exp() * lp).sum(1);
+    offset += n;
+  }
+  if (spec.continuous_dim() > 0) {
+    const auto c = static_cast<std::int64_t>(spec.continuous_dim());
+    auto mean = out.narrow(1, offset, c);
+    auto z = (continuous - mean) * torch::exp(-log_std);
+    constexpr double half_log_2pi = 0.91893853320467274178;
+    logp = logp + (-0.5 * z * z - log_std - half_log_2pi).sum(1);
+    entropy = entropy + (0.5 + half_log_2pi + log_std).sum();
+  }
+  return {logp, entropy};
+}
+
+std::vector<torch::Tensor> actor_critic_impl::ordered() const {
+  return parameters(/*recurse=*/true);  // registration order: actor, critic, log_std
+}
+
+std::vector<float> flatten(const actor_critic_impl& net) {
+  std::vector<float> out;
+  for (const auto& p : net.ordered()) {
+    auto c = p.detach().contiguous();
+    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  return out;
+}
+
+void load(actor_critic_impl& net, std::span<const float> weights) {
+  torch::NoGradGuard no_grad;
+  std::size_t offset = 0;
+  auto params = net.ordered();
+  std::size_t total = 0;
+  for (const auto& p : params) total += static_cast<std::size_t>(p.numel());
+  if (total != weights.size()) {
+    throw usage_error(fmt::format("actor_critic: {} weights given, the network has {}", weights.size(), total));
+  }
+  for (auto& p : params) {
+    const auto n = static_cast<std::size_t>(p.numel());
+    std::copy(weights.begin() + static_cast<std::ptrdiff_t>(offset),
+              weights.begin() + static_cast<std::ptrdiff_t>(offset + n), p.data_ptr<float>());
+    offset += n;
+  }
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+
+struct mlp_policy::impl {
+  impl(const network_spec& s, std::size_t rows, std::uint64_t seed)
+      : spec(s), net(s), stack(rows, s.raw_obs_dim, s.frames), input(torch::zeros({static_cast<std::int64_t>(rows),
+                                                                                    static_cast<std::int64_t>(s.input_dim())})) {
+    net->eval();
+    rngs.reserve(rows);
+    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed, r});
+    probs.resize(64);
+  }
+  network_spec spec;
+  detail::actor_critic net;
+  frame_stack stack;
+  torch::Tensor input;
+  std::vector<envs::rng> rngs;
+  std::vector<float> probs;
+  bool deterministic = false;
+};
+
+mlp_policy::mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed)
+    : impl_(std::make_unique<impl>(spec, rows, seed)) {}
+
+mlp_policy::~mlp_policy() = default;
+
+void mlp_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
+
+void mlp_policy::load_weights(std::span<const float> weights) { detail::load(*impl_->net, weights); }
+
+void mlp_policy::act(const actors::policy_rows& rows) {
+  auto& m = *impl_;
+  auto& batch = rows.batch;
+  const std::size_t width = m.spec.input_dim();
+  float* in = m.input.data_ptr<float>();
+  std::int64_t n = 0;
+  const auto term = batch.terminated();
+  const auto trunc = batch.truncated();
+  for (const auto& range : rows.ranges) {
+    for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+      if (term[r] != 0 || trunc[r] != 0) m.stack.restart(r);  // the observation starts a new episode
+      m.stack.push(r, batch.observations().row(r));
+      const auto s = m.stack.row(r);
+      std::copy(s.begin(), s.end(), in + static_cast<std::size_t>(n) * width);
+      ++n;
+    }
+  }
+  c10::InferenceMode guard;
+  const auto x = m.input.narrow(0, 0, n);
+  const auto out = m.net->actor_out(x).contiguous();
+  const auto values = m.net->value(x).contiguous();
+  const float* o = out.data_ptr<float>();
+  const float* v = values.data_ptr<float>();
+  const std::size_t out_width = static_cast<std::size_t>(out.size(1));
+  const std::size_t cont = m.spec.continuous_dim();
+  const float* log_std = cont > 0 ? m.net->log_std.data_ptr<float>() : nullptr;
+  constexpr double half_log_2pi = 0.91893853320467274178;
+
+  std::size_t i = 0;
+  for (const auto& range : rows.ranges) {
+    for (std::uint32_t r = range.first; r < range.first + range.count; ++r, ++i) {
+      const float* row_out = o + i * out_width;
+      auto& rng = m.rngs[r];
+      double logp = 0;
+      auto discrete = batch.discrete_actions().row(r);
+      std::size_t offset = 0;
+      for (std::size_t h = 0; h < m.spec.nvec.size(); ++h) {
+        const auto k = static_cast<std::size_t>(m.spec.nvec[h]);
+        if (m.probs.size() < k) m.probs.resize(k);
+        const float* logits = row_out + offset;
+        const float mx = *std::max_element(logits, logits + k);
+        double sum = 0;
+        for (std::size_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j] - mx));
+        const double log_sum = std::log(sum);
+        std::size_t pick = k - 1;
+        if (m.deterministic) {
+          pick = static_cast<std::size_t>(std::max_element(logits, logits + k) - logits);
+        } else {
+          double u = rng.uniform() * sum;
+          for (std::size_t j = 0; j < k; ++j) {
+            u -= std::exp(static_cast<double>(logits[j] - mx));
+            if (u < 0) {
+              pick = j;
+              break;
+            }
+          }
+        }
+        discrete[h] = static_cast<std::int32_t>(pick);
+        logp += static_cast<double>(logits[pick] - mx) - log_sum;
+        offset += k;
+      }
+      auto continuous = batch.continuous_actions().row(r);
+      for (std::size_t c = 0; c < cont; ++c) {
+        const double mean = row_out[offset + c];
+        const double sd = std::exp(static_cast<double>(log_std[c]));
+        double a = m.deterministic ? mean : mean + sd * rng.normal();
+        a = std::clamp(a, static_cast<double>(m.spec.low[c]), static_cast<double>(m.spec.high[c]));
+        continuous[c] = static_cast<float>(a);
+        const double z = (static_cast<double>(continuous[c]) - mean) / sd;
+        logp += -0.5 * z * z - static_cast<double>(log_std[c]) - half_log_2pi;
+      }
+      if (!rows.log_probs.empty()) rows.log_probs[r] = static_cast<float>(logp);
+      if (!rows.values.empty()) rows.values[r] = v[i];
+    }
+  }
+}
+
+}  // namespace coral::learners
