@@ -1,6 +1,7 @@
 #include "coral/learners/ppo_learner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -82,6 +83,7 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
   const auto N = R * T;
   const auto D = static_cast<std::int64_t>(seg.obs_dim);
   update_stats out;
+  const auto started = std::chrono::steady_clock::now();
 
   // Policy lag of the data.
   double lag_sum = 0;
@@ -206,6 +208,7 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
     }
   }
   s.net->eval();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ++s.updates;
   s.env_steps += seg.env_steps();
   return out;

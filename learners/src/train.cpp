@@ -74,10 +74,10 @@ std::string progress_line(const progress_row& r) {
   const auto& u = r.s.last_update;
   return fmt::format(
       "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f} | pg {:+.4f} v {:.4f} "
-      "ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {}) updates {}",
+      "ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {}) updates {} ({:.1f} ms each, {:.1f} s in all)",
       r.seconds, r.s.env_steps, r.steps_per_second, r.s.episodes, r.s.mean_return, r.s.mean_length, u.policy_loss,
       u.value_loss, u.entropy, u.approx_kl, u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag,
-      r.s.updates);
+      r.s.updates, 1e3 * u.seconds, r.s.learner_seconds);
 }
 
 /// Writes run_dir/learning_curve.png with gnuplot, if it is installed.

@@ -39,6 +39,8 @@ void training_stats::set_env_steps(std::uint64_t steps) {
 void training_stats::record_update(const update_stats& s, std::uint64_t updates) {
   std::lock_guard lock(mutex_);
   s_.last_update = s;
+  s_.learner_seconds += s.seconds;
+  if (s.max_policy_lag > s_.max_policy_lag) s_.max_policy_lag = s.max_policy_lag;
   s_.updates = updates;
 }
 

@@ -1,0 +1,3 @@
+#include "coral/learners/train.hpp"
+#include <catch2/catch.hpp>
+TEST_CASE("placeholder", "[learning]") {}

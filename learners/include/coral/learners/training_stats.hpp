@@ -20,6 +20,7 @@ struct update_stats {
   double learning_rate = 0;
   double mean_policy_lag = 0; ///< learner version minus acting version, mean over the segment
   std::uint64_t max_policy_lag = 0;
+  double seconds = 0;         ///< wall time of the update
 };
 
 /// A consistent copy of the statistics.
@@ -30,6 +31,8 @@ struct stats_snapshot {
   double mean_return = 0;        ///< over the window (0 if empty)
   double mean_length = 0;
   std::uint64_t updates = 0;     ///< learner updates done
+  double learner_seconds = 0;    ///< wall time spent in updates, total
+  std::uint64_t max_policy_lag = 0;  ///< largest lag of any step trained on
   update_stats last_update;
 };
 
