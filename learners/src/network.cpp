@@ -162,21 +162,102 @@ void load(actor_critic_impl& net, std::span<const float> weights) {
 
 // ---------------------------------------------------------------------------
 
+/// One dense layer as act() evaluates it: weights transposed to [in][out],
+/// so that the inner loop runs over contiguous outputs and vectorises.
+struct dense_layer {
+  std::size_t in = 0;
+  std::size_t out = 0;
+  std::vector<float> weights_t;  // in × out
+  std::vector<float> bias;       // out
+
+  /// Copies `linear`'s parameters.
+  void copy_from(const torch::nn::LinearImpl& linear) {
+    const auto w = linear.weight.detach().contiguous();
+    const auto b = linear.bias.detach().contiguous();
+    out = static_cast<std::size_t>(w.size(0));
+    in = static_cast<std::size_t>(w.size(1));
+    weights_t.resize(in * out);
+    bias.assign(b.data_ptr<float>(), b.data_ptr<float>() + out);
+    const float* src = w.data_ptr<float>();
+    for (std::size_t j = 0; j < out; ++j) {
+      for (std::size_t i = 0; i < in; ++i) weights_t[i * out + j] = src[j * in + i];
+    }
+  }
+
+  /// y = W x + b, then tanh if `squash`.
+  void apply(const float* x, float* y, bool squash) const noexcept {
+    std::copy(bias.begin(), bias.end(), y);
+    for (std::size_t i = 0; i < in; ++i) {
+      const float xi = x[i];
+      const float* w = weights_t.data() + i * out;
+      for (std::size_t j = 0; j < out; ++j) y[j] += w[j] * xi;
+    }
+    if (squash) {
+      for (std::size_t j = 0; j < out; ++j) y[j] = std::tanh(y[j]);
+    }
+  }
+};
+
+/// An MLP copied out of a torch Sequential of Linear and Tanh modules.
+struct dense_mlp {
+  std::vector<dense_layer> layers;
+
+  void copy_from(const torch::nn::Sequential& seq) {
+    std::size_t n = 0;
+    for (const auto& m : seq->children()) {
+      if (const auto* linear = m->as<torch::nn::Linear>()) {
+        if (layers.size() <= n) layers.emplace_back();
+        layers[n++].copy_from(*linear);
+      }
+    }
+  }
+  [[nodiscard]] std::size_t widest() const noexcept {
+    std::size_t w = 0;
+    for (const auto& l : layers) w = std::max({w, l.in, l.out});
+    return w;
+  }
+  /// Runs the layers on `x` using the two scratch buffers; returns the output.
+  const float* apply(const float* x, float* a, float* b) const noexcept {
+    const float* in = x;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      float* out = (l % 2 == 0) ? a : b;
+      layers[l].apply(in, out, l + 1 < layers.size());
+      in = out;
+    }
+    return in;
+  }
+};
+
 struct mlp_policy::impl {
   impl(const network_spec& s, std::size_t rows, std::uint64_t seed)
-      : spec(s), net(s), stack(rows, s.raw_obs_dim, s.frames), input(torch::zeros({static_cast<std::int64_t>(rows),
-                                                                                    static_cast<std::int64_t>(s.input_dim())})) {
+      : spec(s), net(s), stack(rows, s.raw_obs_dim, s.frames) {
     net->eval();
     rngs.reserve(rows);
     for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed, r});
-    probs.resize(64);
+    refresh();
+    const std::size_t w = std::max(actor.widest(), critic.widest());
+    scratch_a.resize(w);
+    scratch_b.resize(w);
+    log_std.resize(s.continuous_dim());
+  }
+  /// Copies the torch parameters into the dense kernels.
+  void refresh() {
+    actor.copy_from(net->actor);
+    critic.copy_from(net->critic);
+    if (spec.continuous_dim() > 0) {
+      const auto ls = net->log_std.detach().contiguous();
+      log_std.assign(ls.data_ptr<float>(), ls.data_ptr<float>() + ls.numel());
+    }
   }
   network_spec spec;
-  detail::actor_critic net;
+  detail::actor_critic net;  // the parameter layout; the kernels below are copies
+  dense_mlp actor;
+  dense_mlp critic;
+  std::vector<float> log_std;
   frame_stack stack;
-  torch::Tensor input;
   std::vector<envs::rng> rngs;
-  std::vector<float> probs;
+  std::vector<float> scratch_a;
+  std::vector<float> scratch_b;
   bool deterministic = false;
 };
 
@@ -187,52 +268,36 @@ mlp_policy::~mlp_policy() = default;
 
 void mlp_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
 
-void mlp_policy::load_weights(std::span<const float> weights) { detail::load(*impl_->net, weights); }
+void mlp_policy::load_weights(std::span<const float> weights) {
+  detail::load(*impl_->net, weights);
+  impl_->refresh();
+}
 
 void mlp_policy::act(const actors::policy_rows& rows) {
   auto& m = *impl_;
   auto& batch = rows.batch;
-  const std::size_t width = m.spec.input_dim();
-  float* in = m.input.data_ptr<float>();
-  std::int64_t n = 0;
   const auto term = batch.terminated();
   const auto trunc = batch.truncated();
+  const std::size_t cont = m.spec.continuous_dim();
+  constexpr double half_log_2pi = 0.91893853320467274178;
   for (const auto& range : rows.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       if (term[r] != 0 || trunc[r] != 0) m.stack.restart(r);  // the observation starts a new episode
       m.stack.push(r, batch.observations().row(r));
-      const auto s = m.stack.row(r);
-      std::copy(s.begin(), s.end(), in + static_cast<std::size_t>(n) * width);
-      ++n;
-    }
-  }
-  c10::InferenceMode guard;
-  const auto x = m.input.narrow(0, 0, n);
-  const auto out = m.net->actor_out(x).contiguous();
-  const auto values = m.net->value(x).contiguous();
-  const float* o = out.data_ptr<float>();
-  const float* v = values.data_ptr<float>();
-  const std::size_t out_width = static_cast<std::size_t>(out.size(1));
-  const std::size_t cont = m.spec.continuous_dim();
-  const float* log_std = cont > 0 ? m.net->log_std.data_ptr<float>() : nullptr;
-  constexpr double half_log_2pi = 0.91893853320467274178;
+      const float* x = m.stack.row(r).data();
+      if (!rows.values.empty()) rows.values[r] = *m.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
+      const float* row_out = m.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());
 
-  std::size_t i = 0;
-  for (const auto& range : rows.ranges) {
-    for (std::uint32_t r = range.first; r < range.first + range.count; ++r, ++i) {
-      const float* row_out = o + i * out_width;
       auto& rng = m.rngs[r];
       double logp = 0;
       auto discrete = batch.discrete_actions().row(r);
       std::size_t offset = 0;
       for (std::size_t h = 0; h < m.spec.nvec.size(); ++h) {
         const auto k = static_cast<std::size_t>(m.spec.nvec[h]);
-        if (m.probs.size() < k) m.probs.resize(k);
         const float* logits = row_out + offset;
         const float mx = *std::max_element(logits, logits + k);
         double sum = 0;
         for (std::size_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j] - mx));
-        const double log_sum = std::log(sum);
         std::size_t pick = k - 1;
         if (m.deterministic) {
           pick = static_cast<std::size_t>(std::max_element(logits, logits + k) - logits);
@@ -247,21 +312,20 @@ void mlp_policy::act(const actors::policy_rows& rows) {
           }
         }
         discrete[h] = static_cast<std::int32_t>(pick);
-        logp += static_cast<double>(logits[pick] - mx) - log_sum;
+        logp += static_cast<double>(logits[pick] - mx) - std::log(sum);
         offset += k;
       }
       auto continuous = batch.continuous_actions().row(r);
       for (std::size_t c = 0; c < cont; ++c) {
         const double mean = row_out[offset + c];
-        const double sd = std::exp(static_cast<double>(log_std[c]));
+        const double sd = std::exp(static_cast<double>(m.log_std[c]));
         double a = m.deterministic ? mean : mean + sd * rng.normal();
         a = std::clamp(a, static_cast<double>(m.spec.low[c]), static_cast<double>(m.spec.high[c]));
         continuous[c] = static_cast<float>(a);
         const double z = (static_cast<double>(continuous[c]) - mean) / sd;
-        logp += -0.5 * z * z - static_cast<double>(log_std[c]) - half_log_2pi;
+        logp += -0.5 * z * z - static_cast<double>(m.log_std[c]) - half_log_2pi;
       }
       if (!rows.log_probs.empty()) rows.log_probs[r] = static_cast<float>(logp);
-      if (!rows.values.empty()) rows.values[r] = v[i];
     }
   }
 }

@@ -55,18 +55,24 @@ void use_one_torch_thread();
 
 /// The actor-critic as the inference batcher runs it.
 ///
-/// act(): gathers the rows' observations (stacked over `frames`, the stack of
-/// a row restarting with each episode) into one input tensor, runs the actor
-/// and the critic under torch's inference mode, and samples each row's
-/// action on the CPU from that row's own rng, seeded from (seed, row): the
-/// actions a row gets do not depend on which rows share its batch. Writes
-/// the log probability and the value of every row when the spans are given.
-/// Box actions are clipped to their bounds and the log probability is that
-/// of the clipped action under the Gaussian (the learner scores the same
-/// clipped action, so the ratio is consistent).
+/// The network is the learner's torch module (same layout, same flat
+/// weights); load_weights() copies the weights into the module and into
+/// small dense kernels that act() runs row by row on the CPU. At the batch
+/// sizes a batcher forms (2 to 64 rows), torch's per-operator dispatch and
+/// Debian's reference BLAS cost more than the arithmetic: the kernels are
+/// several times faster, allocate nothing, and use no thread pool, so the
+/// policy never competes with the env threads for cores.
 ///
-/// Allocation: act() allocates torch tensor headers (a few per call, not per
-/// row); the input buffer and the outputs are allocated once.
+/// act(): stacks each row's observations over `frames` (the stack restarts
+/// with each episode), runs the actor and the critic, and samples the action
+/// from that row's own rng, seeded from (seed, row): the actions a row gets
+/// do not depend on which rows share its batch, so the topologies sample the
+/// same trajectories. Writes the log probability and the value of every row
+/// when the spans are given. Box actions are clipped to their bounds and the
+/// log probability is that of the clipped action under the Gaussian (the
+/// learner scores the same clipped action, so the ratio is consistent).
+///
+/// Allocation: none in act(); load_weights() reuses its buffers.
 ///
 /// Thread safety: one batcher at a time, as for every policy.
 class mlp_policy final : public actors::policy {

@@ -15,7 +15,7 @@ namespace coral::learners {
 
 /// PPO's hyper-parameters (the `coral train` flags of the same names).
 struct ppo_config {
-  double learning_rate = 2.5e-3;   ///< Adam step size at the start
+  double learning_rate = 5e-3;     ///< Adam step size at the start
   bool anneal_lr = true;           ///< decay linearly to 0 at total_steps
   double gamma = 0.99;
   double gae_lambda = 0.95;
