@@ -57,7 +57,7 @@ std::string without_wall_time(std::string json) {
 TEST_CASE("PPO solves cartpole on every topology for several seeds within 500k env steps",
           "[learning][cartpole]") {
   for (auto topo : {actors::topology::sync, actors::topology::double_buffer, actors::topology::pool}) {
-    for (std::uint64_t seed : {1, 2}) {
+    for (std::uint64_t seed : {1, 2, 3}) {
       auto o = defaults("cartpole", seed);
       o.sampler.topo = topo;
       INFO("topology " << actors::to_string(topo) << " seed " << seed);
@@ -72,6 +72,16 @@ TEST_CASE("PPO solves cartpole on every topology for several seeds within 500k e
 TEST_CASE("PPO solves cartpole with policy lag 1 on the pool topology", "[learning][cartpole]") {
   auto o = defaults("cartpole", 3);
   o.max_policy_lag = 1;
+  const auto r = run(o);
+  CHECK(r.solved);
+  CHECK(r.env_steps <= step_budget);
+}
+
+TEST_CASE("PPO solves cartpole with 16 envs in groups of 2 on two sampling threads", "[learning][cartpole]") {
+  auto o = defaults("cartpole", 4);
+  o.sampler.num_envs = 16;
+  o.sampler.envs_per_group = 2;
+  o.sampler.threads = 2;
   const auto r = run(o);
   CHECK(r.solved);
   CHECK(r.env_steps <= step_budget);

@@ -195,3 +195,24 @@ TEST_CASE("coral train rejects --algo dqn and ends a run with one JSON line", "[
   CHECK(run_cli({"train", "--horizon", "0"}, out, err) == 1);
   CHECK(err.find("--horizon") != std::string::npos);
 }
+
+TEST_CASE("coral train takes its flags from a TOML file, and flags override it", "[learners][train][cli]") {
+  const auto dir = fresh_dir("config");
+  fs::create_directories(dir);
+  const auto file = dir / "train.toml";
+  std::ofstream(file) << "[train]\n"
+                         "env = \"bandit\"\n"
+                         "seed = 5\n"
+                         "total-steps = 1024\n"
+                         "hidden = [16, 16]\n"
+                         "executor = \"single\"\n"
+                         "progress-seconds = 0\n"
+                         "no-run-dir = true\n";
+  std::string out, err;
+  REQUIRE(run_cli({"--config", file.string(), "train", "--seed", "6", "--keep-going"}, out, err) == 0);
+  const auto json = last_line(out);
+  CHECK(json.find(R"("env":"bandit")") != std::string::npos);
+  CHECK(json.find(R"("seed":6,)") != std::string::npos);
+  CHECK(json.find(R"("executor":"single")") != std::string::npos);
+  CHECK(out.find(" 693 parameters") != std::string::npos);  // actor 32+272+68, critic 32+272+17
+}
