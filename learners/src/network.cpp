@@ -233,7 +233,11 @@ struct mlp_policy::impl {
       : spec(s), net(s), stack(rows, s.raw_obs_dim, s.frames) {
     net->eval();
     rngs.reserve(rows);
-    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed, r});
+    // A stream family of its own: envs draw from (seed, env index), and a
+    // policy stream equal to its env's would correlate actions with what
+    // the env drew (a one-step env was "solved" by the untrained policy).
+    constexpr std::uint64_t policy_salt = 0x706F6C6963792D31ULL;  // "policy-1"
+    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
     refresh();
     const std::size_t w = std::max(actor.widest(), critic.widest());
     scratch_a.resize(w);

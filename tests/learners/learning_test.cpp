@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test_envs.hpp"
+
 namespace fs = std::filesystem;
 using namespace coral::learners;
 namespace actors = coral::actors;
@@ -147,4 +149,15 @@ TEST_CASE("with --executor single two cartpole runs of a seed give identical JSO
   }
   CHECK(json[0] == json[1]);
   CHECK(checkpoints[0] == checkpoints[1]);
+}
+
+TEST_CASE("PPO learns MultiDiscrete and Box actions", "[learning][spaces]") {
+  coral::test::register_test_envs();
+  for (const char* env : {"test-match", "test-target"}) {
+    auto o = defaults(env, 1);
+    o.total_steps = 200'000;
+    INFO("env " << env);
+    const auto r = run(o);
+    CHECK(r.solved);
+  }
 }

@@ -65,7 +65,8 @@ void use_one_torch_thread();
 ///
 /// act(): stacks each row's observations over `frames` (the stack restarts
 /// with each episode), runs the actor and the critic, and samples the action
-/// from that row's own rng, seeded from (seed, row): the actions a row gets
+/// from that row's own rng, seeded from (seed, row) in a stream family apart
+/// from the envs' (seed, env index) streams: the actions a row gets
 /// do not depend on which rows share its batch, so the topologies sample the
 /// same trajectories. Writes the log probability and the value of every row
 /// when the spans are given. Box actions are clipped to their bounds and the
