@@ -194,4 +194,19 @@ asio::awaitable<void> rollout_assembler::run(std::vector<channel<actors::ready_m
   }
 }
 
+actors::inference_batcher::options gated_batcher_options(const actors::sampler_options& o, const actors::wiring& w,
+                                                         std::chrono::microseconds threads_timeout) {
+  actors::inference_batcher::options bo;
+  bo.batch_size = w.batch_size;
+  bo.min_batch_size = o.min_batch_size;
+  bo.batch_timeout = o.batch_timeout;
+  const std::size_t groups_per_channel = w.groups / w.ready_channels;
+  const std::size_t groups_per_batch = w.batch_size / o.envs_per_group;
+  if (bo.min_batch_size == 0 && groups_per_batch > 1 && groups_per_batch < groups_per_channel) {
+    bo.min_batch_size = o.envs_per_group;
+    bo.batch_timeout = o.executor == executor_mode::single ? std::chrono::microseconds(0) : threads_timeout;
+  }
+  return bo;
+}
+
 }  // namespace coral::learners

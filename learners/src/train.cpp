@@ -214,10 +214,7 @@ train_result train(const train_options& o, std::ostream& progress) {
   }
   // A resumed run draws fresh actions: the policy's streams depend on the steps done.
   mlp_policy policy(spec, batch.rows(), so.seed ^ (start_steps * 0x9E3779B97F4A7C15ULL));
-  actors::inference_batcher::options bo;
-  bo.batch_size = wiring.batch_size;
-  bo.min_batch_size = so.min_batch_size;
-  bo.batch_timeout = so.batch_timeout;
+  const auto bo = gated_batcher_options(so, wiring);
   actors::inference_batcher batcher(ready_ptrs, group_ptrs, policy, batch, bo, &assembler, &weights);
 
   // Metrics files.
@@ -244,10 +241,14 @@ train_result train(const train_options& o, std::ostream& progress) {
   };
   progress << fmt::format(
       "coral train: env {}, ppo, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
-      "horizon {}, max policy lag {}, {} parameters, target return {}\n",
+      "horizon {}, max policy lag {}, {} parameters, target return {}{}\n",
       so.env, actors::to_string(so.topo), so.num_envs, wiring.groups, k, wiring.batch_size, so.threads,
       so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads", o.horizon,
-      o.max_policy_lag, parameter_count(spec), target ? number(*target) : "none");
+      o.max_policy_lag, parameter_count(spec), target ? number(*target) : "none",
+      bo.min_batch_size != so.min_batch_size
+          ? fmt::format(", dynamic batching behind the lag gate (min {} envs, {} us)", bo.min_batch_size,
+                        bo.batch_timeout.count())
+          : "");
 
   // Checkpoints.
   std::string last_checkpoint;

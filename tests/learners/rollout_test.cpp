@@ -52,14 +52,16 @@ struct run_report {
 /// Wires test-counter envs, the assembler and the batcher like coral train
 /// does, with a fake learner that checks every segment and publishes a new
 /// version for each; stops after `segments` segments.
-run_report run_pipeline(actors::topology topo, executor_mode mode, std::size_t lag, std::size_t segments) {
+run_report run_pipeline(actors::topology topo, executor_mode mode, std::size_t lag, std::size_t segments,
+                        std::size_t envs_per_group = 2, std::size_t batch_size = 0) {
   test::counter_env::register_once();
   actors::sampler_options so;
   so.env = "test-counter";
   so.env_args = {{"episode_length", std::to_string(episode_length)}};
   so.topo = topo;
   so.num_envs = 8;
-  so.envs_per_group = 2;
+  so.envs_per_group = envs_per_group;
+  so.batch_size = batch_size;
   so.threads = 2;
   so.executor = mode;
   const auto w = actors::resolve_wiring(so);
@@ -74,7 +76,8 @@ run_report run_pipeline(actors::topology topo, executor_mode mode, std::size_t l
   ao.horizon = T;
   ao.max_policy_lag = lag;
   std::vector<actors::row_range> rows;
-  for (std::size_t g = 0; g < w.groups; ++g) rows.push_back({static_cast<std::uint32_t>(2 * g), 2});
+  const auto k = static_cast<std::uint32_t>(envs_per_group);
+  for (std::size_t g = 0; g < w.groups; ++g) rows.push_back({static_cast<std::uint32_t>(k * g), k});
   rollout_assembler assembler(batch, rows, weights, stats, ao);
 
   std::vector<std::unique_ptr<channel<actors::ready_msg>>> ready;
@@ -86,14 +89,14 @@ run_report run_pipeline(actors::topology topo, executor_mode mode, std::size_t l
   std::vector<std::unique_ptr<actors::env_group>> groups;
   std::vector<actors::env_group*> group_ptrs;
   for (std::size_t g = 0; g < w.groups; ++g) {
-    envs::env_slice slice(batch, 2 * g, envs::registry::global().make_many(so.env, so.env_args, 0, 2 * g, 2));
+    envs::env_slice slice(batch, k * g, envs::registry::global().make_many(so.env, so.env_args, 0, k * g, k));
     groups.push_back(std::make_unique<actors::env_group>("env-group-" + std::to_string(g),
-                                                         static_cast<std::uint32_t>(g), 2 * g, std::move(slice),
+                                                         static_cast<std::uint32_t>(g), k * g, std::move(slice),
                                                          assembler.ready(), actors::env_error_policy::fail));
     group_ptrs.push_back(groups.back().get());
   }
   echo_policy policy;
-  actors::inference_batcher batcher(ready_ptrs, group_ptrs, policy, batch, {.batch_size = w.batch_size}, &assembler,
+  actors::inference_batcher batcher(ready_ptrs, group_ptrs, policy, batch, gated_batcher_options(so, w), &assembler,
                                     &weights);
 
   run_report report;
@@ -162,6 +165,21 @@ TEST_CASE("segments hold each row's steps in order with the outcome of each acti
       CHECK(r.error.empty());
       CHECK(r.segments == 12);
       CHECK(r.max_lag == 0);  // strictly on-policy
+    }
+  }
+}
+
+TEST_CASE("a pool batch of several groups does not stall at segment boundaries", "[learners][rollout]") {
+  // 8 groups of 1, batches of 3 groups: at a boundary the last groups of a
+  // segment are fewer than a batch while the rest wait for new weights.
+  coral::test::watchdog dog("rollout pipeline", 60s);
+  for (auto mode : {executor_mode::single, executor_mode::threads}) {
+    for (std::size_t batch : {2, 3, 6}) {
+      INFO("batch " << batch << (mode == executor_mode::single ? " single" : " threads"));
+      const auto r = run_pipeline(actors::topology::pool, mode, 0, 12, 1, batch);
+      CHECK(r.error.empty());
+      CHECK(r.segments == 12);
+      CHECK(r.max_lag == 0);
     }
   }
 }

@@ -16,6 +16,8 @@
 #include <asio/awaitable.hpp>
 
 #include "coral/actors/env_group.hpp"
+#include "coral/actors/inference_batcher.hpp"
+#include "coral/actors/topology.hpp"
 #include "coral/actors/policy.hpp"
 #include "coral/actors/step_consumer.hpp"
 #include "coral/channels/channel.hpp"
@@ -153,5 +155,18 @@ class rollout_assembler final : public actors::step_consumer {
   bool solved_ = false;
   std::vector<float> scratch_;
 };
+
+/// The batcher options for a sampler gated by a rollout_assembler.
+///
+/// A batch smaller than the groups of its ready channel (the pool topology)
+/// needs dynamic batching behind the gate: at a segment boundary the last
+/// groups of the segment may be fewer than a batch while the others are held
+/// for new weights, and a batcher waiting for a full batch would wait for
+/// ever. Unless the options set min_batch_size, this sets it to one group,
+/// with a timeout of `threads_timeout` (threads mode) or 0 (single mode: act
+/// on what is buffered, which keeps the run deterministic).
+[[nodiscard]] actors::inference_batcher::options gated_batcher_options(
+    const actors::sampler_options& options, const actors::wiring& w,
+    std::chrono::microseconds threads_timeout = std::chrono::microseconds(200));
 
 }  // namespace coral::learners
