@@ -227,17 +227,25 @@ train_result train(const train_options& o, std::ostream& progress) {
   const auto started = clock::now();
   std::uint64_t last_steps = start_steps;
   auto last_time = started;
-  auto report = [&] {
+  // A row: the statistics now, with the step rate since the caller's last row.
+  auto make_row = [&](std::uint64_t& steps_before, clock::time_point& time_before) {
     progress_row r;
     const auto now = clock::now();
     r.seconds = std::chrono::duration<double>(now - started).count();
     r.s = stats.read();
-    const double dt = std::chrono::duration<double>(now - last_time).count();
-    r.steps_per_second = dt > 0 ? static_cast<double>(r.s.env_steps - last_steps) / dt : 0.0;
-    last_steps = r.s.env_steps;
-    last_time = now;
-    progress << progress_line(r) << '\n' << std::flush;
-    if (csv.is_open()) csv << csv_line(r) << '\n' << std::flush;
+    const double dt = std::chrono::duration<double>(now - time_before).count();
+    r.steps_per_second = dt > 0 ? static_cast<double>(r.s.env_steps - steps_before) / dt : 0.0;
+    steps_before = r.s.env_steps;
+    time_before = now;
+    return r;
+  };
+  // Progress lines come from the progress actor (and once at the end);
+  // metrics rows from the learner after every update (and once at the end).
+  auto report = [&] { progress << progress_line(make_row(last_steps, last_time)) << '\n' << std::flush; };
+  std::uint64_t csv_steps = start_steps;
+  auto csv_time = started;
+  auto record = [&] {
+    if (csv.is_open()) csv << csv_line(make_row(csv_steps, csv_time)) << '\n';
   };
   progress << fmt::format(
       "coral train: env {}, ppo, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
@@ -286,6 +294,7 @@ train_result train(const train_options& o, std::ostream& progress) {
       const auto st = learner.update(**seg, weights.version());
       weights.publish(learner.weights());
       stats.record_update(st, learner.updates());
+      record();
       const bool sent = co_await assembler.ready().async_send(actors::ready_msg{rollout_assembler::published});
       if (!sent) co_return;
       if (next_checkpoint != 0 && learner.env_steps() >= next_checkpoint) {
@@ -309,6 +318,7 @@ train_result train(const train_options& o, std::ostream& progress) {
   train_result result;
   result.wall_seconds = std::chrono::duration<double>(clock::now() - started).count();
   report();
+  record();
   save();
   const auto s = stats.read();
   result.solved = target && s.window >= 100 && s.mean_return >= *target;

@@ -1,5 +1,6 @@
 #include "coral/learners/train.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -215,4 +216,24 @@ TEST_CASE("coral train takes its flags from a TOML file, and flags override it",
   CHECK(json.find(R"("seed":6,)") != std::string::npos);
   CHECK(json.find(R"("executor":"single")") != std::string::npos);
   CHECK(out.find(" 693 parameters") != std::string::npos);  // actor 32+272+68, critic 32+272+17
+}
+
+TEST_CASE("a run writes its metrics rows and a learning curve to the run directory", "[learners][train]") {
+  const auto dir = fresh_dir("metrics");
+  std::ostringstream progress;
+  auto o = small_run(2048);
+  o.run_dir = dir.string();
+  const auto r = train(o, progress);
+  std::ifstream csv(dir / "metrics.csv");
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header.starts_with("seconds,env_steps,steps_per_second,episodes,mean_return,mean_length,policy_loss,"));
+  std::size_t rows = 0;
+  for (std::string line; std::getline(csv, line);) ++rows;
+  CHECK(rows == r.updates + 1);  // one per update, and the final one
+  if (std::system("command -v gnuplot > /dev/null 2>&1") == 0) {
+    CHECK(fs::file_size(dir / "learning_curve.png") > 0);
+  } else {
+    CHECK(progress.str().find("warning: gnuplot not found; no learning_curve.png") != std::string::npos);
+  }
 }
