@@ -26,7 +26,11 @@ std::uint64_t next_random(std::uint64_t& state) {
 
 struct ppo_learner::impl {
   impl(const network_spec& s, const ppo_config& c, std::uint64_t seed, std::uint64_t total)
-      : spec(s), config(c), total_steps(total), net((torch::manual_seed(seed), s)), rng(seed ^ 0x5EEDULL) {
+      : spec(s), config(c), total_steps(total), rng(seed ^ 0x5EEDULL) {
+    // The initial weights depend on the seed alone: torch's generator is
+    // used for the initialisation only (sampling and shuffling use ours).
+    torch::manual_seed(seed);
+    net = detail::actor_critic(s);
     for (const auto& p : net->ordered()) {
       m.push_back(torch::zeros_like(p));
       v.push_back(torch::zeros_like(p));
@@ -55,7 +59,7 @@ struct ppo_learner::impl {
   network_spec spec;
   ppo_config config;
   std::uint64_t total_steps;
-  detail::actor_critic net;
+  detail::actor_critic net{nullptr};
   std::vector<torch::Tensor> m;
   std::vector<torch::Tensor> v;
   std::uint64_t adam_steps = 0;

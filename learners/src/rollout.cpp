@@ -152,10 +152,7 @@ asio::awaitable<void> rollout_assembler::run(std::vector<channel<actors::ready_m
   std::vector<std::pair<std::uint32_t, std::uint64_t>> held;  // (group, step) in arrival order
   held.reserve(group_rows_.size());
   std::vector<std::unique_ptr<rollout_segment>> done;
-  auto finish = [&](finish_reason why) {
-    finished_ = true;
-    on_finish(why);
-  };
+  auto finish = [&](finish_reason why) { on_finish(why); };
   for (;;) {
     auto msg = co_await ready_.async_receive();
     if (!msg) break;

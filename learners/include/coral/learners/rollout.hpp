@@ -56,13 +56,17 @@ struct rollout_segment {
   /// Sized for rows × horizon steps.
   rollout_segment(std::uint64_t index, std::size_t rows, std::size_t horizon, std::size_t obs_dim,
                   std::size_t discrete_dim, std::size_t continuous_dim);
+  /// An empty segment (for channel slots).
   rollout_segment() = default;
   /// Env steps it holds.
   [[nodiscard]] std::uint64_t env_steps() const noexcept { return rows * horizon; }
 };
 
 /// Why the assembler stopped the run.
-enum class finish_reason { solved, step_limit };
+enum class finish_reason {
+  solved,      ///< the mean return of the last 100 episodes reached the target
+  step_limit,  ///< max_env_steps env steps were acted on
+};
 
 /// Assembles segments and gates the sampler. It is two things at once:
 ///
@@ -97,10 +101,11 @@ class rollout_assembler final : public actors::step_consumer {
   /// The group id of the learner's "new weights were published" note.
   static constexpr std::uint32_t published = 0xFFFFFFFFU;
 
+  /// What the assembler is built with.
   struct options {
-    std::size_t horizon = 128;
-    std::size_t max_policy_lag = 0;
-    std::size_t frames = 1;
+    std::size_t horizon = 128;         ///< steps per row per segment (T)
+    std::size_t max_policy_lag = 0;    ///< updates the acting weights may lag the learner by
+    std::size_t frames = 1;            ///< observations stacked into a segment's rows
     std::uint64_t env_steps = 0;       ///< already counted (a resumed run)
     std::uint64_t max_env_steps = 0;   ///< stop once this many were acted on; 0 = never
     std::optional<double> target_return;  ///< stop once the last-100 mean reaches it
@@ -120,6 +125,8 @@ class rollout_assembler final : public actors::step_consumer {
   [[nodiscard]] asio::awaitable<void> run(std::vector<channel<actors::ready_msg>*> batcher_ready,
                                           std::function<void(finish_reason)> on_finish);
 
+  /// Records the action, log probability, value and policy version of each
+  /// row in `step` (the batcher calls it after acting).
   void consume(const actors::step_batch& step) override;
 
   /// Closes ready() and segments().
@@ -151,7 +158,6 @@ class rollout_assembler final : public actors::step_consumer {
   std::map<std::uint64_t, std::unique_ptr<rollout_segment>> open_;
   std::map<std::uint64_t, std::size_t> groups_done_;
   std::uint64_t env_steps_;
-  bool finished_ = false;
   bool solved_ = false;
   std::vector<float> scratch_;
 };

@@ -12,14 +12,14 @@ namespace coral::learners {
 
 /// What one PPO update measured.
 struct update_stats {
-  double policy_loss = 0;
-  double value_loss = 0;
-  double entropy = 0;
+  double policy_loss = 0;     ///< clipped surrogate, last epoch's mean
+  double value_loss = 0;      ///< last epoch's mean
+  double entropy = 0;         ///< mean policy entropy, last epoch
   double approx_kl = 0;       ///< mean of (ratio - 1) - log ratio over the last epoch
   double clip_fraction = 0;   ///< fraction of samples whose ratio was clipped, last epoch
-  double learning_rate = 0;
+  double learning_rate = 0;   ///< the annealed rate used
   double mean_policy_lag = 0; ///< learner version minus acting version, mean over the segment
-  std::uint64_t max_policy_lag = 0;
+  std::uint64_t max_policy_lag = 0;  ///< largest lag of a step in the segment
   double seconds = 0;         ///< wall time of the update
 };
 
@@ -46,8 +46,11 @@ class training_stats {
 
   /// Records an episode; returns the mean return of the window if it is full.
   double add_episode(double episode_return, double episode_length, bool* window_full);
+  /// Sets the env steps acted on so far.
   void set_env_steps(std::uint64_t steps);
+  /// Records an update's statistics and the updates done so far.
   void record_update(const update_stats& s, std::uint64_t updates);
+  /// A consistent copy of everything.
   [[nodiscard]] stats_snapshot read() const;
 
  private:
