@@ -8,6 +8,7 @@
 
 #include "actor_critic.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/logging.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/learners/frame_stack.hpp"
 #include "coral/learners/messages.hpp"
@@ -58,7 +59,14 @@ void use_one_torch_thread() {
   static std::once_flag once;
   std::call_once(once, [] {
     torch::set_num_threads(1);
-    torch::set_num_interop_threads(1);
+    try {
+      torch::set_num_interop_threads(1);
+    } catch (const c10::Error&) {
+      // Torch refuses once its inter-op pool has started (a host program ran
+      // inter-op work first). coral never submits inter-op work, so the
+      // pool's size does not matter to it.
+      log::get("learners")->debug("torch inter-op threads already set; left as they are");
+    }
   });
 }
 
