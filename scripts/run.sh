@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake --preset release > /dev/null
 cmake --build --preset release -j"$(nproc)"
-exec build/release/bench/channel_bench "$@"
+exec build/release/apps/coral train "$@"

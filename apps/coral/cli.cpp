@@ -18,6 +18,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 
   add_envs_command(app, out);
   add_bench_command(app, out);
+#ifdef CORAL_HAVE_TRAIN
+  add_train_command(app, out);
+#endif
 
   try {
     app.parse(argc, argv);

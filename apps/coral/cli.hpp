@@ -29,4 +29,8 @@ void add_envs_command(CLI::App& app, std::ostream& out);
 /// for-loop baseline, see shared/DESIGN.md's contract) to `app`.
 void add_bench_command(CLI::App& app, std::ostream& out);
 
+/// Adds `coral train` (PPO on any env and topology; progress lines, then one
+/// JSON object, see shared/DESIGN.md's contract and docs/training.md) to `app`.
+void add_train_command(CLI::App& app, std::ostream& out);
+
 }  // namespace coral::cli

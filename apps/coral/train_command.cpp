@@ -1,0 +1,129 @@
+// `coral train`: PPO on any registered env, on any topology, with progress,
+// metrics, checkpoints and a final JSON line (see shared/DESIGN.md's contract
+// and docs/training.md).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "coral/cli.hpp"
+#include "coral/envs/config.hpp"
+#include "coral/learners/train.hpp"
+
+namespace coral::cli {
+namespace {
+
+struct train_flags {
+  learners::train_options o;
+  std::string env = "cartpole";
+  std::vector<std::string> env_args;
+  std::string topology = "pool";
+  std::string executor = "threads";
+  std::string on_env_error = "fail";
+  long batch_timeout_us = 0;
+  long spin_us = 50;
+  double target_return = 0;  // used when the flag was given
+  bool no_anneal_lr = false;
+  bool no_clip_value_loss = false;
+  bool no_advantage_norm = false;
+  bool keep_going = false;
+  std::string run_dir;       // default: runs/<env>-<topology>-seed<seed>
+  bool no_run_dir = false;
+};
+
+void run_train(std::ostream& out, train_flags& f, bool target_given, bool run_dir_given) {
+  auto& o = f.o;
+  o.sampler.env = f.env;
+  o.sampler.env_args = envs::parse_env_args(f.env_args);
+  o.sampler.topo = actors::parse_topology(f.topology);
+  o.sampler.executor = parse_executor_mode(f.executor);
+  o.sampler.on_env_error = actors::parse_env_error_policy(f.on_env_error);
+  o.sampler.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
+  o.sampler.spin = std::chrono::microseconds(f.spin_us);
+  if (target_given) o.target_return = f.target_return;
+  o.ppo.anneal_lr = !f.no_anneal_lr;
+  o.ppo.clip_value_loss = !f.no_clip_value_loss;
+  o.ppo.normalize_advantages = !f.no_advantage_norm;
+  o.stop_when_solved = !f.keep_going;
+  if (f.no_run_dir) {
+    o.run_dir.clear();
+  } else {
+    o.run_dir = run_dir_given ? f.run_dir
+                              : fmt::format("runs/{}-{}-seed{}", o.sampler.env, f.topology, o.sampler.seed);
+  }
+  learners::validate(o);  // every flag, before anything starts
+  const auto result = learners::train(o, out);
+  if (!o.run_dir.empty()) out << fmt::format("metrics: {}/metrics.csv\n", o.run_dir);
+  out << result.to_json(o) << '\n';
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, std::ostream& out) {
+  auto f = std::make_shared<train_flags>();
+  auto& o = f->o;
+  // coral train's own defaults: 8 envs, one sampling thread (the learner has the other core).
+  o.sampler.num_envs = 8;
+  o.sampler.threads = 1;
+  auto* cmd = app.add_subcommand("train", "train an agent with PPO; the last line is one JSON object");
+  cmd->add_option("--env", f->env, "env name (see `coral envs`)")->capture_default_str();
+  cmd->add_option("--env-arg", f->env_args, "env setting key=value (repeatable)");
+  cmd->add_option("--algo", o.algo, "ppo (dqn: not yet)")->capture_default_str();
+  cmd->add_option("--topology", f->topology, "sync, double-buffer or pool")->capture_default_str();
+  cmd->add_option("--executor", f->executor, "threads, or single (every actor on one thread; deterministic)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.sampler.seed, "seed of the envs, the network and the sampling")->capture_default_str();
+  cmd->add_option("--total-steps", o.total_steps, "env steps to run at most")->capture_default_str();
+  auto* target = cmd->add_option("--target-return", f->target_return,
+                                 "mean return over the last 100 episodes that counts as solved (default: the env's)");
+  cmd->add_flag("--keep-going", f->keep_going, "do not stop when solved; run --total-steps");
+  cmd->add_option("--num-envs", o.sampler.num_envs, "number of envs")->capture_default_str();
+  cmd->add_option("--envs-per-group", o.sampler.envs_per_group, "envs stepped back to back by one actor")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", o.sampler.batch_size,
+                  "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
+  cmd->add_option("--min-batch-size", o.sampler.min_batch_size, "dynamic batching minimum (default off)");
+  cmd->add_option("--batch-timeout-us", f->batch_timeout_us, "dynamic batching timeout in microseconds");
+  cmd->add_option("--threads", o.sampler.threads, "sampling threads (the learner has a thread of its own)")
+      ->capture_default_str();
+  cmd->add_option("--spin-us", f->spin_us, "microseconds an idle sampling thread polls before blocking")
+      ->capture_default_str();
+  cmd->add_flag("--pin", o.sampler.pin, "pin sampling threads to cores");
+  cmd->add_flag("--inference-thread", o.sampler.inference_thread, "run the batcher on a thread of its own");
+  cmd->add_option("--on-env-error", f->on_env_error, "fail, or reset the failing env and go on")
+      ->capture_default_str();
+  cmd->add_option("--max-policy-lag", o.max_policy_lag,
+                  "how many updates older than the learner the acting weights may be (0: strictly on-policy)")
+      ->capture_default_str();
+  cmd->add_option("--horizon", o.horizon, "steps per env per rollout segment")->capture_default_str();
+  cmd->add_option("--epochs", o.ppo.epochs, "PPO epochs per segment")->capture_default_str();
+  cmd->add_option("--minibatch-size", o.ppo.minibatch_size, "samples per minibatch")->capture_default_str();
+  cmd->add_option("--learning-rate", o.ppo.learning_rate, "Adam step size")->capture_default_str();
+  cmd->add_flag("--no-anneal-lr", f->no_anneal_lr, "keep the learning rate constant");
+  cmd->add_option("--gamma", o.ppo.gamma, "discount")->capture_default_str();
+  cmd->add_option("--gae-lambda", o.ppo.gae_lambda, "GAE lambda")->capture_default_str();
+  cmd->add_option("--clip", o.ppo.clip, "surrogate (and value) clip range")->capture_default_str();
+  cmd->add_flag("--no-clip-value-loss", f->no_clip_value_loss, "plain squared-error value loss");
+  cmd->add_flag("--no-advantage-norm", f->no_advantage_norm, "do not normalise advantages per minibatch");
+  cmd->add_option("--value-coef", o.ppo.value_coef, "value loss coefficient")->capture_default_str();
+  cmd->add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus coefficient")->capture_default_str();
+  cmd->add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient norm clip (0: off)")->capture_default_str();
+  cmd->add_option("--hidden", o.hidden, "hidden layer widths, e.g. --hidden 64 64")->capture_default_str();
+  cmd->add_option("--frames", o.frames, "observations stacked into the policy input (memory needs 5)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end, on SIGINT, and every "
+                                                        "--checkpoint-every steps)");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "env steps between checkpoints (0: only at the end)")
+      ->capture_default_str();
+  cmd->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  auto* run_dir = cmd->add_option("--run-dir", f->run_dir,
+                                  "metrics.csv and learning_curve.png go here (default runs/<env>-<topology>-seed<S>)");
+  cmd->add_flag("--no-run-dir", f->no_run_dir, "write no metrics files");
+  cmd->add_option("--progress-seconds", o.progress_seconds, "seconds between progress lines (0: none)")
+      ->capture_default_str();
+  cmd->callback([&out, f, target, run_dir] { run_train(out, *f, target->count() > 0, run_dir->count() > 0); });
+}
+
+}  // namespace coral::cli

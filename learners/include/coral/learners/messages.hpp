@@ -1,0 +1,34 @@
+#pragma once
+/// \file
+/// Error texts of the learners layer (fmt format strings); tests assert them exactly.
+
+#include <string_view>
+
+namespace coral::learners::messages {
+
+/// `--algo` names an algorithm that is not implemented: the value.
+inline constexpr std::string_view algo_not_implemented = "--algo: '{}' is not implemented yet (allowed: ppo)";
+/// A checkpoint file shorter than its header says: path, size, expected size.
+inline constexpr std::string_view checkpoint_truncated = "checkpoint '{}' is truncated: {} bytes, expected {}";
+/// A file that does not start with coral's checkpoint magic: path.
+inline constexpr std::string_view checkpoint_not_coral = "checkpoint '{}' is not a coral checkpoint";
+/// A checkpoint of another format version: path, its version, ours.
+inline constexpr std::string_view checkpoint_version = "checkpoint '{}' has format version {}, expected {}";
+/// Payload checksum mismatch: path.
+inline constexpr std::string_view checkpoint_corrupted = "checkpoint '{}' is corrupted: checksum mismatch";
+/// A well-formed checkpoint whose record is missing or malformed: path, record name.
+inline constexpr std::string_view checkpoint_bad_record = "checkpoint '{}' has a missing or malformed record '{}'";
+/// A checkpoint made for another network or env: path, what, its value, this run's.
+inline constexpr std::string_view checkpoint_mismatch = "checkpoint '{}' does not match this run: {} is {}, expected {}";
+/// A checkpoint that cannot be read or written: path, reason.
+inline constexpr std::string_view checkpoint_io = "checkpoint '{}': {}";
+/// `--resume` with no checkpoint in the directory: the directory.
+inline constexpr std::string_view no_checkpoint = "--resume: no checkpoint in '{}'";
+/// `--resume` without `--checkpoint-dir`.
+inline constexpr std::string_view resume_needs_dir = "--resume: requires --checkpoint-dir";
+/// An env with several agents per env (not supported by PPO yet): env, agents.
+inline constexpr std::string_view multi_agent_unsupported = "--env: '{}' has {} agents per env; coral train supports single-agent envs";
+/// An action space PPO cannot act in: its text.
+inline constexpr std::string_view unsupported_action_space = "--env: action space {} is not supported (Discrete, MultiDiscrete, Box, and Dict/Tuple of them)";
+
+}  // namespace coral::learners::messages

@@ -1,0 +1,82 @@
+#pragma once
+/// \file
+/// The PPO update (torch inside, torch-free interface).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "coral/learners/network.hpp"
+#include "coral/learners/rollout.hpp"
+#include "coral/learners/training_stats.hpp"
+
+namespace coral::learners {
+
+/// PPO's hyper-parameters (the `coral train` flags of the same names).
+struct ppo_config {
+  double learning_rate = 5e-3;     ///< Adam step size at the start
+  bool anneal_lr = true;           ///< decay linearly to 0 at total_steps
+  double gamma = 0.99;
+  double gae_lambda = 0.95;
+  std::size_t epochs = 4;
+  std::size_t minibatch_size = 256;
+  double clip = 0.2;               ///< surrogate clip range
+  bool clip_value_loss = true;     ///< clip the value change to ±clip as well
+  double value_coef = 0.5;
+  double entropy_coef = 0.01;
+  double max_grad_norm = 0.5;
+  bool normalize_advantages = true;
+  double adam_epsilon = 1e-5;
+};
+
+/// Everything a checkpoint needs to continue a learner exactly.
+struct learner_state {
+  std::vector<float> parameters;
+  std::vector<float> adam_m;       ///< first moments, flat like parameters
+  std::vector<float> adam_v;       ///< second moments
+  std::uint64_t adam_steps = 0;
+  std::uint64_t updates = 0;
+  std::uint64_t env_steps = 0;     ///< env steps trained on
+  std::uint64_t rng = 0;           ///< state of the minibatch-shuffling generator
+};
+
+/// PPO with GAE, the clipped surrogate, an (optionally clipped) value loss,
+/// an entropy bonus, per-minibatch advantage normalisation, gradient-norm
+/// clipping and a linearly annealed learning rate, on one torch thread.
+///
+/// Truncated (not terminated) steps bootstrap with the value of their final
+/// observation; terminated ones do not. The optimiser is Adam written out
+/// over the flat parameters, so that its state is plain floats that a
+/// checkpoint holds exactly. Minibatches are drawn by a generator of its own
+/// seeded from the run's seed: the same seed and data give the same weights.
+///
+/// Thread safety: one thread at a time (the learner actor).
+class ppo_learner {
+ public:
+  /// Seeds torch with `seed` and builds the network (its initial weights
+  /// depend only on the seed and the spec).
+  ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed, std::uint64_t total_steps);
+  ~ppo_learner();
+  ppo_learner(const ppo_learner&) = delete;
+  ppo_learner& operator=(const ppo_learner&) = delete;
+
+  /// One update on `segment`; `version` is the version of the weights it
+  /// starts from (for the policy lag).
+  update_stats update(const rollout_segment& segment, std::uint64_t version);
+
+  /// The current flat weights (what the policy loads).
+  [[nodiscard]] std::vector<float> weights() const;
+  [[nodiscard]] learner_state state() const;
+  /// Restores a state; throws usage_error if its sizes do not fit the network.
+  void restore(const learner_state& s);
+  [[nodiscard]] std::uint64_t updates() const noexcept;
+  [[nodiscard]] std::uint64_t env_steps() const noexcept;
+  [[nodiscard]] const network_spec& spec() const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace coral::learners

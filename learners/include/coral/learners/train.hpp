@@ -1,0 +1,66 @@
+#pragma once
+/// \file
+/// A training run: the sampler's actors, the rollout assembler and the PPO
+/// learner wired on one runtime, with progress, metrics and checkpoints.
+/// This is `coral train`; tests call it in-process.
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "coral/actors/topology.hpp"
+#include "coral/learners/ppo_learner.hpp"
+
+namespace coral::learners {
+
+/// Everything a run is made from (the flags of `coral train`).
+struct train_options {
+  actors::sampler_options sampler;     ///< env, env args, seed, topology, envs, threads, executor
+  std::string algo = "ppo";            ///< only ppo for now
+  ppo_config ppo;
+  std::vector<std::size_t> hidden{32, 32};  ///< see docs/training.md: 32 wide trains cartpole 4x cheaper than 64
+  std::size_t horizon = 64;            ///< steps per row per segment
+  std::size_t max_policy_lag = 0;      ///< 0: strictly on-policy
+  std::size_t frames = 1;              ///< observations stacked into the policy's input
+  std::uint64_t total_steps = 500'000; ///< env steps to run at most
+  std::optional<double> target_return; ///< default: the env's solved_return()
+  bool stop_when_solved = true;
+  std::string checkpoint_dir;          ///< empty: no checkpoints
+  std::uint64_t checkpoint_every = 0;  ///< env steps between checkpoints; 0: only at the end
+  bool resume = false;
+  std::string run_dir;                 ///< empty: no metrics files
+  double progress_seconds = 2.0;       ///< progress line period; 0: none
+};
+
+/// How a run ended.
+struct train_result {
+  bool solved = false;
+  bool interrupted = false;            ///< stopped by a signal
+  std::uint64_t env_steps = 0;         ///< acted on, this run included resumed ones
+  double wall_seconds = 0;             ///< this process's run
+  double mean_return = 0;              ///< last 100 episodes (fewer if fewer)
+  double mean_length = 0;
+  std::uint64_t episodes = 0;
+  std::uint64_t updates = 0;
+  std::optional<double> target_return;
+  std::string checkpoint;              ///< the last checkpoint written, if any
+  /// The final line of `coral train`: one JSON object.
+  [[nodiscard]] std::string to_json(const train_options& o) const;
+};
+
+/// Checks every option, naming the flag at fault (config_error), before
+/// anything starts: the sampler's flags (see resolve_wiring), --algo,
+/// --horizon, --epochs, --minibatch-size, --total-steps, --frames, rates,
+/// --resume without --checkpoint-dir.
+void validate(const train_options& options);
+
+/// Runs training to the end: solved (when stop_when_solved), total_steps,
+/// or a signal (SIGINT/SIGTERM: a checkpoint is written and the run ends
+/// normally). Progress lines go to `progress`. Throws config_error for bad
+/// options, checkpoint_error for a refused checkpoint, actor_failed if an
+/// actor failed.
+train_result train(const train_options& options, std::ostream& progress);
+
+}  // namespace coral::learners

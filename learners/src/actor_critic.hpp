@@ -1,0 +1,45 @@
+#pragma once
+// Private: the torch module shared by the policy and the learner. Only the
+// two torch translation units (network.cpp, ppo_learner.cpp) include it.
+
+#include <span>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "coral/learners/network.hpp"
+
+namespace coral::learners::detail {
+
+/// Separate actor and critic MLPs (tanh), orthogonal initialisation as in
+/// the PPO implementation details (gain √2 hidden, 0.01 actor head, 1 critic
+/// head, zero biases), and a state-independent log std for Box elements.
+struct actor_critic_impl : torch::nn::Module {
+  explicit actor_critic_impl(const network_spec& spec);
+
+  /// Actor head output [B, logits_dim + continuous_dim] (logits, then means).
+  torch::Tensor actor_out(const torch::Tensor& obs) { return actor->forward(obs); }
+  /// Values [B].
+  torch::Tensor value(const torch::Tensor& obs) { return critic->forward(obs).squeeze(-1); }
+
+  /// Log probabilities and entropies [B] of `discrete` [B, heads] (int64) and
+  /// `continuous` [B, c] actions under the actor's output `out`.
+  std::pair<torch::Tensor, torch::Tensor> log_prob_entropy(const torch::Tensor& out, const torch::Tensor& discrete,
+                                                           const torch::Tensor& continuous) const;
+
+  /// Parameters in a fixed order (the flat weights' layout).
+  std::vector<torch::Tensor> ordered() const;
+
+  network_spec spec;
+  torch::nn::Sequential actor{nullptr};
+  torch::nn::Sequential critic{nullptr};
+  torch::Tensor log_std;  // [continuous_dim], undefined if none
+};
+TORCH_MODULE_IMPL(actor_critic, actor_critic_impl);
+
+/// The flat weights of `net`, in ordered() order.
+std::vector<float> flatten(const actor_critic_impl& net);
+/// Copies flat weights into `net` (sizes must match; usage_error otherwise).
+void load(actor_critic_impl& net, std::span<const float> weights);
+
+}  // namespace coral::learners::detail

@@ -1,0 +1,345 @@
+#include "coral/learners/network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "actor_critic.hpp"
+#include "coral/core/error.hpp"
+#include "coral/core/logging.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/learners/frame_stack.hpp"
+#include "coral/learners/messages.hpp"
+
+namespace coral::learners {
+namespace {
+
+void collect_leaves(const envs::space& s, network_spec& spec) {
+  switch (s.kind()) {
+    case envs::space_kind::discrete:
+    case envs::space_kind::multi_discrete:
+      spec.nvec.insert(spec.nvec.end(), s.nvec().begin(), s.nvec().end());
+      break;
+    case envs::space_kind::box:
+      spec.low.insert(spec.low.end(), s.low().begin(), s.low().end());
+      spec.high.insert(spec.high.end(), s.high().begin(), s.high().end());
+      break;
+    case envs::space_kind::dict:
+    case envs::space_kind::tuple:
+      for (const auto& c : s.children()) collect_leaves(c, spec);
+      break;
+  }
+}
+
+}  // namespace
+
+network_spec network_spec::from_spaces(const envs::space& observation, const envs::space& action,
+                                       std::vector<std::size_t> hidden, std::size_t frames) {
+  network_spec spec;
+  spec.raw_obs_dim = observation.flat_size();
+  spec.frames = std::max<std::size_t>(frames, 1);
+  spec.hidden = std::move(hidden);
+  collect_leaves(action, spec);
+  if (spec.nvec.size() != action.discrete_size() || spec.low.size() != action.continuous_size() ||
+      spec.nvec.size() + spec.low.size() == 0) {
+    throw config_error(fmt::format(fmt::runtime(messages::unsupported_action_space), action.to_string()));
+  }
+  return spec;
+}
+
+std::size_t network_spec::logits_dim() const noexcept {
+  std::size_t n = 0;
+  for (auto k : nvec) n += static_cast<std::size_t>(k);
+  return n;
+}
+
+void use_one_torch_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    torch::set_num_threads(1);
+    try {
+      torch::set_num_interop_threads(1);
+    } catch (const c10::Error&) {
+      // Torch refuses once its inter-op pool has started (a host program ran
+      // inter-op work first). coral never submits inter-op work, so the
+      // pool's size does not matter to it.
+      log::get("learners")->debug("torch inter-op threads already set; left as they are");
+    }
+  });
+}
+
+std::size_t parameter_count(const network_spec& spec) {
+  torch::NoGradGuard no_grad;
+  detail::actor_critic net(spec);
+  std::size_t n = 0;
+  for (const auto& p : net->ordered()) n += static_cast<std::size_t>(p.numel());
+  return n;
+}
+
+namespace detail {
+namespace {
+
+torch::nn::Sequential mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, double head_gain) {
+  torch::nn::Sequential seq;
+  std::size_t width = in;
+  auto add_linear = [&](std::size_t to, double gain) {
+    torch::nn::Linear l(static_cast<std::int64_t>(width), static_cast<std::int64_t>(to));
+    torch::nn::init::orthogonal_(l->weight, gain);
+    torch::nn::init::zeros_(l->bias);
+    seq->push_back(l);
+    width = to;
+  };
+  for (auto h : hidden) {
+    add_linear(h, std::sqrt(2.0));
+    seq->push_back(torch::nn::Tanh());
+  }
+  add_linear(out, head_gain);
+  return seq;
+}
+
+}  // namespace
+
+actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
+  torch::NoGradGuard no_grad;
+  const auto in = spec.input_dim();
+  actor = register_module("actor", mlp(in, spec.hidden, spec.logits_dim() + spec.continuous_dim(), 0.01));
+  critic = register_module("critic", mlp(in, spec.hidden, 1, 1.0));
+  if (spec.continuous_dim() > 0) {
+    log_std = register_parameter("log_std", torch::zeros({static_cast<std::int64_t>(spec.continuous_dim())}));
+  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::log_prob_entropy(const torch::Tensor& out,
+                                                                            const torch::Tensor& discrete,
+                                                                            const torch::Tensor& continuous) const {
+  const auto B = out.size(0);
+  auto logp = torch::zeros({B}, out.options());
+  auto entropy = torch::zeros({B}, out.options());
+  std::int64_t offset = 0;
+  for (std::size_t h = 0; h < spec.nvec.size(); ++h) {
+    const std::int64_t n = spec.nvec[h];
+    auto lp = torch::log_softmax(out.narrow(1, offset, n), 1);
+    logp = logp + lp.gather(1, discrete.narrow(1, static_cast<std::int64_t>(h), 1)).squeeze(1);
+    entropy = entropy - (lp.exp() * lp).sum(1);
+    offset += n;
+  }
+  if (spec.continuous_dim() > 0) {
+    const auto c = static_cast<std::int64_t>(spec.continuous_dim());
+    auto mean = out.narrow(1, offset, c);
+    auto z = (continuous - mean) * torch::exp(-log_std);
+    constexpr double half_log_2pi = 0.91893853320467274178;
+    logp = logp + (-0.5 * z * z - log_std - half_log_2pi).sum(1);
+    entropy = entropy + (0.5 + half_log_2pi + log_std).sum();
+  }
+  return {logp, entropy};
+}
+
+std::vector<torch::Tensor> actor_critic_impl::ordered() const {
+  return parameters(/*recurse=*/true);  // registration order: actor, critic, log_std
+}
+
+std::vector<float> flatten(const actor_critic_impl& net) {
+  std::vector<float> out;
+  for (const auto& p : net.ordered()) {
+    auto c = p.detach().contiguous();
+    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  return out;
+}
+
+void load(actor_critic_impl& net, std::span<const float> weights) {
+  torch::NoGradGuard no_grad;
+  std::size_t offset = 0;
+  auto params = net.ordered();
+  std::size_t total = 0;
+  for (const auto& p : params) total += static_cast<std::size_t>(p.numel());
+  if (total != weights.size()) {
+    throw usage_error(fmt::format("actor_critic: {} weights given, the network has {}", weights.size(), total));
+  }
+  for (auto& p : params) {
+    const auto n = static_cast<std::size_t>(p.numel());
+    std::copy(weights.begin() + static_cast<std::ptrdiff_t>(offset),
+              weights.begin() + static_cast<std::ptrdiff_t>(offset + n), p.data_ptr<float>());
+    offset += n;
+  }
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+
+/// One dense layer as act() evaluates it: weights transposed to [in][out],
+/// so that the inner loop runs over contiguous outputs and vectorises.
+struct dense_layer {
+  std::size_t in = 0;
+  std::size_t out = 0;
+  std::vector<float> weights_t;  // in × out
+  std::vector<float> bias;       // out
+
+  /// Copies `linear`'s parameters.
+  void copy_from(const torch::nn::LinearImpl& linear) {
+    const auto w = linear.weight.detach().contiguous();
+    const auto b = linear.bias.detach().contiguous();
+    out = static_cast<std::size_t>(w.size(0));
+    in = static_cast<std::size_t>(w.size(1));
+    weights_t.resize(in * out);
+    bias.assign(b.data_ptr<float>(), b.data_ptr<float>() + out);
+    const float* src = w.data_ptr<float>();
+    for (std::size_t j = 0; j < out; ++j) {
+      for (std::size_t i = 0; i < in; ++i) weights_t[i * out + j] = src[j * in + i];
+    }
+  }
+
+  /// y = W x + b, then tanh if `squash`.
+  void apply(const float* x, float* y, bool squash) const noexcept {
+    std::copy(bias.begin(), bias.end(), y);
+    for (std::size_t i = 0; i < in; ++i) {
+      const float xi = x[i];
+      const float* w = weights_t.data() + i * out;
+      for (std::size_t j = 0; j < out; ++j) y[j] += w[j] * xi;
+    }
+    if (squash) {
+      for (std::size_t j = 0; j < out; ++j) y[j] = std::tanh(y[j]);
+    }
+  }
+};
+
+/// An MLP copied out of a torch Sequential of Linear and Tanh modules.
+struct dense_mlp {
+  std::vector<dense_layer> layers;
+
+  void copy_from(const torch::nn::Sequential& seq) {
+    std::size_t n = 0;
+    for (const auto& m : seq->children()) {
+      if (const auto* linear = m->as<torch::nn::Linear>()) {
+        if (layers.size() <= n) layers.emplace_back();
+        layers[n++].copy_from(*linear);
+      }
+    }
+  }
+  [[nodiscard]] std::size_t widest() const noexcept {
+    std::size_t w = 0;
+    for (const auto& l : layers) w = std::max({w, l.in, l.out});
+    return w;
+  }
+  /// Runs the layers on `x` using the two scratch buffers; returns the output.
+  const float* apply(const float* x, float* a, float* b) const noexcept {
+    const float* in = x;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      float* out = (l % 2 == 0) ? a : b;
+      layers[l].apply(in, out, l + 1 < layers.size());
+      in = out;
+    }
+    return in;
+  }
+};
+
+struct mlp_policy::impl {
+  impl(const network_spec& s, std::size_t rows, std::uint64_t seed)
+      : spec(s), net(s), stack(rows, s.raw_obs_dim, s.frames) {
+    net->eval();
+    rngs.reserve(rows);
+    // A stream family of its own: envs draw from (seed, env index), and a
+    // policy stream equal to its env's would correlate actions with what
+    // the env drew (a one-step env was "solved" by the untrained policy).
+    constexpr std::uint64_t policy_salt = 0x706F6C6963792D31ULL;  // "policy-1"
+    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
+    refresh();
+    const std::size_t w = std::max(actor.widest(), critic.widest());
+    scratch_a.resize(w);
+    scratch_b.resize(w);
+    log_std.resize(s.continuous_dim());
+  }
+  /// Copies the torch parameters into the dense kernels.
+  void refresh() {
+    actor.copy_from(net->actor);
+    critic.copy_from(net->critic);
+    if (spec.continuous_dim() > 0) {
+      const auto ls = net->log_std.detach().contiguous();
+      log_std.assign(ls.data_ptr<float>(), ls.data_ptr<float>() + ls.numel());
+    }
+  }
+  network_spec spec;
+  detail::actor_critic net;  // the parameter layout; the kernels below are copies
+  dense_mlp actor;
+  dense_mlp critic;
+  std::vector<float> log_std;
+  frame_stack stack;
+  std::vector<envs::rng> rngs;
+  std::vector<float> scratch_a;
+  std::vector<float> scratch_b;
+  bool deterministic = false;
+};
+
+mlp_policy::mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed)
+    : impl_(std::make_unique<impl>(spec, rows, seed)) {}
+
+mlp_policy::~mlp_policy() = default;
+
+void mlp_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
+
+void mlp_policy::load_weights(std::span<const float> weights) {
+  detail::load(*impl_->net, weights);
+  impl_->refresh();
+}
+
+void mlp_policy::act(const actors::policy_rows& rows) {
+  auto& m = *impl_;
+  auto& batch = rows.batch;
+  const auto term = batch.terminated();
+  const auto trunc = batch.truncated();
+  const std::size_t cont = m.spec.continuous_dim();
+  constexpr double half_log_2pi = 0.91893853320467274178;
+  for (const auto& range : rows.ranges) {
+    for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+      if (term[r] != 0 || trunc[r] != 0) m.stack.restart(r);  // the observation starts a new episode
+      m.stack.push(r, batch.observations().row(r));
+      const float* x = m.stack.row(r).data();
+      if (!rows.values.empty()) rows.values[r] = *m.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
+      const float* row_out = m.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());
+
+      auto& rng = m.rngs[r];
+      double logp = 0;
+      auto discrete = batch.discrete_actions().row(r);
+      std::size_t offset = 0;
+      for (std::size_t h = 0; h < m.spec.nvec.size(); ++h) {
+        const auto k = static_cast<std::size_t>(m.spec.nvec[h]);
+        const float* logits = row_out + offset;
+        const float mx = *std::max_element(logits, logits + k);
+        double sum = 0;
+        for (std::size_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j] - mx));
+        std::size_t pick = k - 1;
+        if (m.deterministic) {
+          pick = static_cast<std::size_t>(std::max_element(logits, logits + k) - logits);
+        } else {
+          double u = rng.uniform() * sum;
+          for (std::size_t j = 0; j < k; ++j) {
+            u -= std::exp(static_cast<double>(logits[j] - mx));
+            if (u < 0) {
+              pick = j;
+              break;
+            }
+          }
+        }
+        discrete[h] = static_cast<std::int32_t>(pick);
+        logp += static_cast<double>(logits[pick] - mx) - std::log(sum);
+        offset += k;
+      }
+      auto continuous = batch.continuous_actions().row(r);
+      for (std::size_t c = 0; c < cont; ++c) {
+        const double mean = row_out[offset + c];
+        const double sd = std::exp(static_cast<double>(m.log_std[c]));
+        double a = m.deterministic ? mean : mean + sd * rng.normal();
+        a = std::clamp(a, static_cast<double>(m.spec.low[c]), static_cast<double>(m.spec.high[c]));
+        continuous[c] = static_cast<float>(a);
+        const double z = (static_cast<double>(continuous[c]) - mean) / sd;
+        logp += -0.5 * z * z - static_cast<double>(m.log_std[c]) - half_log_2pi;
+      }
+      if (!rows.log_probs.empty()) rows.log_probs[r] = static_cast<float>(logp);
+    }
+  }
+}
+
+}  // namespace coral::learners

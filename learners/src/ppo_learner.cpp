@@ -1,0 +1,257 @@
+#include "coral/learners/ppo_learner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "actor_critic.hpp"
+#include "coral/core/error.hpp"
+#include "coral/envs/rng.hpp"
+
+namespace coral::learners {
+namespace {
+
+/// splitmix64: one word of state, so a checkpoint holds it exactly.
+std::uint64_t next_random(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+struct ppo_learner::impl {
+  impl(const network_spec& s, const ppo_config& c, std::uint64_t seed, std::uint64_t total)
+      : spec(s), config(c), total_steps(total), rng(seed ^ 0x5EEDULL) {
+    // The initial weights depend on the seed alone: torch's generator is
+    // used for the initialisation only (sampling and shuffling use ours).
+    torch::manual_seed(seed);
+    net = detail::actor_critic(s);
+    for (const auto& p : net->ordered()) {
+      m.push_back(torch::zeros_like(p));
+      v.push_back(torch::zeros_like(p));
+    }
+  }
+
+  void adam_step(double lr) {
+    torch::NoGradGuard no_grad;
+    ++adam_steps;
+    constexpr double b1 = 0.9;
+    constexpr double b2 = 0.999;
+    const double c1 = 1.0 - std::pow(b1, static_cast<double>(adam_steps));
+    const double c2 = 1.0 - std::pow(b2, static_cast<double>(adam_steps));
+    auto params = net->ordered();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      auto& p = params[i];
+      if (!p.grad().defined()) continue;
+      const auto& g = p.grad();
+      m[i].mul_(b1).add_(g, 1.0 - b1);
+      v[i].mul_(b2).addcmul_(g, g, 1.0 - b2);
+      auto denom = (v[i] / c2).sqrt_().add_(config.adam_epsilon);
+      p.addcdiv_(m[i], denom, -lr / c1);
+    }
+  }
+
+  network_spec spec;
+  ppo_config config;
+  std::uint64_t total_steps;
+  detail::actor_critic net{nullptr};
+  std::vector<torch::Tensor> m;
+  std::vector<torch::Tensor> v;
+  std::uint64_t adam_steps = 0;
+  std::uint64_t updates = 0;
+  std::uint64_t env_steps = 0;
+  std::uint64_t rng;
+};
+
+ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
+                         std::uint64_t total_steps)
+    : impl_(std::make_unique<impl>(spec, config, seed, total_steps)) {}
+
+ppo_learner::~ppo_learner() = default;
+
+std::uint64_t ppo_learner::updates() const noexcept { return impl_->updates; }
+std::uint64_t ppo_learner::env_steps() const noexcept { return impl_->env_steps; }
+const network_spec& ppo_learner::spec() const noexcept { return impl_->spec; }
+std::vector<float> ppo_learner::weights() const { return detail::flatten(*impl_->net); }
+
+update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t version) {
+  auto& s = *impl_;
+  const auto& c = s.config;
+  const auto R = static_cast<std::int64_t>(seg.rows);
+  const auto T = static_cast<std::int64_t>(seg.horizon);
+  const auto N = R * T;
+  const auto D = static_cast<std::int64_t>(seg.obs_dim);
+  update_stats out;
+  const auto started = std::chrono::steady_clock::now();
+
+  // Policy lag of the data.
+  double lag_sum = 0;
+  for (auto pv : seg.policy_versions) {
+    const std::uint64_t lag = version > pv ? version - pv : 0;
+    lag_sum += static_cast<double>(lag);
+    out.max_policy_lag = std::max(out.max_policy_lag, lag);
+  }
+  out.mean_policy_lag = lag_sum / static_cast<double>(N);
+
+  const auto all_obs = torch::from_blob(const_cast<float*>(seg.observations.data()), {R, T + 1, D}, torch::kFloat32);
+  torch::Tensor obs = all_obs.narrow(1, 0, T).reshape({N, D}).clone();
+  // GAE on the CPU, per row, from the acting policy's values and the
+  // learner's values of the bootstrap and truncation observations.
+  std::vector<float> advantages(static_cast<std::size_t>(N));
+  std::vector<float> returns(static_cast<std::size_t>(N));
+  {
+    torch::NoGradGuard no_grad;
+    const auto last = s.net->value(all_obs.select(1, T).contiguous()).contiguous();
+    std::vector<float> bootstrap(last.data_ptr<float>(), last.data_ptr<float>() + R);
+    std::vector<float> rewards = seg.rewards;
+    if (!seg.truncated_steps.empty()) {
+      const auto k = static_cast<std::int64_t>(seg.truncated_steps.size());
+      auto fin = torch::from_blob(const_cast<float*>(seg.truncated_observations.data()), {k, D}, torch::kFloat32);
+      const auto fv = s.net->value(fin).contiguous();
+      for (std::int64_t j = 0; j < k; ++j) {
+        rewards[seg.truncated_steps[static_cast<std::size_t>(j)]] +=
+            static_cast<float>(c.gamma) * fv.data_ptr<float>()[j];
+      }
+    }
+    for (std::int64_t r = 0; r < R; ++r) {
+      double gae = 0;
+      for (std::int64_t t = T - 1; t >= 0; --t) {
+        const auto i = static_cast<std::size_t>(r * T + t);
+        const bool ended = seg.terminated[i] != 0 || seg.truncated[i] != 0;
+        const double next_value = t == T - 1 ? bootstrap[static_cast<std::size_t>(r)] : seg.values[i + 1];
+        const double not_done = ended ? 0.0 : 1.0;
+        const double delta = rewards[i] + c.gamma * next_value * not_done - seg.values[i];
+        gae = delta + c.gamma * c.gae_lambda * not_done * gae;
+        advantages[i] = static_cast<float>(gae);
+        returns[i] = static_cast<float>(gae + seg.values[i]);
+      }
+    }
+  }
+  const auto adv_all = torch::from_blob(advantages.data(), {N}, torch::kFloat32);
+  const auto ret_all = torch::from_blob(returns.data(), {N}, torch::kFloat32);
+  const auto logp_all = torch::from_blob(const_cast<float*>(seg.log_probs.data()), {N}, torch::kFloat32);
+  const auto val_all = torch::from_blob(const_cast<float*>(seg.values.data()), {N}, torch::kFloat32);
+  torch::Tensor disc_all = seg.discrete_dim > 0
+                               ? torch::from_blob(const_cast<std::int32_t*>(seg.discrete_actions.data()),
+                                                  {N, static_cast<std::int64_t>(seg.discrete_dim)}, torch::kInt32)
+                                     .to(torch::kInt64)
+                               : torch::zeros({N, 0}, torch::kInt64);
+  torch::Tensor cont_all = seg.continuous_dim > 0
+                               ? torch::from_blob(const_cast<float*>(seg.continuous_actions.data()),
+                                                  {N, static_cast<std::int64_t>(seg.continuous_dim)}, torch::kFloat32)
+                               : torch::zeros({N, 0}, torch::kFloat32);
+
+  double lr = c.learning_rate;
+  if (c.anneal_lr && s.total_steps > 0) {
+    const double done = static_cast<double>(s.env_steps) / static_cast<double>(s.total_steps);
+    lr = c.learning_rate * std::max(0.0, 1.0 - done);
+  }
+  out.learning_rate = lr;
+
+  const auto mb = std::min<std::int64_t>(static_cast<std::int64_t>(std::max<std::size_t>(c.minibatch_size, 1)), N);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(N));
+  s.net->train();
+  for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
+    std::iota(order.begin(), order.end(), 0);
+    for (std::size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with our own generator
+      const auto j = static_cast<std::size_t>(next_random(s.rng) % i);
+      std::swap(order[i - 1], order[j]);
+    }
+    const bool last_epoch = epoch + 1 == c.epochs;
+    double kl_sum = 0, clip_sum = 0, pl_sum = 0, vl_sum = 0, ent_sum = 0;
+    std::int64_t batches = 0;
+    for (std::int64_t start = 0; start + mb <= N; start += mb) {
+      auto idx = torch::from_blob(order.data() + start, {mb}, torch::kInt64);
+      auto x = obs.index_select(0, idx);
+      auto out_actor = s.net->actor_out(x);
+      auto [logp, entropy] = s.net->log_prob_entropy(out_actor, disc_all.index_select(0, idx),
+                                                     cont_all.index_select(0, idx));
+      auto value = s.net->value(x);
+      auto adv = adv_all.index_select(0, idx);
+      if (c.normalize_advantages) adv = (adv - adv.mean()) / (adv.std() + 1e-8);
+      auto log_ratio = logp - logp_all.index_select(0, idx);
+      auto ratio = log_ratio.exp();
+      auto pg = torch::max(-adv * ratio, -adv * torch::clamp(ratio, 1.0 - c.clip, 1.0 + c.clip)).mean();
+      auto ret = ret_all.index_select(0, idx);
+      torch::Tensor vloss;
+      if (c.clip_value_loss) {
+        auto old_v = val_all.index_select(0, idx);
+        auto clipped = old_v + torch::clamp(value - old_v, -c.clip, c.clip);
+        vloss = 0.5 * torch::max((value - ret).pow(2), (clipped - ret).pow(2)).mean();
+      } else {
+        vloss = 0.5 * (value - ret).pow(2).mean();
+      }
+      auto ent = entropy.mean();
+      auto loss = pg - c.entropy_coef * ent + c.value_coef * vloss;
+      s.net->zero_grad();
+      loss.backward();
+      if (c.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(s.net->parameters(), c.max_grad_norm);
+      s.adam_step(lr);
+      if (last_epoch) {
+        torch::NoGradGuard no_grad;
+        kl_sum += ((ratio - 1) - log_ratio).mean().item<double>();
+        clip_sum += ((ratio - 1.0).abs() > c.clip).to(torch::kFloat32).mean().item<double>();
+        pl_sum += pg.item<double>();
+        vl_sum += vloss.item<double>();
+        ent_sum += ent.item<double>();
+        ++batches;
+      }
+    }
+    if (last_epoch && batches > 0) {
+      const auto b = static_cast<double>(batches);
+      out.approx_kl = kl_sum / b;
+      out.clip_fraction = clip_sum / b;
+      out.policy_loss = pl_sum / b;
+      out.value_loss = vl_sum / b;
+      out.entropy = ent_sum / b;
+    }
+  }
+  s.net->eval();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ++s.updates;
+  s.env_steps += seg.env_steps();
+  return out;
+}
+
+learner_state ppo_learner::state() const {
+  learner_state st;
+  st.parameters = weights();
+  for (std::size_t i = 0; i < impl_->m.size(); ++i) {
+    auto m = impl_->m[i].contiguous();
+    auto v = impl_->v[i].contiguous();
+    st.adam_m.insert(st.adam_m.end(), m.data_ptr<float>(), m.data_ptr<float>() + m.numel());
+    st.adam_v.insert(st.adam_v.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
+  }
+  st.adam_steps = impl_->adam_steps;
+  st.updates = impl_->updates;
+  st.env_steps = impl_->env_steps;
+  st.rng = impl_->rng;
+  return st;
+}
+
+void ppo_learner::restore(const learner_state& st) {
+  auto& s = *impl_;
+  detail::load(*s.net, st.parameters);
+  if (st.adam_m.size() != st.parameters.size() || st.adam_v.size() != st.parameters.size()) {
+    throw usage_error("ppo_learner: optimiser state does not match the parameters");
+  }
+  torch::NoGradGuard no_grad;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < s.m.size(); ++i) {
+    const auto n = static_cast<std::size_t>(s.m[i].numel());
+    std::copy_n(st.adam_m.begin() + static_cast<std::ptrdiff_t>(offset), n, s.m[i].data_ptr<float>());
+    std::copy_n(st.adam_v.begin() + static_cast<std::ptrdiff_t>(offset), n, s.v[i].data_ptr<float>());
+    offset += n;
+  }
+  s.adam_steps = st.adam_steps;
+  s.updates = st.updates;
+  s.env_steps = st.env_steps;
+  s.rng = st.rng;
+}
+
+}  // namespace coral::learners

@@ -1,0 +1,340 @@
+#include "coral/learners/train.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include "coral/actors/env_group.hpp"
+#include "coral/actors/inference_batcher.hpp"
+#include "coral/actors/messages.hpp"
+#include "coral/channels/latest.hpp"
+#include "coral/core/error.hpp"
+#include "coral/core/logging.hpp"
+#include "coral/core/runtime.hpp"
+#include "coral/envs/env_slice.hpp"
+#include "coral/envs/registry.hpp"
+#include "coral/learners/checkpoint.hpp"
+#include "coral/learners/messages.hpp"
+#include "coral/learners/network.hpp"
+#include "coral/learners/rollout.hpp"
+
+namespace coral::learners {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+[[noreturn]] void out_of_range(std::string_view flag, const auto& value, std::string_view requirement) {
+  throw config_error(fmt::format(fmt::runtime(actors::messages::flag_out_of_range), flag, value, requirement));
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : "null"; }
+
+/// One progress row, as printed and as written to metrics.csv.
+struct progress_row {
+  double seconds = 0;
+  double steps_per_second = 0;
+  stats_snapshot s;
+};
+
+constexpr std::string_view csv_header =
+    "seconds,env_steps,steps_per_second,episodes,mean_return,mean_length,policy_loss,value_loss,entropy,approx_kl,"
+    "clip_fraction,learning_rate,mean_policy_lag,max_policy_lag,updates";
+
+std::string csv_line(const progress_row& r) {
+  const auto& u = r.s.last_update;
+  return fmt::format("{:.3f},{},{:.1f},{},{},{},{},{},{},{},{},{},{},{},{}", r.seconds, r.s.env_steps,
+                     r.steps_per_second, r.s.episodes, r.s.mean_return, r.s.mean_length, u.policy_loss, u.value_loss,
+                     u.entropy, u.approx_kl, u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag,
+                     r.s.updates);
+}
+
+std::string progress_line(const progress_row& r) {
+  const auto& u = r.s.last_update;
+  return fmt::format(
+      "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f} | pg {:+.4f} v {:.4f} "
+      "ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {}) updates {} ({:.1f} ms each, {:.1f} s in all)",
+      r.seconds, r.s.env_steps, r.steps_per_second, r.s.episodes, r.s.mean_return, r.s.mean_length, u.policy_loss,
+      u.value_loss, u.entropy, u.approx_kl, u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag,
+      r.s.updates, 1e3 * u.seconds, r.s.learner_seconds);
+}
+
+/// Writes run_dir/learning_curve.png with gnuplot, if it is installed.
+void plot_learning_curve(const std::filesystem::path& dir, std::ostream& progress) {
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    progress << "warning: gnuplot not found; no learning_curve.png\n";
+    return;
+  }
+  const auto script = dir / "learning_curve.gp";
+  {
+    std::ofstream gp(script);
+    gp << "set terminal pngcairo size 900,500 noenhanced\n"
+       << "set output '" << (dir / "learning_curve.png").string() << "'\n"
+       << "set datafile separator ','\n"
+       << "set key autotitle columnhead left top\n"
+       << "set xlabel 'env steps'\n"
+       << "set ylabel 'mean return (last 100 episodes)'\n"
+       << "set grid\n"
+       << "plot '" << (dir / "metrics.csv").string() << "' using 2:5 with lines lw 2 title 'mean return'\n";
+  }
+  const auto cmd = fmt::format("gnuplot '{}' > /dev/null 2>&1", script.string());
+  if (std::system(cmd.c_str()) != 0) progress << "warning: gnuplot failed; no learning_curve.png\n";
+}
+
+}  // namespace
+
+void validate(const train_options& o) {
+  if (o.algo == "dqn") throw config_error(fmt::format(fmt::runtime(messages::algo_not_implemented), o.algo));
+  if (o.algo != "ppo") throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--algo", o.algo, "ppo"));
+  (void)actors::resolve_wiring(o.sampler);
+  if (o.horizon == 0) out_of_range("--horizon", o.horizon, "must be at least 1");
+  if (o.frames == 0) out_of_range("--frames", o.frames, "must be at least 1");
+  if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
+  if (o.ppo.epochs == 0) out_of_range("--epochs", o.ppo.epochs, "must be at least 1");
+  if (o.ppo.minibatch_size == 0) out_of_range("--minibatch-size", o.ppo.minibatch_size, "must be at least 1");
+  if (!(o.ppo.learning_rate > 0)) out_of_range("--learning-rate", o.ppo.learning_rate, "must be > 0");
+  if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) out_of_range("--gamma", o.ppo.gamma, "must be in (0, 1]");
+  if (!(o.ppo.gae_lambda >= 0 && o.ppo.gae_lambda <= 1)) out_of_range("--gae-lambda", o.ppo.gae_lambda, "must be in [0, 1]");
+  if (!(o.ppo.clip > 0)) out_of_range("--clip", o.ppo.clip, "must be > 0");
+  if (!(o.ppo.max_grad_norm >= 0)) out_of_range("--max-grad-norm", o.ppo.max_grad_norm, "must be >= 0");
+  if (!(o.ppo.entropy_coef >= 0)) out_of_range("--entropy-coef", o.ppo.entropy_coef, "must be >= 0");
+  if (!(o.ppo.value_coef >= 0)) out_of_range("--value-coef", o.ppo.value_coef, "must be >= 0");
+  if (o.hidden.empty()) out_of_range("--hidden", "(none)", "give at least one layer width");
+  for (auto h : o.hidden) {
+    if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
+  }
+  if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
+  if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(messages::resume_needs_dir));
+}
+
+std::string train_result::to_json(const train_options& o) const {
+  return fmt::format(
+      R"({{"solved":{},"interrupted":{},"env":{},"algo":{},"topology":{},"executor":{},"seed":{},"env_steps":{},)"
+      R"("wall_seconds":{},"mean_return":{},"mean_length":{},"episodes":{},"updates":{},"target_return":{},)"
+      R"("checkpoint":{}}})",
+      solved, interrupted, quote(o.sampler.env), quote(o.algo), quote(actors::to_string(o.sampler.topo)),
+      quote(o.sampler.executor == executor_mode::single ? "single" : "threads"), o.sampler.seed, env_steps,
+      number(wall_seconds), number(mean_return), number(mean_length), episodes, updates,
+      target_return ? number(*target_return) : "null", checkpoint.empty() ? "null" : quote(checkpoint));
+}
+
+train_result train(const train_options& o, std::ostream& progress) {
+  validate(o);
+  const auto& so = o.sampler;
+  const auto wiring = actors::resolve_wiring(so);
+  const std::size_t k = so.envs_per_group;
+
+  // Envs, batch and network shape.
+  std::vector<std::vector<std::unique_ptr<envs::env>>> envs_by_group;
+  for (std::size_t g = 0; g < wiring.groups; ++g) {
+    envs_by_group.push_back(envs::registry::global().make_many(so.env, so.env_args, so.seed, g * k, k));
+  }
+  const envs::env& probe = *envs_by_group.front().front();
+  if (probe.max_agents() != 1) {
+    throw config_error(fmt::format(fmt::runtime(messages::multi_agent_unsupported), so.env, probe.max_agents()));
+  }
+  const auto target = o.target_return ? o.target_return : probe.solved_return();
+  envs::env_batch batch(so.num_envs, probe.observation_space(), probe.action_space());
+  const auto spec = network_spec::from_spaces(probe.observation_space(), probe.action_space(), o.hidden, o.frames);
+
+  // The learner, and where it starts from.
+  use_one_torch_thread();
+  ppo_learner learner(spec, o.ppo, so.seed, o.total_steps);
+  const std::string signature = network_signature(spec);
+  if (o.resume) {
+    const auto file = newest_checkpoint(o.checkpoint_dir);
+    if (!file) throw config_error(fmt::format(fmt::runtime(messages::no_checkpoint), o.checkpoint_dir));
+    const auto c = read_checkpoint(*file);
+    if (c.env != so.env) {
+      throw checkpoint_error(fmt::format(fmt::runtime(messages::checkpoint_mismatch), file->string(), "env", c.env, so.env));
+    }
+    if (c.network != signature) {
+      throw checkpoint_error(
+          fmt::format(fmt::runtime(messages::checkpoint_mismatch), file->string(), "network", c.network, signature));
+    }
+    learner.restore(c.learner);
+    progress << fmt::format("resumed from {} ({} env steps, {} updates)\n", file->string(), c.learner.env_steps,
+                            c.learner.updates);
+  }
+  const std::uint64_t start_steps = learner.env_steps();
+
+  latest<std::vector<float>> weights;
+  weights.publish(learner.weights());
+  training_stats stats;
+  rollout_assembler::options ao;
+  ao.horizon = o.horizon;
+  ao.max_policy_lag = o.max_policy_lag;
+  ao.frames = o.frames;
+  ao.env_steps = start_steps;
+  ao.max_env_steps = o.total_steps;
+  if (o.stop_when_solved) ao.target_return = target;
+  std::vector<actors::row_range> group_rows;
+  for (std::size_t g = 0; g < wiring.groups; ++g) {
+    group_rows.push_back({static_cast<std::uint32_t>(g * k), static_cast<std::uint32_t>(k)});
+  }
+  rollout_assembler assembler(batch, group_rows, weights, stats, ao);
+
+  // The sampler's actors, wired through the assembler: groups announce to
+  // it, it forwards to the batcher's ready channels.
+  std::vector<std::unique_ptr<channel<actors::ready_msg>>> ready;
+  std::vector<channel<actors::ready_msg>*> ready_ptrs;
+  for (std::size_t c = 0; c < wiring.ready_channels; ++c) {
+    ready.push_back(std::make_unique<channel<actors::ready_msg>>(wiring.groups));
+    ready_ptrs.push_back(ready.back().get());
+  }
+  std::vector<std::unique_ptr<actors::env_group>> groups;
+  std::vector<actors::env_group*> group_ptrs;
+  for (std::size_t g = 0; g < wiring.groups; ++g) {
+    envs::env_slice slice(batch, g * k, std::move(envs_by_group[g]));
+    groups.push_back(std::make_unique<actors::env_group>("env-group-" + std::to_string(g),
+                                                         static_cast<std::uint32_t>(g), g * k, std::move(slice),
+                                                         assembler.ready(), so.on_env_error));
+    group_ptrs.push_back(groups.back().get());
+  }
+  // A resumed run draws fresh actions: the policy's streams depend on the steps done.
+  mlp_policy policy(spec, batch.rows(), so.seed ^ (start_steps * 0x9E3779B97F4A7C15ULL));
+  const auto bo = gated_batcher_options(so, wiring);
+  actors::inference_batcher batcher(ready_ptrs, group_ptrs, policy, batch, bo, &assembler, &weights);
+
+  // Metrics files.
+  std::ofstream csv;
+  if (!o.run_dir.empty()) {
+    std::filesystem::create_directories(o.run_dir);
+    csv.open(std::filesystem::path(o.run_dir) / "metrics.csv");
+    csv << csv_header << '\n';
+  }
+  const auto started = clock::now();
+  std::uint64_t last_steps = start_steps;
+  auto last_time = started;
+  // A row: the statistics now, with the step rate since the caller's last row.
+  auto make_row = [&](std::uint64_t& steps_before, clock::time_point& time_before) {
+    progress_row r;
+    const auto now = clock::now();
+    r.seconds = std::chrono::duration<double>(now - started).count();
+    r.s = stats.read();
+    const double dt = std::chrono::duration<double>(now - time_before).count();
+    r.steps_per_second = dt > 0 ? static_cast<double>(r.s.env_steps - steps_before) / dt : 0.0;
+    steps_before = r.s.env_steps;
+    time_before = now;
+    return r;
+  };
+  // Progress lines come from the progress actor (and once at the end);
+  // metrics rows from the learner after every update (and once at the end).
+  auto report = [&] { progress << progress_line(make_row(last_steps, last_time)) << '\n' << std::flush; };
+  std::uint64_t csv_steps = start_steps;
+  auto csv_time = started;
+  auto record = [&] {
+    if (csv.is_open()) csv << csv_line(make_row(csv_steps, csv_time)) << '\n';
+  };
+  progress << fmt::format(
+      "coral train: env {}, ppo, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
+      "horizon {}, max policy lag {}, {} parameters, target return {}{}\n",
+      so.env, actors::to_string(so.topo), so.num_envs, wiring.groups, k, wiring.batch_size, so.threads,
+      so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads", o.horizon,
+      o.max_policy_lag, parameter_count(spec), target ? number(*target) : "none",
+      bo.min_batch_size != so.min_batch_size
+          ? fmt::format(", dynamic batching behind the lag gate (min {} envs, {} us)", bo.min_batch_size,
+                        bo.batch_timeout.count())
+          : "");
+
+  // Checkpoints.
+  std::string last_checkpoint;
+  auto save = [&] {
+    if (o.checkpoint_dir.empty()) return;
+    checkpoint c{so.env, signature, so.seed, learner.state()};
+    const auto file = checkpoint_path(o.checkpoint_dir, c.learner.env_steps);
+    write_checkpoint(file, c);
+    last_checkpoint = file.string();
+  };
+  std::uint64_t next_checkpoint =
+      o.checkpoint_every == 0 ? 0 : (start_steps / o.checkpoint_every + 1) * o.checkpoint_every;
+
+  std::atomic<int> finished{-1};  // a finish_reason, or -1 (stopped otherwise)
+  runtime rt({.mode = so.executor, .handle_signals = true, .stop_deadline = std::chrono::seconds(60)});
+  rt.on_stop([&] {
+    batcher.close_all();
+    assembler.close();
+  });
+  auto sampling = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
+                                       .spin = so.spin});
+  for (auto& g : groups) rt.spawn(g->name(), sampling, g->run());
+  auto batcher_ex = sampling;
+  if (so.inference_thread) batcher_ex = rt.pool(pool_options{.name = "inference", .threads = 1, .spin = so.spin});
+  rt.spawn("inference-batcher", batcher_ex, batcher.run());
+  rt.spawn("rollout-assembler", sampling,
+           assembler.run(ready_ptrs, [&](finish_reason why) {
+             finished.store(static_cast<int>(why));
+             rt.request_stop();
+           }));
+  rt.spawn("learner", rt.pool("learner", 1), [&]() -> asio::awaitable<void> {
+    for (;;) {
+      auto seg = co_await assembler.segments().async_receive();
+      if (!seg || rt.stop_requested()) co_return;
+      const auto st = learner.update(**seg, weights.version());
+      weights.publish(learner.weights());
+      stats.record_update(st, learner.updates());
+      record();
+      const bool sent = co_await assembler.ready().async_send(actors::ready_msg{rollout_assembler::published});
+      if (!sent) co_return;
+      if (next_checkpoint != 0 && learner.env_steps() >= next_checkpoint) {
+        save();
+        next_checkpoint = (learner.env_steps() / o.checkpoint_every + 1) * o.checkpoint_every;
+      }
+    }
+  });
+  if (o.progress_seconds > 0) {
+    rt.spawn("progress", rt.pool("progress", 1), [&]() -> asio::awaitable<void> {
+      asio::steady_timer timer(co_await asio::this_coro::executor);
+      for (;;) {
+        timer.expires_after(std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.progress_seconds)));
+        co_await timer.async_wait(asio::use_awaitable);
+        report();
+      }
+    });
+  }
+  rt.run();
+
+  train_result result;
+  result.wall_seconds = std::chrono::duration<double>(clock::now() - started).count();
+  report();
+  record();
+  save();
+  const auto s = stats.read();
+  result.solved = target && s.window >= 100 && s.mean_return >= *target;
+  result.interrupted = finished.load() < 0;
+  result.env_steps = assembler.env_steps();
+  result.mean_return = s.mean_return;
+  result.mean_length = s.mean_length;
+  result.episodes = s.episodes;
+  result.updates = learner.updates();
+  result.target_return = target;
+  result.checkpoint = last_checkpoint;
+  if (csv.is_open()) {
+    csv.close();
+    plot_learning_curve(o.run_dir, progress);
+  }
+  return result;
+}
+
+}  // namespace coral::learners

@@ -1,0 +1,81 @@
+#include "coral/cli.hpp"
+
+// `coral train` through the CLI, in-process (built when the apps are).
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "coral/learners/messages.hpp"
+
+namespace fs = std::filesystem;
+namespace lm = coral::learners::messages;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("coral-train-command-test-" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+int run_cli(std::vector<std::string> args, std::string& out, std::string& err) {
+  args.insert(args.begin(), "coral");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream o, e;
+  const int rc = coral::cli::run(static_cast<int>(argv.size()), argv.data(), o, e);
+  out = o.str();
+  err = e.str();
+  return rc;
+}
+
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of('\n');
+  auto start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+}  // namespace
+
+TEST_CASE("coral train rejects --algo dqn and ends a run with one JSON line", "[learners][train][cli]") {
+  std::string out, err;
+  CHECK(run_cli({"train", "--algo", "dqn"}, out, err) == 1);
+  CHECK(err == "error: " + fmt::format(fmt::runtime(lm::algo_not_implemented), "dqn") + "\n");
+
+  CHECK(run_cli({"train", "--executor", "single", "--total-steps", "1024", "--no-run-dir", "--progress-seconds", "0"},
+                out, err) == 0);
+  const auto json = last_line(out);
+  CHECK(json.starts_with(R"({"solved":false,)"));
+  for (const char* key : {R"("env_steps":)", R"("wall_seconds":)", R"("mean_return":)"}) {
+    CHECK(json.find(key) != std::string::npos);
+  }
+  CHECK(run_cli({"train", "--horizon", "0"}, out, err) == 1);
+  CHECK(err.find("--horizon") != std::string::npos);
+}
+
+TEST_CASE("coral train takes its flags from a TOML file, and flags override it", "[learners][train][cli]") {
+  const auto dir = fresh_dir("config");
+  fs::create_directories(dir);
+  const auto file = dir / "train.toml";
+  std::ofstream(file) << "[train]\n"
+                         "env = \"bandit\"\n"
+                         "seed = 5\n"
+                         "total-steps = 1024\n"
+                         "hidden = [16, 16]\n"
+                         "executor = \"single\"\n"
+                         "progress-seconds = 0\n"
+                         "no-run-dir = true\n";
+  std::string out, err;
+  REQUIRE(run_cli({"--config", file.string(), "train", "--seed", "6", "--keep-going"}, out, err) == 0);
+  const auto json = last_line(out);
+  CHECK(json.find(R"("env":"bandit")") != std::string::npos);
+  CHECK(json.find(R"("seed":6,)") != std::string::npos);
+  CHECK(json.find(R"("executor":"single")") != std::string::npos);
+  CHECK(out.find(" 693 parameters") != std::string::npos);  // actor 32+272+68, critic 32+272+17
+}
