@@ -44,18 +44,21 @@ sampler::~sampler() = default;
 
 void sampler::spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_consumer* consumer,
                     const latest<std::vector<float>>* weights) {
-  if (batcher_) throw usage_error("sampler::spawn() called twice");
-  std::vector<channel<ready_msg>*> ready;
-  for (auto& c : ready_) ready.push_back(c.get());
-  std::vector<env_group*> groups;
-  for (auto& g : groups_) groups.push_back(g.get());
   inference_batcher::options bo;
   bo.batch_size = wiring_.batch_size;
   bo.min_batch_size = options_.min_batch_size;
   bo.batch_timeout = options_.batch_timeout;
   bo.max_env_steps = max_env_steps;
-  batcher_ = std::make_unique<inference_batcher>(std::move(ready), std::move(groups), pol, *batch_, bo, consumer,
-                                                 weights);
+  spawn(rt, pol, bo, consumer, weights);
+}
+
+void sampler::spawn(runtime& rt, policy& pol, const inference_batcher::options& batcher_options,
+                    step_consumer* consumer, const latest<std::vector<float>>* weights) {
+  if (batcher_) throw usage_error("sampler::spawn() called twice");
+  std::vector<env_group*> groups;
+  for (auto& g : groups_) groups.push_back(g.get());
+  batcher_ = std::make_unique<inference_batcher>(ready_channels(), std::move(groups), pol, *batch_,
+                                                 batcher_options, consumer, weights);
 
   auto ex = rt.pool(pool_options{.name = "sampling",
                                  .threads = options_.threads,
@@ -64,15 +67,28 @@ void sampler::spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_
                                  .spin = options_.spin});
   auto* b = batcher_.get();
   rt.on_stop([b] { b->close_all(); });
-  for (auto& g : groups_) {
-    auto* group = g.get();
-    rt.spawn(group->name(), ex, group->run());
-  }
+  for (auto& g : groups_) rt.spawn(g->name(), ex, g->run());
   auto batcher_ex = ex;
   if (options_.inference_thread) {
     batcher_ex = rt.pool(pool_options{.name = "inference", .threads = 1, .spin = options_.spin});
   }
   rt.spawn("inference-batcher", batcher_ex, b->run());
+}
+
+void sampler::announce_to(channel<ready_msg>& interposer) noexcept {
+  for (auto& g : groups_) g->announce_to(interposer);
+}
+
+std::vector<channel<ready_msg>*> sampler::ready_channels() const {
+  std::vector<channel<ready_msg>*> out;
+  for (const auto& c : ready_) out.push_back(c.get());
+  return out;
+}
+
+std::vector<row_range> sampler::group_rows() const {
+  std::vector<row_range> out;
+  for (const auto& g : groups_) out.push_back(g->rows());
+  return out;
 }
 
 const batcher_stats& sampler::stats() const {

@@ -13,14 +13,12 @@
 #include <asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
-#include "coral/actors/env_group.hpp"
-#include "coral/actors/inference_batcher.hpp"
+#include "coral/actors/sampler.hpp"
 #include "coral/actors/messages.hpp"
 #include "coral/channels/latest.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/logging.hpp"
 #include "coral/core/runtime.hpp"
-#include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/messages.hpp"
@@ -142,21 +140,17 @@ std::string train_result::to_json(const train_options& o) const {
 train_result train(const train_options& o, std::ostream& progress) {
   validate(o);
   const auto& so = o.sampler;
-  const auto wiring = actors::resolve_wiring(so);
-  const std::size_t k = so.envs_per_group;
-
-  // Envs, batch and network shape.
-  std::vector<std::vector<std::unique_ptr<envs::env>>> envs_by_group;
-  for (std::size_t g = 0; g < wiring.groups; ++g) {
-    envs_by_group.push_back(envs::registry::global().make_many(so.env, so.env_args, so.seed, g * k, k));
-  }
-  const envs::env& probe = *envs_by_group.front().front();
+  // The sampler builds the envs, the batch, the groups and the batcher's
+  // ready channels; the rollout assembler is put between groups and batcher.
+  actors::sampler sampler(so);
+  const auto& wiring = sampler.wires();
+  const envs::env& probe = sampler.first_env();
   if (probe.max_agents() != 1) {
     throw config_error(fmt::format(fmt::runtime(messages::multi_agent_unsupported), so.env, probe.max_agents()));
   }
   const auto target = o.target_return ? o.target_return : probe.solved_return();
-  envs::env_batch batch(so.num_envs, probe.observation_space(), probe.action_space());
-  const auto spec = network_spec::from_spaces(probe.observation_space(), probe.action_space(), o.hidden, o.frames);
+  envs::env_batch& batch = sampler.batch();
+  const auto spec = network_spec::from_spaces(sampler.observation_space(), sampler.action_space(), o.hidden, o.frames);
 
   // The learner, and where it starts from.
   use_one_torch_thread();
@@ -189,33 +183,11 @@ train_result train(const train_options& o, std::ostream& progress) {
   ao.env_steps = start_steps;
   ao.max_env_steps = o.total_steps;
   if (o.stop_when_solved) ao.target_return = target;
-  std::vector<actors::row_range> group_rows;
-  for (std::size_t g = 0; g < wiring.groups; ++g) {
-    group_rows.push_back({static_cast<std::uint32_t>(g * k), static_cast<std::uint32_t>(k)});
-  }
-  rollout_assembler assembler(batch, group_rows, weights, stats, ao);
-
-  // The sampler's actors, wired through the assembler: groups announce to
-  // it, it forwards to the batcher's ready channels.
-  std::vector<std::unique_ptr<channel<actors::ready_msg>>> ready;
-  std::vector<channel<actors::ready_msg>*> ready_ptrs;
-  for (std::size_t c = 0; c < wiring.ready_channels; ++c) {
-    ready.push_back(std::make_unique<channel<actors::ready_msg>>(wiring.groups));
-    ready_ptrs.push_back(ready.back().get());
-  }
-  std::vector<std::unique_ptr<actors::env_group>> groups;
-  std::vector<actors::env_group*> group_ptrs;
-  for (std::size_t g = 0; g < wiring.groups; ++g) {
-    envs::env_slice slice(batch, g * k, std::move(envs_by_group[g]));
-    groups.push_back(std::make_unique<actors::env_group>("env-group-" + std::to_string(g),
-                                                         static_cast<std::uint32_t>(g), g * k, std::move(slice),
-                                                         assembler.ready(), so.on_env_error));
-    group_ptrs.push_back(groups.back().get());
-  }
+  rollout_assembler assembler(batch, sampler.group_rows(), weights, stats, ao);
+  sampler.announce_to(assembler.ready());  // groups announce to the assembler, which forwards
   // A resumed run draws fresh actions: the policy's streams depend on the steps done.
   mlp_policy policy(spec, batch.rows(), so.seed ^ (start_steps * 0x9E3779B97F4A7C15ULL));
   const auto bo = gated_batcher_options(so, wiring);
-  actors::inference_batcher batcher(ready_ptrs, group_ptrs, policy, batch, bo, &assembler, &weights);
 
   // Metrics files.
   std::ofstream csv;
@@ -250,7 +222,7 @@ train_result train(const train_options& o, std::ostream& progress) {
   progress << fmt::format(
       "coral train: env {}, ppo, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
       "horizon {}, max policy lag {}, {} parameters, target return {}{}\n",
-      so.env, actors::to_string(so.topo), so.num_envs, wiring.groups, k, wiring.batch_size, so.threads,
+      so.env, actors::to_string(so.topo), so.num_envs, wiring.groups, so.envs_per_group, wiring.batch_size, so.threads,
       so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads", o.horizon,
       o.max_policy_lag, parameter_count(spec), target ? number(*target) : "none",
       bo.min_batch_size != so.min_batch_size
@@ -272,18 +244,12 @@ train_result train(const train_options& o, std::ostream& progress) {
 
   std::atomic<int> finished{-1};  // a finish_reason, or -1 (stopped otherwise)
   runtime rt({.mode = so.executor, .handle_signals = true, .stop_deadline = std::chrono::seconds(60)});
-  rt.on_stop([&] {
-    batcher.close_all();
-    assembler.close();
-  });
+  rt.on_stop([&] { assembler.close(); });  // the sampler closes its own channels
+  sampler.spawn(rt, policy, bo, &assembler, &weights);
   auto sampling = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
                                        .spin = so.spin});
-  for (auto& g : groups) rt.spawn(g->name(), sampling, g->run());
-  auto batcher_ex = sampling;
-  if (so.inference_thread) batcher_ex = rt.pool(pool_options{.name = "inference", .threads = 1, .spin = so.spin});
-  rt.spawn("inference-batcher", batcher_ex, batcher.run());
   rt.spawn("rollout-assembler", sampling,
-           assembler.run(ready_ptrs, [&](finish_reason why) {
+           assembler.run(sampler.ready_channels(), [&](finish_reason why) {
              finished.store(static_cast<int>(why));
              rt.request_stop();
            }));

@@ -50,6 +50,11 @@ class env_group {
   [[nodiscard]] row_range rows() const noexcept;
   /// Number of envs in the group.
   [[nodiscard]] std::size_t size() const noexcept { return slice_.size(); }
+  /// Sends ready announcements to `ready` instead (an actor standing between
+  /// the groups and the batcher, such as a rollout assembler). Before run() only.
+  void announce_to(channel<ready_msg>& ready) noexcept { ready_ = &ready; }
+  /// The group's envs.
+  [[nodiscard]] const envs::env_slice& slice() const noexcept { return slice_; }
   /// Env failures survived under the reset policy.
   [[nodiscard]] std::uint64_t env_failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
 

@@ -40,6 +40,23 @@ class sampler {
   void spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_consumer* consumer = nullptr,
              const latest<std::vector<float>>* weights = nullptr);
 
+  /// The same, with the batcher's options given rather than taken from the
+  /// sampler's (batch size from wires(); max_env_steps, 0 = never, inside).
+  void spawn(runtime& rt, policy& pol, const inference_batcher::options& batcher_options,
+             step_consumer* consumer = nullptr, const latest<std::vector<float>>* weights = nullptr);
+
+  /// Makes every group announce "ready" to `interposer` instead of to the
+  /// batcher's ready channels; the interposer forwards group g's
+  /// announcements to ready_channels()[g % ready_channels().size()] (the
+  /// rollout assembler does this to hold groups back). Before spawn() only.
+  void announce_to(channel<ready_msg>& interposer) noexcept;
+  /// The channels the batcher takes ready groups from.
+  [[nodiscard]] std::vector<channel<ready_msg>*> ready_channels() const;
+  /// The batch rows of each group, in group order.
+  [[nodiscard]] std::vector<row_range> group_rows() const;
+  /// Env 0 (for its spaces, agents and returns).
+  [[nodiscard]] const envs::env& first_env() const noexcept { return groups_.front()->slice().at(0); }
+
   [[nodiscard]] const sampler_options& options() const noexcept { return options_; }
   [[nodiscard]] const wiring& wires() const noexcept { return wiring_; }
   [[nodiscard]] envs::env_batch& batch() noexcept { return *batch_; }

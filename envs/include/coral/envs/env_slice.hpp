@@ -98,6 +98,8 @@ class env_slice {
   [[nodiscard]] std::size_t row_count() const noexcept { return row_count_; }
   /// Env i.
   [[nodiscard]] env& at(std::size_t i) noexcept { return *envs_[i]; }
+  /// Env i.
+  [[nodiscard]] const env& at(std::size_t i) const noexcept { return *envs_[i]; }
   /// First batch row of env i.
   [[nodiscard]] std::size_t first_row_of(std::size_t i) const noexcept { return row_offsets_[i]; }
   /// The batch.
