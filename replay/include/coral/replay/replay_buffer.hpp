@@ -33,7 +33,8 @@
 /// whose generation no longer matches (the slot was overwritten since) is
 /// ignored.
 ///
-/// Thread safety: none. The replay actor owns the buffer; inserts, samples and
+/// Thread safety: none, not even for const calls (sampling reuses scratch
+/// space). The replay actor owns the buffer; inserts, samples and
 /// priority updates reach it as messages.
 
 #include <cstddef>
@@ -142,7 +143,9 @@ class replay_buffer {
   /// k of the transition in `slot`.
   [[nodiscard]] std::uint32_t steps(std::size_t slot) const noexcept { return steps_[slot]; }
   /// Current priority^alpha (|td| + epsilon, to the alpha) of the item in `slot`.
-  [[nodiscard]] double priority(std::size_t slot) const noexcept { return priorities_[slot]; }
+  [[nodiscard]] double priority(std::size_t slot) const noexcept {
+    return states_[slot] == state_complete ? sum_.get(slot) : priorities_[slot];
+  }
   /// Current generation of `slot`.
   [[nodiscard]] std::uint64_t generation(std::size_t slot) const noexcept { return generations_[slot]; }
   /// Whether `slot` holds a transition that can be sampled.
@@ -184,7 +187,7 @@ class replay_buffer {
   std::vector<float> discounts_;
   std::vector<std::uint16_t> steps_;
   std::vector<std::uint8_t> states_;
-  std::vector<double> priorities_;  // priority^alpha, kept while pending
+  std::vector<double> priorities_;  // priority^alpha given at insert, until the transition completes
   std::vector<std::uint64_t> generations_;
   std::vector<std::uint64_t> heads_;  // items written per stream, ever
   sum_tree sum_;
@@ -193,6 +196,9 @@ class replay_buffer {
   double max_leaf_ = 1.0;  // max_priority_^alpha
   std::uint64_t inserts_ = 0;
   std::size_t complete_ = 0;
+  // Reused by sampling and updates; they grow only with the batch size.
+  mutable std::vector<std::size_t> scratch_slots_;
+  std::vector<double> scratch_values_;
 };
 
 }  // namespace coral::replay

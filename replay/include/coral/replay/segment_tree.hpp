@@ -47,6 +47,10 @@ class segment_tree {
  public:
   /// Children per node.
   static constexpr std::size_t fanout = 8;
+  /// log2(fanout).
+  static constexpr std::size_t fanout_bits = 3;
+  /// How many items ahead the batch operations prefetch.
+  static constexpr std::size_t prefetch_distance = 16;
 
   /// A tree over `leaves` leaves, every one holding the identity.
   explicit segment_tree(std::size_t leaves) : leaves_(leaves) {
@@ -89,6 +93,30 @@ class segment_tree {
       const std::size_t parent = i / fanout;
       level(d - 1)[parent] = Combine::combine(level(d) + parent * fanout);
       i = parent;
+    }
+  }
+
+  /// Sets leaf idx[i] to values[i] for every i and recomputes their
+  /// ancestors, level by level across the whole batch so that the cache
+  /// misses of distinct leaves overlap (with prefetches a few items ahead)
+  /// instead of following one another. Indices may repeat; the last value
+  /// written wins. Unchecked.
+  void set_many(std::span<const std::size_t> idx, std::span<const double> values) noexcept {
+    const std::size_t n = idx.size();
+    double* leaves = level(depth());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + prefetch_distance < n) __builtin_prefetch(leaves + idx[i + prefetch_distance], 1);
+      leaves[idx[i]] = values[i];
+    }
+    std::size_t shift = fanout_bits;
+    for (std::size_t d = depth(); d > 0; --d, shift += fanout_bits) {
+      double* parents = level(d - 1);
+      const double* children = level(d);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i + prefetch_distance < n) __builtin_prefetch(parents + (idx[i + prefetch_distance] >> shift), 1);
+        const std::size_t p = idx[i] >> shift;
+        parents[p] = Combine::combine(children + p * fanout);
+      }
     }
   }
 
@@ -143,24 +171,51 @@ class sum_tree : public detail::segment_tree<detail::sum_combine> {
   /// the descent stays in a sibling that has mass.
   [[nodiscard]] std::size_t find_prefix(double mass) const noexcept {
     std::size_t node = 0;
-    for (std::size_t d = 1; d <= depth(); ++d) {
-      const double* children = level(d) + node * fanout;
-      std::size_t last_nonzero = 0;
-      std::size_t c = 0;
-      for (; c < fanout; ++c) {
-        if (children[c] > 0.0) {
-          if (mass < children[c]) break;
-          last_nonzero = c;
-        }
-        mass -= children[c];
-      }
-      if (c == fanout) {
-        c = last_nonzero;
-        mass = children[c] * 0.5;  // past the end by rounding: land inside the last leaf with mass
-      }
-      node = node * fanout + c;
-    }
+    for (std::size_t d = 1; d <= depth(); ++d) node = step(level(d), node, mass);
     return node;
+  }
+
+  /// find_prefix for every masses[i], into leaves[i]; descends all of them
+  /// level by level so that their cache misses overlap. `masses` is used as
+  /// scratch and left unspecified. Same sizes, unchecked.
+  void find_prefix_many(std::span<double> masses, std::span<std::size_t> leaves) const noexcept {
+    const std::size_t n = masses.size();
+    for (std::size_t i = 0; i < n; ++i) leaves[i] = 0;
+    for (std::size_t d = 1; d <= depth(); ++d) {
+      const double* children = level(d);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i + prefetch_distance < n) __builtin_prefetch(children + leaves[i + prefetch_distance] * fanout);
+        leaves[i] = step(children, leaves[i], masses[i]);
+      }
+    }
+  }
+
+ private:
+  // One level of the descent: the child of `node` where `mass` falls; `mass`
+  // becomes the remainder within that child.
+  static std::size_t step(const double* level_values, std::size_t node, double& mass) noexcept {
+    const double* children = level_values + node * fanout;
+    // Branch-free: c counts the children whose running end is <= mass, so c
+    // is the child where mass falls, zero-mass children skipped (their end
+    // ties with the one before). A random descent mispredicts a branchy scan
+    // at almost every level.
+    double ends[fanout];
+    double acc = 0.0;
+    std::size_t c = 0;
+    for (std::size_t k = 0; k < fanout; ++k) {
+      acc += children[k];
+      ends[k] = acc;
+      c += ends[k] <= mass ? 1 : 0;
+    }
+    if (c == fanout) [[unlikely]] {
+      // Past the end by rounding: land inside the last child with mass.
+      c = fanout - 1;
+      while (c > 0 && !(children[c] > 0.0)) --c;
+      mass = children[c] * 0.5;
+      return node * fanout + c;
+    }
+    if (c > 0) mass -= ends[c - 1];
+    return node * fanout + c;
   }
 };
 
