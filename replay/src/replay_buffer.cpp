@@ -229,7 +229,9 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
     }
     const double priority = std::abs(static_cast<double>(td_errors[i])) + config_.epsilon;
     // Single precision is ample for a sampling weight and powf costs half of pow.
-    const double leaf = std::pow(static_cast<float>(priority), alpha);
+    // Kept at least FLT_MIN: a zero leaf would make a complete transition
+    // unsampleable and the importance-weight normaliser zero.
+    const double leaf = std::max(std::pow(static_cast<float>(priority), alpha), std::numeric_limits<float>::min());
     if (priority > max_priority_) {
       max_priority_ = priority;
       max_leaf_ = leaf;
