@@ -1,0 +1,204 @@
+#pragma once
+/// \file
+/// `replay_buffer`: a fixed-capacity ring of n-step transitions with uniform
+/// and proportional prioritized sampling.
+///
+/// Storage scheme (each observation stored once). The capacity is split into
+/// num_streams equal rings, one per env stream (an env, or one agent of it),
+/// and a stream's items are written in its own ring in the order its
+/// nstep_assembler emits them. An item is one of:
+/// - a transition: o_t, a_t, the n-step return, the discount and k = steps;
+///   its bootstrap observation o_{t+k} is the observation of the item k slots
+///   further in the same ring, never a second copy;
+/// - a frame: the final observation of an episode, written right after the
+///   episode's last transition (last_of_episode, k = 1). It costs one slot per
+///   episode and is never sampled.
+/// A transition is pending, and cannot be sampled, until the item k slots
+/// later has been written: within an episode that is n inserts later. A ring
+/// overwrites its oldest items first, and an item's bootstrap slot is always
+/// newer than the item, so a live transition always has its bootstrap
+/// observation. Per slot the buffer holds the observation, the action rows,
+/// return, discount, k (uint16), a state byte, the priority and a generation.
+///
+/// Priorities. A transition is inserted with the largest priority seen so far
+/// (1 at first). Its leaf in the sum and min trees is priority^alpha; pending
+/// transitions, frames and empty slots have leaf 0 in the sum tree and +inf in
+/// the min tree. update_priorities sets priority = |td error| + epsilon.
+/// Sampling is stratified: the total mass is split into B equal strata and
+/// one item is drawn in each. Importance weights are (N P(i))^−beta divided by
+/// their largest possible value, (N P_min)^−beta, so the largest weight is 1.
+///
+/// Every write to a slot gives it a new generation (a counter over all
+/// inserts); a sample carries the generation it saw, and a priority update
+/// whose generation no longer matches (the slot was overwritten since) is
+/// ignored.
+///
+/// Thread safety: none, not even for const calls (sampling reuses scratch
+/// space). The replay actor owns the buffer; inserts, samples and
+/// priority updates reach it as messages.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "coral/core/slab.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/replay/segment_tree.hpp"
+#include "coral/replay/transition.hpp"
+
+namespace coral::replay {
+
+/// Settings of a replay_buffer.
+struct replay_config {
+  std::size_t capacity = 0;               ///< slots in all, a positive multiple of num_streams
+  std::size_t num_streams = 1;            ///< env streams; each gets capacity / num_streams slots
+  std::size_t obs_dim = 0;                ///< floats per observation
+  std::size_t discrete_action_dim = 1;    ///< int32 per action
+  std::size_t continuous_action_dim = 0;  ///< floats per action
+  std::size_t n_step = 1;                 ///< the largest k a transition may have
+  double alpha = 0.6;                     ///< priority exponent, in [0, 1]
+  double epsilon = 1e-6;                  ///< added to |td error|, > 0
+};
+
+/// Struct-of-arrays views of `count` transitions of one stream, in order.
+struct transition_batch {
+  std::size_t count = 0;                          ///< number of transitions
+  std::span<const float> observations;           ///< count × obs_dim
+  std::span<const std::int32_t> discrete_actions;  ///< count × discrete_action_dim
+  std::span<const float> continuous_actions;     ///< count × continuous_action_dim
+  std::span<const float> n_step_returns;         ///< count
+  std::span<const float> discounts;              ///< count
+  std::span<const std::uint32_t> steps;          ///< count, each in [1, n_step]
+  std::span<const std::uint8_t> last_of_episode;  ///< count, 0 or 1 (then steps must be 1)
+  std::span<const float> next_observations;      ///< count × obs_dim; only rows with last_of_episode are read
+};
+
+/// Which item a sample drew: its slot and the generation it had then.
+struct sample_key {
+  std::size_t slot = 0;            ///< slot index in [0, capacity)
+  std::uint64_t generation = 0;    ///< the slot's generation when sampled
+};
+
+/// A sampled batch. Reused across calls: its vectors are resized, so they
+/// allocate only when the batch grows.
+struct sampled_batch {
+  std::vector<sample_key> keys;        ///< one per draw
+  std::vector<double> probabilities;   ///< P(i) of each draw
+  std::vector<float> weights;          ///< importance weights, largest possible = 1
+};
+
+/// The replay buffer.
+class replay_buffer {
+ public:
+  /// Allocates everything; throws coral::config_error (messages::bad_capacity,
+  /// zero_streams, stream_too_small, zero_n_step, bad_exponent, bad_epsilon).
+  explicit replay_buffer(const replay_config& config);
+
+  /// Appends one transition to `stream`'s ring (and, if it is the last of its
+  /// episode, the final-observation frame). Throws coral::config_error on a
+  /// bad stream or steps (messages::bad_stream, bad_steps).
+  void insert(std::size_t stream, const transition& t);
+
+  /// Appends `batch.count` transitions to `stream`'s ring in order; the tree
+  /// ancestors are recomputed once per level for the whole run. Throws
+  /// coral::config_error (messages::bad_stream, size_mismatch, bad_steps)
+  /// before writing anything.
+  void insert(std::size_t stream, const transition_batch& batch);
+
+  /// Draws `batch` transitions uniformly with replacement among the complete
+  /// ones (weights 1). Throws coral::config_error (messages::empty_buffer)
+  /// when there is none.
+  void sample_uniform(envs::rng& rng, std::size_t batch, sampled_batch& out) const;
+
+  /// Draws `batch` transitions with P(i) = p_i^alpha / Σ p^alpha, one per
+  /// stratum of the total mass, with importance exponent `beta`. Throws
+  /// coral::config_error (messages::empty_buffer) when there is none.
+  void sample_prioritized(envs::rng& rng, std::size_t batch, double beta, sampled_batch& out) const;
+
+  /// Sets priority |td_errors[i]| + epsilon for each key whose slot still
+  /// holds the sampled item; ignores the others. Returns how many it applied.
+  std::size_t update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors);
+
+  /// Observation o_t of the item in `slot`.
+  [[nodiscard]] std::span<const float> observation(std::size_t slot) const noexcept {
+    return observations_.row(slot);
+  }
+  /// Bootstrap observation o_{t+k} of the transition in `slot`.
+  [[nodiscard]] std::span<const float> next_observation(std::size_t slot) const noexcept {
+    return observations_.row(bootstrap_slot(slot));
+  }
+  /// Int32 part of the action of the transition in `slot`.
+  [[nodiscard]] std::span<const std::int32_t> discrete_action(std::size_t slot) const noexcept {
+    return discrete_.row(slot);
+  }
+  /// Float part of the action of the transition in `slot`.
+  [[nodiscard]] std::span<const float> continuous_action(std::size_t slot) const noexcept {
+    return continuous_.row(slot);
+  }
+  /// n-step return of the transition in `slot`.
+  [[nodiscard]] float n_step_return(std::size_t slot) const noexcept { return returns_[slot]; }
+  /// Discount to the bootstrap (γ^k, or 0) of the transition in `slot`.
+  [[nodiscard]] float discount(std::size_t slot) const noexcept { return discounts_[slot]; }
+  /// k of the transition in `slot`.
+  [[nodiscard]] std::uint32_t steps(std::size_t slot) const noexcept { return steps_[slot]; }
+  /// Current priority^alpha (|td| + epsilon, to the alpha) of the item in `slot`.
+  [[nodiscard]] double priority(std::size_t slot) const noexcept {
+    return states_[slot] == state_complete ? sum_.get(slot) : priorities_[slot];
+  }
+  /// Current generation of `slot`.
+  [[nodiscard]] std::uint64_t generation(std::size_t slot) const noexcept { return generations_[slot]; }
+  /// Whether `slot` holds a transition that can be sampled.
+  [[nodiscard]] bool sampleable(std::size_t slot) const noexcept { return states_[slot] == state_complete; }
+
+  /// Number of transitions that can be sampled.
+  [[nodiscard]] std::size_t size() const noexcept { return complete_; }
+  /// Slots in all.
+  [[nodiscard]] std::size_t capacity() const noexcept { return config_.capacity; }
+  /// Slots per stream.
+  [[nodiscard]] std::size_t stream_capacity() const noexcept { return stream_capacity_; }
+  /// Items (transitions and frames) written since construction.
+  [[nodiscard]] std::uint64_t inserts() const noexcept { return inserts_; }
+  /// Σ priority^alpha over the sampleable transitions.
+  [[nodiscard]] double total_priority() const noexcept { return sum_.total(); }
+  /// The largest priority seen, given to new transitions.
+  [[nodiscard]] double max_priority() const noexcept { return max_priority_; }
+
+ private:
+  static constexpr std::uint8_t state_empty = 0;
+  static constexpr std::uint8_t state_frame = 1;
+  static constexpr std::uint8_t state_pending = 2;
+  static constexpr std::uint8_t state_complete = 3;
+
+  [[nodiscard]] std::size_t bootstrap_slot(std::size_t slot) const noexcept {
+    const std::size_t base = slot - slot % stream_capacity_;
+    return base + (slot - base + steps_[slot]) % stream_capacity_;
+  }
+  std::size_t claim(std::size_t stream);  // next slot of the stream's ring, its old item dropped
+  void validate(std::size_t stream, const transition_batch& batch) const;
+  void complete_and_refresh(std::size_t stream, std::uint64_t old_head);
+
+  replay_config config_;
+  std::size_t stream_capacity_;
+  slab<float> observations_;
+  slab<std::int32_t> discrete_;
+  slab<float> continuous_;
+  std::vector<float> returns_;
+  std::vector<float> discounts_;
+  std::vector<std::uint16_t> steps_;
+  std::vector<std::uint8_t> states_;
+  std::vector<double> priorities_;  // priority^alpha given at insert, until the transition completes
+  std::vector<std::uint64_t> generations_;
+  std::vector<std::uint64_t> heads_;  // items written per stream, ever
+  sum_tree sum_;
+  min_tree min_;
+  double max_priority_ = 1.0;
+  double max_leaf_ = 1.0;  // max_priority_^alpha
+  std::uint64_t inserts_ = 0;
+  std::size_t complete_ = 0;
+  // Reused by sampling and updates; they grow only with the batch size.
+  mutable std::vector<std::size_t> scratch_slots_;
+  std::vector<double> scratch_values_;
+};
+
+}  // namespace coral::replay
