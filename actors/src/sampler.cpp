@@ -102,15 +102,13 @@ std::uint64_t sampler::env_failures() const noexcept {
   return n;
 }
 
-loop_result run_plain_loop(const sampler_options& options, const std::string& policy_name,
-                           std::uint64_t env_steps) {
+loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps) {
   auto all = make_envs(options, 0, options.num_envs);
   const envs::space obs = all.front()->observation_space();
   const envs::space act = all.front()->action_space();
   const std::size_t agents = all.front()->max_agents();
   envs::env_batch batch(options.num_envs * agents, obs, act);
   envs::env_slice slice(batch, 0, std::move(all));
-  auto pol = make_builtin_policy(policy_name, act, batch.rows(), options.seed);
   const row_range everything{0, static_cast<std::uint32_t>(batch.rows())};
   std::vector<float> log_probs(batch.rows());
   std::vector<float> values(batch.rows());
@@ -119,7 +117,7 @@ loop_result run_plain_loop(const sampler_options& options, const std::string& po
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t steps = 0;
   while (steps < env_steps) {
-    pol->act(policy_rows{batch, std::span(&everything, 1), log_probs, values});
+    pol.act(policy_rows{batch, std::span(&everything, 1), log_probs, values});
     slice.step_all();
     steps += options.num_envs;
   }

@@ -12,9 +12,33 @@
 #include "coral/core/runtime.hpp"
 #include "coral/envs/config.hpp"
 #include "coral/json.hpp"
+#ifdef CORAL_HAVE_TRAIN
+#include "coral/learners/network.hpp"
+#endif
 
 namespace coral::cli {
 namespace {
+
+/// random and constant from actors; mlp (an untrained 32x32 actor-critic,
+/// the one `coral train` starts from) when coral is built with libtorch.
+std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const actors::sampler& s,
+                                                  std::uint64_t seed) {
+  if (name != "random" && name != "constant" && name != "mlp") {
+    throw config_error(
+        fmt::format(fmt::runtime(coral::messages::bad_value), "--policy", name, "random, constant, mlp"));
+  }
+  if (name == "mlp") {
+#ifdef CORAL_HAVE_TRAIN
+    learners::use_one_torch_thread();
+    const auto spec = learners::network_spec::from_spaces(s.observation_space(), s.action_space(), {32, 32}, 1);
+    return std::make_unique<learners::mlp_policy>(spec, s.rows(), seed);
+#else
+    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--policy", name,
+                                   "random, constant (mlp needs coral built with CORAL_WITH_TORCH=ON)"));
+#endif
+  }
+  return actors::make_builtin_policy(name, s.action_space(), s.rows(), seed);
+}
 
 struct bench_flags {
   std::string env = "cartpole";
@@ -61,7 +85,7 @@ void run_bench(std::ostream& out, const bench_flags& f) {
   }
 
   actors::sampler s(o);  // validates every flag before anything starts
-  auto pol = actors::make_builtin_policy(f.policy, s.action_space(), s.rows(), f.seed);
+  auto pol = make_bench_policy(f.policy, s, f.seed);
   const auto& w = s.wires();
   out << fmt::format("coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor\n",
                      o.env, actors::to_string(o.topo), o.num_envs, w.groups, o.envs_per_group, w.batch_size,
@@ -80,7 +104,7 @@ void run_bench(std::ostream& out, const bench_flags& f) {
 
   double baseline_sps = 0;
   if (!f.no_baseline) {
-    const auto r = actors::run_plain_loop(o, f.policy, f.baseline_steps == 0 ? f.steps : f.baseline_steps);
+    const auto r = actors::run_plain_loop(o, *pol, f.baseline_steps == 0 ? f.steps : f.baseline_steps);
     baseline_sps = static_cast<double>(r.env_steps) / r.seconds;
     out << fmt::format("baseline: plain for-loop over the same {} envs on 1 thread: {:.0f} steps/s\n", o.num_envs,
                        baseline_sps);
@@ -124,7 +148,8 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
                 "run the batcher on a thread of its own instead of the sampling threads");
   cmd->add_option("--executor", flags->executor, "threads, or single (every actor on one thread)")
       ->capture_default_str();
-  cmd->add_option("--policy", flags->policy, "random or constant")->capture_default_str();
+  cmd->add_option("--policy", flags->policy, "random, constant, or mlp (an untrained actor-critic)")
+      ->capture_default_str();
   cmd->add_option("--on-env-error", flags->on_env_error, "fail, or reset the failing env and go on")
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "seed of the envs and the policy")->capture_default_str();

@@ -79,3 +79,20 @@ TEST_CASE("coral train takes its flags from a TOML file, and flags override it",
   CHECK(json.find(R"("executor":"single")") != std::string::npos);
   CHECK(out.find(" 693 parameters") != std::string::npos);  // actor 32+272+68, critic 32+272+17
 }
+
+TEST_CASE("coral bench samples with the untrained MLP policy and names --policy on a bad value",
+          "[learners][bench][cli]") {
+  std::string out, err;
+  const int rc = run_cli({"bench", "--policy", "mlp", "--env", "cartpole", "--num-envs", "8", "--envs-per-group", "2",
+                          "--steps", "4000", "--baseline-steps", "4000", "--json"},
+                         out, err);
+  INFO(err);
+  REQUIRE(rc == 0);
+  const auto json = last_line(out);
+  CHECK(json.find(R"("policy":"mlp")") != std::string::npos);
+  CHECK(json.find(R"("steps_per_second":)") != std::string::npos);
+  CHECK(json.find(R"("env_steps":4000)") != std::string::npos);
+
+  CHECK(run_cli({"bench", "--policy", "nn"}, out, err) == 1);
+  CHECK(err == "error: --policy: invalid value 'nn' (allowed: random, constant, mlp)\n");
+}

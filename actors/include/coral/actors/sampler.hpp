@@ -89,9 +89,9 @@ struct loop_result {
 };
 
 /// The baseline every sampler is measured against: the same envs in one
-/// env_slice on the calling thread, `for (;;) { act; step_all; }`, for at
-/// least `env_steps` env steps.
-[[nodiscard]] loop_result run_plain_loop(const sampler_options& options, const std::string& policy_name,
-                                         std::uint64_t env_steps);
+/// env_slice on the calling thread, `for (;;) { act; step_all; }` with
+/// `pol` (made for the same number of rows as the sampler's), for at least
+/// `env_steps` env steps.
+[[nodiscard]] loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps);
 
 }  // namespace coral::actors
