@@ -275,7 +275,9 @@ TEST_CASE("dynamic batching acts on a partial batch once the timeout passes", "[
   s.spawn(rt, *pol, 200, &sz);
   rt.run();
   REQUIRE(sz.seen.size() >= 2);
-  CHECK(sz.seen.front() == 6);  // the first batch: every env is ready after reset
+  // Never below the minimum; and partial batches do happen. (Even the first
+  // batch may be partial: on a slow machine the resets finish at different
+  // times too.)
   CHECK(*std::min_element(sz.seen.begin(), sz.seen.end()) >= 2);
   CHECK(std::count_if(sz.seen.begin(), sz.seen.end(), [](std::size_t n) { return n < 6; }) > 0);
 }
