@@ -9,7 +9,7 @@
 // strand re-posting its invoker (strand_executor_service::invoker) and
 // coroutine frames that start on one thread and end on another leave blocks
 // in one thread's cache and take them from another's, so about one batch in
-// 60 to 100 makes a heap call (more when the CPU is loaded). That case is
+// 40 to 100 makes a heap call (more when the CPU is loaded). That case is
 // bounded here, far below one call per step, rather than asserted zero.
 
 #include <atomic>
