@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -38,6 +40,150 @@ const replay_config& checked(const replay_config& c) {
   check_exponent("alpha", c.alpha);
   if (!(c.epsilon > 0.0)) throw config_error(fmt::format(fmt::runtime(messages::bad_epsilon), c.epsilon));
   return c;
+}
+
+// Saved state: a header, then sections, each a 24-byte section header (an
+// 8-byte name padded with zeros, element size, zero, element count) followed
+// by its elements, and last a "checksum" section over everything before it.
+constexpr char state_magic[8] = {'c', 'o', 'r', 'a', 'l', 'r', 'b', '\0'};
+constexpr std::uint32_t state_version = 1;
+constexpr std::uint32_t byte_order_mark = 0x01020304;
+constexpr std::size_t state_header_size = 8 + 4 + 4 + 8;  // magic, version, byte order, total length
+constexpr std::size_t section_header_size = 8 + 4 + 4 + 8;
+constexpr std::size_t checksum_size = section_header_size + 8;
+
+[[noreturn]] void malformed(std::string_view reason) {
+  throw config_error(fmt::format(fmt::runtime(messages::malformed_state), reason));
+}
+
+// A 64-bit hash that catches corruption, not adversaries: every step is a
+// bijection of the running value, so any one changed word changes the result.
+std::uint64_t checksum(std::span<const char> bytes) noexcept {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ bytes.size();
+  const auto mix = [&h](std::uint64_t w) {
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + i, 8);
+    mix(w);
+  }
+  if (i < bytes.size()) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + i, bytes.size() - i);
+    mix(w);
+  }
+  return h;
+}
+
+template <class T>
+void put(std::vector<char>& out, const T& value) {
+  const auto* p = reinterpret_cast<const char*>(&value);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+template <class T>
+T get_at(const char* p) noexcept {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+/// Appends sections to a blob.
+class state_writer {
+ public:
+  explicit state_writer(std::vector<char>& out) : out_(out), start_(out.size()) {
+    out_.insert(out_.end(), std::begin(state_magic), std::end(state_magic));
+    put(out_, state_version);
+    put(out_, byte_order_mark);
+    put(out_, std::uint64_t{0});  // total length, filled in by finish()
+  }
+
+  template <class T>
+  void section(std::string_view name, std::span<const T> values) {
+    section_header(name, sizeof(T), values.size());
+    const auto* p = reinterpret_cast<const char*>(values.data());
+    out_.insert(out_.end(), p, p + values.size_bytes());
+  }
+
+  template <class T>
+  void scalar(std::string_view name, T value) {
+    section(name, std::span<const T>(&value, 1));
+  }
+
+  /// Ends the blob: its length into the header, then the checksum section,
+  /// whose value covers every byte before it.
+  void finish() {
+    const auto length = static_cast<std::uint64_t>(out_.size() - start_ + checksum_size);
+    std::memcpy(out_.data() + start_ + 16, &length, 8);
+    section_header("checksum", 8, 1);
+    put(out_, checksum({out_.data() + start_, out_.size() - start_}));
+  }
+
+ private:
+  void section_header(std::string_view name, std::size_t element_size, std::size_t count) {
+    char tag[8] = {};
+    std::copy_n(name.data(), std::min<std::size_t>(name.size(), 8), tag);
+    out_.insert(out_.end(), tag, tag + 8);
+    put(out_, static_cast<std::uint32_t>(element_size));
+    put(out_, std::uint32_t{0});
+    put(out_, static_cast<std::uint64_t>(count));
+  }
+
+  std::vector<char>& out_;
+  std::size_t start_;
+};
+
+/// Reads the sections of a blob whose header, length and checksum were checked.
+class state_reader {
+ public:
+  explicit state_reader(std::span<const char> body) : body_(body) {}
+
+  /// The elements of the next section, which must be `name` with `count` Ts.
+  template <class T>
+  const char* section(std::string_view name, std::size_t count) {
+    std::string_view found = "";
+    std::uint32_t size = 0;
+    std::uint64_t found_count = 0;
+    if (body_.size() - pos_ >= section_header_size) {
+      const char* h = body_.data() + pos_;
+      found = std::string_view(h, 8);
+      found = found.substr(0, found.find('\0'));
+      size = get_at<std::uint32_t>(h + 8);
+      found_count = get_at<std::uint64_t>(h + 16);
+    }
+    if (found != name || size != sizeof(T) || found_count != count ||
+        (body_.size() - pos_ - section_header_size) / sizeof(T) < count) {
+      malformed(fmt::format(fmt::runtime(messages::state_bad_section), found, found_count, size, name, count,
+                            sizeof(T)));
+    }
+    const char* data = body_.data() + pos_ + section_header_size;
+    pos_ += section_header_size + count * sizeof(T);
+    return data;
+  }
+
+  template <class T>
+  T scalar(std::string_view name) {
+    return get_at<T>(section<T>(name, 1));
+  }
+
+  [[nodiscard]] bool at_end() const noexcept { return pos_ == body_.size(); }
+  [[nodiscard]] std::size_t position() const noexcept { return pos_; }
+
+ private:
+  std::span<const char> body_;
+  std::size_t pos_ = 0;
+};
+
+void check_shape(const char* field, std::uint64_t saved, std::size_t mine) {
+  if (saved != mine) throw config_error(fmt::format(fmt::runtime(messages::state_shape_mismatch), field, saved, mine));
+}
+
+// A priority^alpha leaf, as update_priorities computes it.
+double leaf_of(double priority, double alpha) {
+  return std::max(std::pow(static_cast<float>(priority), static_cast<float>(alpha)), std::numeric_limits<float>::min());
 }
 
 }  // namespace
@@ -123,6 +269,7 @@ void replay_buffer::insert(std::size_t stream, const transition_batch& b) {
       slot = claim(stream);
       std::copy_n(b.next_observations.data() + i * obs_dim, obs_dim, observations_.data() + slot * obs_dim);
       steps_[slot] = 0;
+      priorities_[slot] = 0.0;  // a frame has no priority (and so save/load round-trips exactly)
       states_[slot] = state_frame;
     }
   }
@@ -161,6 +308,177 @@ void replay_buffer::complete_and_refresh(std::size_t stream, std::uint64_t old_h
     sum_.refresh(base, base + (lo + count - cap));
     min_.refresh(base, base + (lo + count - cap));
   }
+}
+
+void replay_buffer::cut(std::size_t stream) {
+  if (stream >= config_.num_streams) {
+    throw config_error(fmt::format(fmt::runtime(messages::bad_stream), stream, config_.num_streams));
+  }
+  // Only the last n items of the stream can be pending (an older one's
+  // bootstrap item, at most n later, is already written). Their tree leaves
+  // are already 0 and +inf and complete_ does not count them, so only the
+  // state changes; complete_and_refresh then never completes them, and
+  // claim() drops them like any other non-complete item.
+  const std::uint64_t head = heads_[stream];
+  const std::uint64_t first = head >= config_.n_step ? head - config_.n_step : 0;
+  const std::size_t base = stream * stream_capacity_;
+  for (std::uint64_t p = first; p < head; ++p) {
+    const std::size_t slot = base + static_cast<std::size_t>(p % stream_capacity_);
+    if (states_[slot] == state_pending) states_[slot] = state_abandoned;
+  }
+}
+
+void replay_buffer::save(std::vector<char>& out) const {
+  const std::size_t cap = config_.capacity;
+  // One value per slot: a complete transition's priority lives in its leaf.
+  std::vector<double> priorities(priorities_);
+  for (std::size_t slot = 0; slot < cap; ++slot) {
+    if (states_[slot] == state_complete) priorities[slot] = sum_.get(slot);
+  }
+  out.reserve(out.size() + 64 * section_header_size + observations_.size() * sizeof(float) +
+              discrete_.size() * sizeof(std::int32_t) + continuous_.size() * sizeof(float) +
+              cap * (2 * sizeof(float) + sizeof(std::uint16_t) + 1 + sizeof(double) + sizeof(std::uint64_t)));
+  state_writer w(out);
+  w.scalar<std::uint64_t>("capacity", cap);
+  w.scalar<std::uint64_t>("streams", config_.num_streams);
+  w.scalar<std::uint64_t>("obs_dim", config_.obs_dim);
+  w.scalar<std::uint64_t>("disc_dim", config_.discrete_action_dim);
+  w.scalar<std::uint64_t>("cont_dim", config_.continuous_action_dim);
+  w.scalar<std::uint64_t>("n_step", config_.n_step);
+  w.scalar("alpha", config_.alpha);
+  w.scalar("epsilon", config_.epsilon);
+  w.scalar("max_prio", max_priority_);
+  w.scalar("max_leaf", max_leaf_);
+  w.scalar<std::uint64_t>("inserts", inserts_);
+  w.scalar<std::uint64_t>("complete", complete_);
+  w.section<std::uint64_t>("heads", heads_);
+  w.section<float>("obs", {observations_.data(), observations_.size()});
+  w.section<std::int32_t>("disc_act", {discrete_.data(), discrete_.size()});
+  w.section<float>("cont_act", {continuous_.data(), continuous_.size()});
+  w.section<float>("returns", returns_);
+  w.section<float>("discount", discounts_);
+  w.section<std::uint16_t>("steps", steps_);
+  w.section<std::uint8_t>("states", states_);
+  w.section<double>("priority", priorities);
+  w.section<std::uint64_t>("gens", generations_);
+  w.finish();
+}
+
+void replay_buffer::load(std::span<const char> in) {
+  // Everything is checked before anything is written, so a throw leaves the
+  // buffer as it was.
+  if (in.size() < state_header_size + checksum_size) {
+    malformed(fmt::format(fmt::runtime(messages::state_truncated), in.size(), state_header_size + checksum_size));
+  }
+  if (!std::equal(std::begin(state_magic), std::end(state_magic), in.data())) malformed(messages::state_bad_magic);
+  if (get_at<std::uint32_t>(in.data() + 12) != byte_order_mark) malformed(messages::state_byte_order);
+  const auto version = get_at<std::uint32_t>(in.data() + 8);
+  if (version != state_version) {
+    throw config_error(fmt::format(fmt::runtime(messages::unsupported_state_version), version, state_version));
+  }
+  const auto length = get_at<std::uint64_t>(in.data() + 16);
+  if (length > in.size()) malformed(fmt::format(fmt::runtime(messages::state_truncated), in.size(), length));
+  if (length < in.size()) malformed(fmt::format(fmt::runtime(messages::state_trailing), in.size(), length));
+  const std::span<const char> checked_part = in.first(in.size() - 8);
+  if (checksum(checked_part) != get_at<std::uint64_t>(in.data() + in.size() - 8)) malformed(messages::state_checksum);
+
+  state_reader r(in.subspan(state_header_size));
+  const std::size_t cap = config_.capacity;
+  check_shape("capacity", r.scalar<std::uint64_t>("capacity"), cap);
+  check_shape("num_streams", r.scalar<std::uint64_t>("streams"), config_.num_streams);
+  check_shape("obs_dim", r.scalar<std::uint64_t>("obs_dim"), config_.obs_dim);
+  check_shape("discrete_action_dim", r.scalar<std::uint64_t>("disc_dim"), config_.discrete_action_dim);
+  check_shape("continuous_action_dim", r.scalar<std::uint64_t>("cont_dim"), config_.continuous_action_dim);
+  check_shape("n_step", r.scalar<std::uint64_t>("n_step"), config_.n_step);
+  const auto saved_alpha = r.scalar<double>("alpha");
+  r.scalar<double>("epsilon");  // informative only: it is already inside the saved priorities
+  const auto max_priority = r.scalar<double>("max_prio");
+  const auto max_leaf = r.scalar<double>("max_leaf");
+  const auto inserts = r.scalar<std::uint64_t>("inserts");
+  const auto complete = r.scalar<std::uint64_t>("complete");
+  const char* heads = r.section<std::uint64_t>("heads", config_.num_streams);
+  const char* observations = r.section<float>("obs", observations_.size());
+  const char* discrete = r.section<std::int32_t>("disc_act", discrete_.size());
+  const char* continuous = r.section<float>("cont_act", continuous_.size());
+  const char* returns = r.section<float>("returns", cap);
+  const char* discounts = r.section<float>("discount", cap);
+  const char* steps = r.section<std::uint16_t>("steps", cap);
+  const char* states = r.section<std::uint8_t>("states", cap);
+  const char* priorities = r.section<double>("priority", cap);
+  const char* generations = r.section<std::uint64_t>("gens", cap);
+  r.scalar<std::uint64_t>("checksum");  // compared above
+  if (!r.at_end()) malformed(fmt::format(fmt::runtime(messages::state_extra), in.size() - state_header_size - r.position()));
+
+  // The checksum catches damage; these catch a blob that was consistent
+  // when written by something other than save().
+  if (!(saved_alpha >= 0.0 && saved_alpha <= 1.0)) {
+    malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "alpha", saved_alpha, "[0, 1]"));
+  }
+  if (!(max_priority > 0.0 && std::isfinite(max_priority))) {
+    malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "max priority", max_priority, "> 0"));
+  }
+  std::uint64_t head_sum = 0;
+  for (std::size_t s = 0; s < config_.num_streams; ++s) head_sum += get_at<std::uint64_t>(heads + 8 * s);
+  if (head_sum != inserts) malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "inserts", inserts, head_sum));
+  std::uint64_t complete_slots = 0;
+  for (std::size_t slot = 0; slot < cap; ++slot) {
+    const auto state = static_cast<std::uint8_t>(states[slot]);
+    const auto k = get_at<std::uint16_t>(steps + 2 * slot);
+    if (state > state_abandoned) malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "state", slot, state));
+    const bool transition = state == state_pending || state == state_complete || state == state_abandoned;
+    if (transition && (k < 1 || k > config_.n_step)) {
+      malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "steps", slot, k));
+    }
+    if (state == state_complete) {
+      ++complete_slots;
+      const auto p = get_at<double>(priorities + 8 * slot);
+      if (!(p > 0.0 && std::isfinite(p))) {
+        malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "priority", slot, p));
+      }
+    }
+  }
+  if (complete_slots != complete) {
+    malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "complete", complete, complete_slots));
+  }
+
+  // Valid: replace the state.
+  std::memcpy(heads_.data(), heads, heads_.size() * 8);
+  std::memcpy(observations_.data(), observations, observations_.size() * sizeof(float));
+  std::memcpy(discrete_.data(), discrete, discrete_.size() * sizeof(std::int32_t));
+  std::memcpy(continuous_.data(), continuous, continuous_.size() * sizeof(float));
+  std::memcpy(returns_.data(), returns, cap * sizeof(float));
+  std::memcpy(discounts_.data(), discounts, cap * sizeof(float));
+  std::memcpy(steps_.data(), steps, cap * sizeof(std::uint16_t));
+  std::memcpy(states_.data(), states, cap);
+  std::memcpy(priorities_.data(), priorities, cap * sizeof(double));
+  std::memcpy(generations_.data(), generations, cap * sizeof(std::uint64_t));
+  max_priority_ = max_priority;
+  inserts_ = inserts;
+  complete_ = static_cast<std::size_t>(complete);
+  if (saved_alpha == config_.alpha) {
+    max_leaf_ = max_leaf;
+  } else {
+    max_leaf_ = leaf_of(max_priority_, config_.alpha);
+    for (std::size_t slot = 0; slot < cap; ++slot) {
+      const std::uint8_t state = states_[slot];
+      if (state != state_complete && state != state_pending) continue;
+      // (p^a)^(a'/a) = p^a'; with a = 0 every leaf is 1 and p is gone.
+      priorities_[slot] =
+          saved_alpha > 0.0
+              ? std::max<double>(static_cast<float>(std::pow(priorities_[slot], config_.alpha / saved_alpha)),
+                                 std::numeric_limits<float>::min())
+              : max_leaf_;
+    }
+  }
+  double* sum_leaves = sum_.leaf_data();
+  double* min_leaves = min_.leaf_data();
+  for (std::size_t slot = 0; slot < cap; ++slot) {
+    const bool live = states_[slot] == state_complete;
+    sum_leaves[slot] = live ? priorities_[slot] : 0.0;
+    min_leaves[slot] = live ? priorities_[slot] : infinity;
+  }
+  sum_.refresh(0, cap);
+  min_.refresh(0, cap);
 }
 
 void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_batch& out) const {

@@ -291,3 +291,419 @@ TEST_CASE("a replay buffer rejects bad settings and inserts with exact messages"
                        Catch::Message("replay_buffer: transition steps 2 not in [1, 1]"));
   CHECK(b.inserts() == 0);
 }
+
+namespace {
+
+/// A two-stream n-step buffer with both action parts, filled by assemblers
+/// through several wrap-arounds, with some priorities updated.
+replay_config persist_config() {
+  replay_config c;
+  c.capacity = 2 * 40;
+  c.num_streams = 2;
+  c.obs_dim = 2;
+  c.discrete_action_dim = 1;
+  c.continuous_action_dim = 2;
+  c.n_step = 3;
+  c.alpha = 0.6;
+  c.epsilon = 0.01;
+  return c;
+}
+
+/// Drives one assembler per stream for `steps` steps of random episodes.
+struct stream_driver {
+  explicit stream_driver(std::size_t streams) : observations(streams, 0.0f) {
+    for (std::size_t s = 0; s < streams; ++s) assemblers.emplace_back(nstep_config{2, 1, 2, 3, 0.9});
+  }
+
+  /// One env step on stream s; returns the transitions inserted, valid until
+  /// the stream's next step.
+  std::vector<transition> step(replay_buffer& b, std::size_t s, rng& r) {
+    const float reward = static_cast<float>(r.below(5));
+    const bool terminated = r.bernoulli(0.05);
+    const bool truncated = !terminated && r.bernoulli(0.05);
+    counter += 1.0f;
+    const float obs[2] = {observations[s], -observations[s]};
+    const float next[2] = {counter, -counter};
+    const std::int32_t action = static_cast<std::int32_t>(r.below(3));
+    const float continuous[2] = {counter * 2.0f, counter * 3.0f};
+    std::vector<transition> out;
+    for (const transition& t : assemblers[s].push(obs, {&action, 1}, continuous, reward, terminated, truncated, next)) {
+      b.insert(s, t);
+      out.push_back(t);
+    }
+    if (terminated || truncated) {
+      reset(s);
+    } else {
+      observations[s] = counter;
+    }
+    return out;
+  }
+
+  /// The env of stream s is reset: a fresh observation, distinct from any final one.
+  void reset(std::size_t s) {
+    assemblers[s].clear();
+    observations[s] = counter + 0.25f;
+  }
+
+  std::vector<nstep_assembler> assemblers;
+  std::vector<float> observations;
+  float counter = 0.0f;
+};
+
+/// Every accessor of every slot, the counters and the trees' roots agree.
+void require_same_state(const replay_buffer& a, const replay_buffer& b) {
+  REQUIRE(a.capacity() == b.capacity());
+  CHECK(a.size() == b.size());
+  CHECK(a.inserts() == b.inserts());
+  CHECK(a.total_priority() == b.total_priority());
+  CHECK(a.max_priority() == b.max_priority());
+  for (std::size_t slot = 0; slot < a.capacity(); ++slot) {
+    INFO("slot " << slot);
+    REQUIRE(a.sampleable(slot) == b.sampleable(slot));
+    REQUIRE(a.generation(slot) == b.generation(slot));
+    REQUIRE(a.steps(slot) == b.steps(slot));
+    REQUIRE(a.priority(slot) == b.priority(slot));
+    REQUIRE(a.n_step_return(slot) == b.n_step_return(slot));
+    REQUIRE(a.discount(slot) == b.discount(slot));
+    const auto same = [](auto x, auto y) { return std::equal(x.begin(), x.end(), y.begin(), y.end()); };
+    REQUIRE(same(a.observation(slot), b.observation(slot)));
+    REQUIRE(same(a.discrete_action(slot), b.discrete_action(slot)));
+    REQUIRE(same(a.continuous_action(slot), b.continuous_action(slot)));
+    if (a.sampleable(slot)) REQUIRE(same(a.next_observation(slot), b.next_observation(slot)));
+  }
+}
+
+/// The draws of both buffers from equal rng states agree exactly.
+void require_same_draws(const replay_buffer& a, const replay_buffer& b, std::uint64_t seed) {
+  rng ra(seed), rb(seed);
+  sampled_batch oa, ob;
+  for (int round = 0; round < 20; ++round) {
+    a.sample_prioritized(ra, 32, 0.4, oa);
+    b.sample_prioritized(rb, 32, 0.4, ob);
+    for (std::size_t i = 0; i < 32; ++i) {
+      REQUIRE(oa.keys[i].slot == ob.keys[i].slot);
+      REQUIRE(oa.keys[i].generation == ob.keys[i].generation);
+      REQUIRE(oa.probabilities[i] == ob.probabilities[i]);
+      REQUIRE(oa.weights[i] == ob.weights[i]);
+    }
+    a.sample_uniform(ra, 16, oa);
+    b.sample_uniform(rb, 16, ob);
+    for (std::size_t i = 0; i < 16; ++i) REQUIRE(oa.keys[i].slot == ob.keys[i].slot);
+  }
+}
+
+std::size_t count_sampleable(const replay_buffer& b) {
+  std::size_t n = 0;
+  for (std::size_t slot = 0; slot < b.capacity(); ++slot) n += b.sampleable(slot) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a saved and loaded buffer has every accessor and every draw of the original", "[replay][buffer][persist]") {
+  const replay_config c = persist_config();
+  replay_buffer original(c);
+  stream_driver driver(2);
+  rng r(11);
+  sampled_batch out;
+  std::vector<float> td(16);
+  for (int step = 0; step < 300; ++step) {  // about 7 wrap-arounds of each ring
+    for (std::size_t s = 0; s < 2; ++s) driver.step(original, s, r);
+    if (step % 10 == 9 && original.size() > 0) {
+      original.sample_prioritized(r, 16, 0.4, out);
+      for (auto& x : td) x = static_cast<float>(r.uniform(0.0, 3.0));
+      original.update_priorities(out.keys, td);
+    }
+  }
+  REQUIRE(original.inserts() > 2 * c.capacity);
+  REQUIRE(original.max_priority() > 1.0);
+
+  std::vector<char> blob{'x', 'y'};  // save appends: what was there stays
+  original.save(blob);
+  REQUIRE(blob[0] == 'x');
+  REQUIRE(blob[1] == 'y');
+  const std::span<const char> state(blob.data() + 2, blob.size() - 2);
+
+  SECTION("into a fresh buffer") {
+    replay_buffer loaded(c);
+    loaded.load(state);
+    require_same_state(original, loaded);
+    require_same_draws(original, loaded, 5);
+    // Later inserts land in the same slots and complete the same transitions.
+    for (int step = 0; step < 50; ++step) {
+      for (std::size_t s = 0; s < 2; ++s) {
+        for (const transition& t : driver.step(original, s, r)) loaded.insert(s, t);
+      }
+    }
+    require_same_state(original, loaded);
+    require_same_draws(original, loaded, 6);
+  }
+  SECTION("into a used buffer, twice") {
+    replay_buffer loaded(c);
+    stream_driver other(2);
+    rng r2(99);
+    for (int step = 0; step < 70; ++step) other.step(loaded, step % 2, r2);
+    loaded.load(state);
+    loaded.load(state);
+    require_same_state(original, loaded);
+    require_same_draws(original, loaded, 7);
+    std::vector<char> again;
+    loaded.save(again);
+    CHECK(std::equal(again.begin(), again.end(), state.begin(), state.end()));  // save is a function of the state
+  }
+}
+
+TEST_CASE("load converts the saved priorities to the loading buffer's alpha", "[replay][buffer][persist]") {
+  replay_config c = one_step(6);
+  c.alpha = 1.0;
+  replay_buffer saved(c);
+  for (int i = 0; i < 3; ++i) insert_one(saved, 0, static_cast<float>(i), true);
+  const std::vector<sample_key> keys{{0, saved.generation(0)}, {2, saved.generation(2)}, {4, saved.generation(4)}};
+  REQUIRE(saved.update_priorities(keys, std::vector<float>{0.5f, 1.5f, 3.5f}) == 3);  // priorities 1, 2, 4
+  insert_one(saved, 0, 9.0f, false);  // pending, at the max priority 4, in slot 0
+  std::vector<char> blob;
+  saved.save(blob);
+
+  c.alpha = 0.5;
+  replay_buffer loaded(c);
+  loaded.load(blob);
+  CHECK(loaded.priority(2) == Approx(std::sqrt(2.0)));
+  CHECK(loaded.priority(4) == Approx(2.0));
+  CHECK(loaded.priority(0) == Approx(2.0));  // the pending one: 4^0.5
+  CHECK(loaded.total_priority() == Approx(std::sqrt(2.0) + 2.0));
+  CHECK(loaded.max_priority() == 4.0);  // raw, as update_priorities keeps it
+  insert_one(loaded, 0, 10.0f, false);  // completes the pending one
+  CHECK(loaded.sampleable(0));
+  CHECK(loaded.priority(1) == Approx(2.0));  // new items at max priority^0.5
+
+  SECTION("a blob saved with alpha 0 gives every transition the max priority") {
+    c.alpha = 0.0;
+    replay_buffer flat(c);
+    flat.load(blob);  // its leaves are p^1; load converts them to p^0 = 1
+    CHECK(flat.priority(2) == 1.0);
+    std::vector<char> flat_blob;
+    flat.save(flat_blob);
+    c.alpha = 0.5;
+    replay_buffer back(c);
+    back.load(flat_blob);
+    CHECK(back.priority(2) == Approx(2.0));
+    CHECK(back.priority(4) == Approx(2.0));
+  }
+}
+
+TEST_CASE("load rejects the state of a buffer of another shape, naming the field and both values",
+          "[replay][buffer][persist][errors]") {
+  replay_buffer small(one_step(8));
+  insert_one(small, 0, 1.0f, true);
+  std::vector<char> blob;
+  small.save(blob);
+  replay_buffer large(one_step(16));
+  insert_one(large, 0, 5.0f, true);
+  CHECK_THROWS_MATCHES(large.load(blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has capacity 8, this buffer has 16"));
+  CHECK(large.observation(0)[0] == 5.0f);  // untouched
+  CHECK(large.size() == 1);
+  CHECK_THROWS_MATCHES(replay_buffer(one_step(8, 2)).load(blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has num_streams 1, this buffer has 2"));
+  replay_config c = one_step(8);
+  c.obs_dim = 3;
+  CHECK_THROWS_MATCHES(replay_buffer(c).load(blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has obs_dim 1, this buffer has 3"));
+  c = one_step(8);
+  c.discrete_action_dim = 0;
+  CHECK_THROWS_MATCHES(replay_buffer(c).load(blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has discrete_action_dim 1, this buffer has 0"));
+  c = one_step(8);
+  c.continuous_action_dim = 2;
+  CHECK_THROWS_MATCHES(replay_buffer(c).load(blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has continuous_action_dim 0, this buffer has 2"));
+  c = one_step(8);
+  c.n_step = 2;
+  CHECK_THROWS_MATCHES(replay_buffer(c).load(blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has n_step 1, this buffer has 2"));
+  c = one_step(8);
+  c.alpha = 0.3;
+  c.epsilon = 0.1;
+  CHECK_NOTHROW(replay_buffer(c).load(blob));  // alpha and epsilon may differ
+}
+
+TEST_CASE("load rejects a truncated or garbled state with exact messages and leaves the buffer as it was",
+          "[replay][buffer][persist][errors]") {
+  replay_buffer saved(persist_config());
+  stream_driver driver(2);
+  rng r(3);
+  for (int step = 0; step < 60; ++step) driver.step(saved, step % 2, r);
+  std::vector<char> blob;
+  saved.save(blob);
+  const std::size_t n = blob.size();
+
+  replay_buffer target(persist_config());
+  stream_driver other(2);
+  rng r2(4);
+  for (int step = 0; step < 30; ++step) other.step(target, step % 2, r2);
+  std::vector<char> before;
+  target.save(before);
+  const auto unchanged = [&] {
+    std::vector<char> now;
+    target.save(now);
+    return now == before;
+  };
+  const auto message = [](const std::string& reason) {
+    return Catch::Message("replay_buffer: saved state is malformed (" + reason + ")");
+  };
+
+  const std::vector<char> empty;
+  CHECK_THROWS_MATCHES(target.load(empty), coral::config_error, message("truncated: 0 of 56 bytes"));
+  const std::span<const char> whole(blob);
+  CHECK_THROWS_MATCHES(target.load(whole.first(n / 2)), coral::config_error,
+                       message("truncated: " + std::to_string(n / 2) + " of " + std::to_string(n) + " bytes"));
+  CHECK_THROWS_MATCHES(target.load(whole.first(n - 1)), coral::config_error,
+                       message("truncated: " + std::to_string(n - 1) + " of " + std::to_string(n) + " bytes"));
+  std::vector<char> longer = blob;
+  longer.push_back(0);
+  CHECK_THROWS_MATCHES(target.load(longer), coral::config_error,
+                       message(std::to_string(n + 1) + " bytes where the header says " + std::to_string(n)));
+  for (const std::size_t at : {n / 3, n / 2, n - 20, n - 1}) {
+    std::vector<char> garbled = blob;
+    garbled[at] = static_cast<char>(garbled[at] ^ 0x10);
+    CHECK_THROWS_MATCHES(target.load(garbled), coral::config_error, message("checksum mismatch"));
+  }
+  std::vector<char> garbled = blob;
+  garbled[0] = 'C';
+  CHECK_THROWS_MATCHES(target.load(garbled), coral::config_error, message("not a replay_buffer state"));
+  garbled = blob;
+  std::swap(garbled[12], garbled[15]);  // the byte-order mark
+  CHECK_THROWS_MATCHES(target.load(garbled), coral::config_error, message("written with another byte order"));
+  garbled = blob;
+  garbled[8] = 2;  // format version
+  CHECK_THROWS_MATCHES(target.load(garbled), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has format version 2, this build reads version 1"));
+  CHECK(unchanged());
+  // An untouched blob still loads.
+  target.load(blob);
+  require_same_state(saved, target);
+}
+
+TEST_CASE("cut makes a stream's pending transitions unsampleable for good and keeps the completed ones",
+          "[replay][buffer][cut]") {
+  replay_config c = one_step(2 * 12, 2);
+  c.n_step = 3;
+  replay_buffer b(c);
+  const auto insert_k = [&](std::size_t stream, float value, std::uint32_t k) {
+    const std::int32_t action = 0;
+    transition t;
+    t.observation = {&value, 1};
+    t.discrete_action = {&action, 1};
+    t.n_step_return = value;
+    t.discount = 0.5f;
+    t.steps = k;
+    t.next_observation = {&value, 1};
+    b.insert(stream, t);
+  };
+  // Five mid-episode transitions, k = 3: positions 0 and 1 are complete, 2 to 4 pending.
+  for (int i = 0; i < 5; ++i) insert_k(0, static_cast<float>(i), 3);
+  insert_k(1, 100.0f, 3);  // the other stream's pending item is not cut
+  REQUIRE(b.size() == 2);
+  b.cut(0);
+  CHECK(b.size() == 2);
+  CHECK(b.sampleable(0));
+  CHECK(b.sampleable(1));
+  // A fresh episode: its items would have completed positions 2 to 4.
+  for (int i = 0; i < 6; ++i) insert_k(0, static_cast<float>(10 + i), 3);
+  for (const std::size_t slot : {2, 3, 4}) CHECK_FALSE(b.sampleable(slot));
+  for (const std::size_t slot : {5, 6, 7}) CHECK(b.sampleable(slot));  // the new episode's first three
+  CHECK(b.size() == 5);
+  CHECK(b.size() == count_sampleable(b));
+  CHECK(b.total_priority() == Approx(5.0));  // alpha 1, every priority 1
+  for (int i = 0; i < 3; ++i) insert_k(1, static_cast<float>(200 + i), 3);
+  CHECK(b.sampleable(12));  // stream 1's pending item completed as usual
+  // Sampling never draws the cut ones.
+  rng r(8);
+  sampled_batch out;
+  for (int round = 0; round < 50; ++round) {
+    b.sample_prioritized(r, 16, 0.4, out);
+    for (const auto& key : out.keys) REQUIRE(b.sampleable(key.slot));
+  }
+  // Wrap-around overwrites the cut slots with items that complete normally.
+  for (int i = 0; i < 12; ++i) insert_k(0, static_cast<float>(20 + i), 3);
+  CHECK(b.size() == count_sampleable(b));
+  CHECK(b.sampleable(2));
+  CHECK(b.next_observation(2)[0] == b.observation(2)[0] + 3.0f);
+
+  SECTION("cut right after an episode end changes nothing") {
+    insert_one(b, 0, 50.0f, true);  // k = 1 with its frame: everything before is complete
+    const std::size_t size = b.size();
+    b.cut(0);
+    CHECK(b.size() == size);
+    CHECK(b.size() == count_sampleable(b));
+  }
+  SECTION("a bad stream is rejected") {
+    CHECK_THROWS_MATCHES(b.cut(2), coral::config_error,
+                         Catch::Message("replay_buffer: stream 2 out of range (num_streams 2)"));
+  }
+}
+
+TEST_CASE("random cuts never complete an abandoned transition and keep size() right through wrap-around",
+          "[replay][buffer][cut]") {
+  constexpr std::size_t streams = 3;
+  constexpr std::size_t per_stream = 30;
+  replay_config c;
+  c.capacity = streams * per_stream;
+  c.num_streams = streams;
+  c.obs_dim = 2;
+  c.discrete_action_dim = 1;
+  c.continuous_action_dim = 2;
+  c.n_step = 3;
+  c.alpha = 1.0;
+  replay_buffer b(c);
+  stream_driver driver(streams);
+  rng r(21);
+  // What each slot holds: the bootstrap observation its transition expects.
+  std::map<std::size_t, float> expected_next;
+  std::vector<std::uint64_t> written(streams, 0);
+  std::vector<std::pair<std::size_t, std::uint64_t>> abandoned;  // slot, generation
+  std::size_t cuts = 0;
+  std::size_t checked_slots = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const std::size_t s = static_cast<std::size_t>(r.below(streams));
+    if (r.bernoulli(0.03)) {
+      // Whatever of the last n items is still a non-sampleable transition is
+      // pending now and must stay unsampleable while its slot holds it.
+      for (std::uint64_t p = written[s] >= 3 ? written[s] - 3 : 0; p < written[s]; ++p) {
+        const std::size_t slot = s * per_stream + static_cast<std::size_t>(p % per_stream);
+        if (b.steps(slot) > 0 && !b.sampleable(slot)) abandoned.emplace_back(slot, b.generation(slot));
+      }
+      b.cut(s);
+      driver.reset(s);
+      ++cuts;
+    } else {
+      for (const transition& t : driver.step(b, s, r)) {
+        const std::size_t slot = s * per_stream + static_cast<std::size_t>(written[s] % per_stream);
+        written[s] += t.last_of_episode ? 2 : 1;
+        expected_next[slot] = t.next_observation[0];
+      }
+    }
+    REQUIRE(b.size() == count_sampleable(b));
+    REQUIRE(b.total_priority() == Approx(static_cast<double>(b.size())));  // alpha 1, every priority 1
+    for (const auto& [slot, generation] : abandoned) {
+      if (b.generation(slot) == generation) REQUIRE_FALSE(b.sampleable(slot));
+    }
+    if (step % 100 == 0) {
+      for (std::size_t slot = 0; slot < c.capacity; ++slot) {
+        if (!b.sampleable(slot)) continue;
+        REQUIRE(b.next_observation(slot)[0] == expected_next.at(slot));
+        ++checked_slots;
+      }
+    }
+  }
+  CHECK(cuts > 50);
+  CHECK(abandoned.size() > 30);
+  CHECK(checked_slots > 500);
+
+  // A cut survives save and load.
+  std::vector<char> blob;
+  b.save(blob);
+  replay_buffer loaded(c);
+  loaded.load(blob);
+  require_same_state(b, loaded);
+}

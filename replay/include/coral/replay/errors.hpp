@@ -30,6 +30,32 @@ inline constexpr std::string_view empty_buffer = "replay_buffer: no transition t
 inline constexpr std::string_view size_mismatch = "replay_buffer: {} has {} elements, expected {}";
 /// An inserted transition whose n-step offset does not fit the buffer's n_step.
 inline constexpr std::string_view bad_steps = "replay_buffer: transition steps {} not in [1, {}]";
+/// A blob given to replay_buffer::load that cannot be read; {} is one of the
+/// state_* reasons below.
+inline constexpr std::string_view malformed_state = "replay_buffer: saved state is malformed ({})";
+/// A saved state written in another format version: its version, the one this build reads.
+inline constexpr std::string_view unsupported_state_version =
+    "replay_buffer: saved state has format version {}, this build reads version {}";
+/// A saved state of a buffer of another shape: the config field, its saved value, this buffer's.
+inline constexpr std::string_view state_shape_mismatch = "replay_buffer: saved state has {} {}, this buffer has {}";
+/// Reason: the blob does not start with the replay_buffer magic bytes.
+inline constexpr std::string_view state_bad_magic = "not a replay_buffer state";
+/// Reason: the blob was written on a machine of the other byte order.
+inline constexpr std::string_view state_byte_order = "written with another byte order";
+/// Reason: the blob is shorter than its header says: bytes present, bytes needed.
+inline constexpr std::string_view state_truncated = "truncated: {} of {} bytes";
+/// Reason: the blob is longer than its header says: bytes present, bytes expected.
+inline constexpr std::string_view state_trailing = "{} bytes where the header says {}";
+/// Reason: bytes left over after the last section: how many.
+inline constexpr std::string_view state_extra = "{} bytes after the checksum section";
+/// Reason: the checksum over the blob does not match the one stored in it.
+inline constexpr std::string_view state_checksum = "checksum mismatch";
+/// Reason: a section of the wrong name, element size or count: found, expected.
+inline constexpr std::string_view state_bad_section = "section '{}' of {} x {} bytes where '{}' of {} x {} was expected";
+/// Reason: a slot whose stored value is impossible: field, slot, value.
+inline constexpr std::string_view state_bad_slot = "{} of slot {} is {}";
+/// Reason: a stored counter that disagrees with the slots: counter, its value, the value the slots give.
+inline constexpr std::string_view state_bad_counter = "{} is {} but the slots give {}";
 /// A rate limiter with a negative or zero ratio.
 inline constexpr std::string_view bad_ratio = "rate_limiter: samples_per_insert {} must be positive";
 /// A rate limiter whose error buffer is too small to ever allow both sides.

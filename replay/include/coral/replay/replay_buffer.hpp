@@ -33,6 +33,19 @@
 /// whose generation no longer matches (the slot was overwritten since) is
 /// ignored.
 ///
+/// Cuts. An episode that ends without its final observation (the env was
+/// reset after a failure, or the run resumed from a checkpoint) leaves up to n
+/// pending transitions whose bootstrap items will never be written. cut()
+/// marks them abandoned: never sampleable, not completed by the next
+/// episode's items, dropped when their slots are overwritten.
+///
+/// Persistence. save() appends the whole state to a byte vector as a
+/// versioned blob of named sections with a checksum; load() replaces the
+/// state of a buffer of the same shape with it, leaving the buffer untouched
+/// when it throws. Priorities are stored as priority^alpha together with the
+/// alpha that made them, and load() converts them to the loading buffer's
+/// alpha (see load()).
+///
 /// Thread safety: none, not even for const calls (sampling reuses scratch
 /// space). The replay actor owns the buffer; inserts, samples and
 /// priority updates reach it as messages.
@@ -120,6 +133,43 @@ class replay_buffer {
   /// holds the sampled item; ignores the others. Returns how many it applied.
   std::size_t update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors);
 
+  /// Ends the episode in progress on `stream` without its final observation.
+  /// Its pending transitions (those whose bootstrap item was not written yet)
+  /// can never be completed correctly, so they become unsampleable for good:
+  /// the next episode's items do not complete them, and they leave the ring
+  /// when their slots are overwritten. Complete transitions are untouched, and
+  /// the next insert on the stream starts a fresh episode. Does nothing right
+  /// after an episode's last transition (its frame completed everything).
+  /// Call it, and clear the stream's nstep_assembler, when an env is reset
+  /// after a failure, and for every stream after load() when a run resumes.
+  /// Throws coral::config_error on a bad stream (messages::bad_stream).
+  void cut(std::size_t stream);
+
+  /// Appends the buffer's whole state to `out` as one self-describing,
+  /// versioned binary blob: a header (magic, format version, byte order,
+  /// length), then named sections (the shape and alpha/epsilon of the config,
+  /// the counters, max priority, the stream heads and every slot array,
+  /// priorities as priority^alpha) and a checksum. Written in this machine's
+  /// byte order; the trees are not stored (load rebuilds them).
+  void save(std::vector<char>& out) const;
+
+  /// Replaces the buffer's state with exactly one blob written by save().
+  /// The blob must come from a buffer of the same shape (capacity,
+  /// num_streams, obs_dim, discrete_action_dim, continuous_action_dim,
+  /// n_step); alpha and epsilon may differ. This buffer keeps its own config:
+  /// priorities stored at the saved alpha a are converted to this alpha a' as
+  /// (p^a)^(a'/a), rounded to float like update_priorities' leaves (exact
+  /// when a' == a, which reproduces every leaf bit for bit); a blob saved with
+  /// a = 0 holds no per-transition priority, so every transition then gets
+  /// the max priority. epsilon only affects later updates. The trees are
+  /// rebuilt from the slots, so sampling with the same rng state draws what
+  /// the saved buffer would have drawn.
+  /// Throws coral::config_error, leaving the buffer unchanged:
+  /// messages::malformed_state (with a state_* reason) for a truncated,
+  /// garbled or inconsistent blob, unsupported_state_version, or
+  /// state_shape_mismatch naming the first differing field and both values.
+  void load(std::span<const char> in);
+
   /// Observation o_t of the item in `slot`.
   [[nodiscard]] std::span<const float> observation(std::size_t slot) const noexcept {
     return observations_.row(slot);
@@ -142,7 +192,8 @@ class replay_buffer {
   [[nodiscard]] float discount(std::size_t slot) const noexcept { return discounts_[slot]; }
   /// k of the transition in `slot`.
   [[nodiscard]] std::uint32_t steps(std::size_t slot) const noexcept { return steps_[slot]; }
-  /// Current priority^alpha (|td| + epsilon, to the alpha) of the item in `slot`.
+  /// Current priority^alpha (|td| + epsilon, to the alpha) of the item in
+  /// `slot`; 0 for a frame or an empty slot.
   [[nodiscard]] double priority(std::size_t slot) const noexcept {
     return states_[slot] == state_complete ? sum_.get(slot) : priorities_[slot];
   }
@@ -169,6 +220,7 @@ class replay_buffer {
   static constexpr std::uint8_t state_frame = 1;
   static constexpr std::uint8_t state_pending = 2;
   static constexpr std::uint8_t state_complete = 3;
+  static constexpr std::uint8_t state_abandoned = 4;  // pending when its stream was cut: never completes
 
   [[nodiscard]] std::size_t bootstrap_slot(std::size_t slot) const noexcept {
     const std::size_t base = slot - slot % stream_capacity_;
