@@ -61,4 +61,15 @@ inline constexpr std::string_view bad_ratio = "rate_limiter: samples_per_insert 
 /// A rate limiter whose error buffer is too small to ever allow both sides.
 inline constexpr std::string_view small_error_buffer =
     "rate_limiter: error_buffer {} must be at least (samples_per_insert + 1) / 2 = {}";
+/// A replay actor asked for with batch size zero.
+inline constexpr std::string_view zero_batch = "replay_actor: batch_size must be at least 1";
+/// A replay actor asked for with no prefetched batches.
+inline constexpr std::string_view zero_prefetch = "replay_actor: prefetch must be at least 1";
+/// A replay feeder whose replay has another number of streams than the batch has rows: streams, rows.
+inline constexpr std::string_view feeder_streams =
+    "replay_feeder: the replay has {} streams, the batch {} rows (one stream per row)";
+/// The replay actor's inbox refused a block: it is sized so that this cannot happen.
+inline constexpr std::string_view inbox_full = "replay_feeder: the replay inbox is full ({} blocks); inserts would be lost";
+/// A replay actor state that load() cannot read: what was wrong.
+inline constexpr std::string_view actor_state_malformed = "replay_actor: saved state is malformed ({})";
 }  // namespace coral::replay::messages
