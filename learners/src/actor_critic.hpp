@@ -37,6 +37,11 @@ struct actor_critic_impl : torch::nn::Module {
 };
 TORCH_MODULE_IMPL(actor_critic, actor_critic_impl);
 
+/// An MLP in -> hidden (tanh) -> out: orthogonal initialisation with gain
+/// √2 for hidden layers and `head_gain` for the last, zero biases.
+torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out,
+                               double head_gain);
+
 /// The flat weights of `net`, in ordered() order.
 std::vector<float> flatten(const actor_critic_impl& net);
 /// Copies flat weights into `net` (sizes must match; usage_error otherwise).

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "actor_critic.hpp"
+#include "dense.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/logging.hpp"
 #include "coral/envs/rng.hpp"
@@ -79,9 +80,8 @@ std::size_t parameter_count(const network_spec& spec) {
 }
 
 namespace detail {
-namespace {
 
-torch::nn::Sequential mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, double head_gain) {
+torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, double head_gain) {
   torch::nn::Sequential seq;
   std::size_t width = in;
   auto add_linear = [&](std::size_t to, double gain) {
@@ -99,13 +99,11 @@ torch::nn::Sequential mlp(std::size_t in, const std::vector<std::size_t>& hidden
   return seq;
 }
 
-}  // namespace
-
 actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
   torch::NoGradGuard no_grad;
   const auto in = spec.input_dim();
-  actor = register_module("actor", mlp(in, spec.hidden, spec.logits_dim() + spec.continuous_dim(), 0.01));
-  critic = register_module("critic", mlp(in, spec.hidden, 1, 1.0));
+  actor = register_module("actor", make_mlp(in, spec.hidden, spec.logits_dim() + spec.continuous_dim(), 0.01));
+  critic = register_module("critic", make_mlp(in, spec.hidden, 1, 1.0));
   if (spec.continuous_dim() > 0) {
     log_std = register_parameter("log_std", torch::zeros({static_cast<std::int64_t>(spec.continuous_dim())}));
   }
@@ -170,71 +168,23 @@ void load(actor_critic_impl& net, std::span<const float> weights) {
 
 // ---------------------------------------------------------------------------
 
-/// One dense layer as act() evaluates it: weights transposed to [in][out],
-/// so that the inner loop runs over contiguous outputs and vectorises.
-struct dense_layer {
-  std::size_t in = 0;
-  std::size_t out = 0;
-  std::vector<float> weights_t;  // in × out
-  std::vector<float> bias;       // out
+namespace {
 
-  /// Copies `linear`'s parameters.
-  void copy_from(const torch::nn::LinearImpl& linear) {
-    const auto w = linear.weight.detach().contiguous();
-    const auto b = linear.bias.detach().contiguous();
-    out = static_cast<std::size_t>(w.size(0));
-    in = static_cast<std::size_t>(w.size(1));
-    weights_t.resize(in * out);
-    bias.assign(b.data_ptr<float>(), b.data_ptr<float>() + out);
-    const float* src = w.data_ptr<float>();
-    for (std::size_t j = 0; j < out; ++j) {
-      for (std::size_t i = 0; i < in; ++i) weights_t[i * out + j] = src[j * in + i];
+/// Copies the Linear layers of `seq` into `out`.
+void copy_dense(detail::dense_mlp& out, const torch::nn::Sequential& seq) {
+  std::size_t n = 0;
+  for (const auto& m : seq->children()) {
+    if (const auto* linear = m->as<torch::nn::Linear>()) {
+      if (out.layers.size() <= n) out.layers.emplace_back();
+      const auto w = linear->weight.detach().contiguous();
+      const auto b = linear->bias.detach().contiguous();
+      out.layers[n++].load(static_cast<std::size_t>(w.size(1)), static_cast<std::size_t>(w.size(0)),
+                           w.data_ptr<float>(), b.data_ptr<float>());
     }
   }
+}
 
-  /// y = W x + b, then tanh if `squash`.
-  void apply(const float* x, float* y, bool squash) const noexcept {
-    std::copy(bias.begin(), bias.end(), y);
-    for (std::size_t i = 0; i < in; ++i) {
-      const float xi = x[i];
-      const float* w = weights_t.data() + i * out;
-      for (std::size_t j = 0; j < out; ++j) y[j] += w[j] * xi;
-    }
-    if (squash) {
-      for (std::size_t j = 0; j < out; ++j) y[j] = std::tanh(y[j]);
-    }
-  }
-};
-
-/// An MLP copied out of a torch Sequential of Linear and Tanh modules.
-struct dense_mlp {
-  std::vector<dense_layer> layers;
-
-  void copy_from(const torch::nn::Sequential& seq) {
-    std::size_t n = 0;
-    for (const auto& m : seq->children()) {
-      if (const auto* linear = m->as<torch::nn::Linear>()) {
-        if (layers.size() <= n) layers.emplace_back();
-        layers[n++].copy_from(*linear);
-      }
-    }
-  }
-  [[nodiscard]] std::size_t widest() const noexcept {
-    std::size_t w = 0;
-    for (const auto& l : layers) w = std::max({w, l.in, l.out});
-    return w;
-  }
-  /// Runs the layers on `x` using the two scratch buffers; returns the output.
-  const float* apply(const float* x, float* a, float* b) const noexcept {
-    const float* in = x;
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      float* out = (l % 2 == 0) ? a : b;
-      layers[l].apply(in, out, l + 1 < layers.size());
-      in = out;
-    }
-    return in;
-  }
-};
+}  // namespace
 
 struct mlp_policy::impl {
   impl(const network_spec& s, std::size_t rows, std::uint64_t seed)
@@ -254,8 +204,8 @@ struct mlp_policy::impl {
   }
   /// Copies the torch parameters into the dense kernels.
   void refresh() {
-    actor.copy_from(net->actor);
-    critic.copy_from(net->critic);
+    copy_dense(actor, net->actor);
+    copy_dense(critic, net->critic);
     if (spec.continuous_dim() > 0) {
       const auto ls = net->log_std.detach().contiguous();
       log_std.assign(ls.data_ptr<float>(), ls.data_ptr<float>() + ls.numel());
@@ -263,8 +213,8 @@ struct mlp_policy::impl {
   }
   network_spec spec;
   detail::actor_critic net;  // the parameter layout; the kernels below are copies
-  dense_mlp actor;
-  dense_mlp critic;
+  detail::dense_mlp actor;
+  detail::dense_mlp critic;
   std::vector<float> log_std;
   frame_stack stack;
   std::vector<envs::rng> rngs;

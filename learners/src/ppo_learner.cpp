@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "actor_critic.hpp"
+#include "adam.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/rng.hpp"
 
@@ -31,38 +32,14 @@ struct ppo_learner::impl {
     // used for the initialisation only (sampling and shuffling use ours).
     torch::manual_seed(seed);
     net = detail::actor_critic(s);
-    for (const auto& p : net->ordered()) {
-      m.push_back(torch::zeros_like(p));
-      v.push_back(torch::zeros_like(p));
-    }
-  }
-
-  void adam_step(double lr) {
-    torch::NoGradGuard no_grad;
-    ++adam_steps;
-    constexpr double b1 = 0.9;
-    constexpr double b2 = 0.999;
-    const double c1 = 1.0 - std::pow(b1, static_cast<double>(adam_steps));
-    const double c2 = 1.0 - std::pow(b2, static_cast<double>(adam_steps));
-    auto params = net->ordered();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      auto& p = params[i];
-      if (!p.grad().defined()) continue;
-      const auto& g = p.grad();
-      m[i].mul_(b1).add_(g, 1.0 - b1);
-      v[i].mul_(b2).addcmul_(g, g, 1.0 - b2);
-      auto denom = (v[i] / c2).sqrt_().add_(config.adam_epsilon);
-      p.addcdiv_(m[i], denom, -lr / c1);
-    }
+    adam = std::make_unique<detail::flat_adam>(net->ordered(), c.adam_epsilon);
   }
 
   network_spec spec;
   ppo_config config;
   std::uint64_t total_steps;
   detail::actor_critic net{nullptr};
-  std::vector<torch::Tensor> m;
-  std::vector<torch::Tensor> v;
-  std::uint64_t adam_steps = 0;
+  std::unique_ptr<detail::flat_adam> adam;
   std::uint64_t updates = 0;
   std::uint64_t env_steps = 0;
   std::uint64_t rng;
@@ -191,7 +168,7 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
       s.net->zero_grad();
       loss.backward();
       if (c.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(s.net->parameters(), c.max_grad_norm);
-      s.adam_step(lr);
+      s.adam->step(s.net->ordered(), lr);
       if (last_epoch) {
         torch::NoGradGuard no_grad;
         kl_sum += ((ratio - 1) - log_ratio).mean().item<double>();
@@ -221,13 +198,8 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
 learner_state ppo_learner::state() const {
   learner_state st;
   st.parameters = weights();
-  for (std::size_t i = 0; i < impl_->m.size(); ++i) {
-    auto m = impl_->m[i].contiguous();
-    auto v = impl_->v[i].contiguous();
-    st.adam_m.insert(st.adam_m.end(), m.data_ptr<float>(), m.data_ptr<float>() + m.numel());
-    st.adam_v.insert(st.adam_v.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
-  }
-  st.adam_steps = impl_->adam_steps;
+  impl_->adam->save(st.adam_m, st.adam_v);
+  st.adam_steps = impl_->adam->steps;
   st.updates = impl_->updates;
   st.env_steps = impl_->env_steps;
   st.rng = impl_->rng;
@@ -237,18 +209,7 @@ learner_state ppo_learner::state() const {
 void ppo_learner::restore(const learner_state& st) {
   auto& s = *impl_;
   detail::load(*s.net, st.parameters);
-  if (st.adam_m.size() != st.parameters.size() || st.adam_v.size() != st.parameters.size()) {
-    throw usage_error("ppo_learner: optimiser state does not match the parameters");
-  }
-  torch::NoGradGuard no_grad;
-  std::size_t offset = 0;
-  for (std::size_t i = 0; i < s.m.size(); ++i) {
-    const auto n = static_cast<std::size_t>(s.m[i].numel());
-    std::copy_n(st.adam_m.begin() + static_cast<std::ptrdiff_t>(offset), n, s.m[i].data_ptr<float>());
-    std::copy_n(st.adam_v.begin() + static_cast<std::ptrdiff_t>(offset), n, s.v[i].data_ptr<float>());
-    offset += n;
-  }
-  s.adam_steps = st.adam_steps;
+  s.adam->load(st.adam_m, st.adam_v, st.adam_steps);
   s.updates = st.updates;
   s.env_steps = st.env_steps;
   s.rng = st.rng;
