@@ -1,8 +1,9 @@
-// `coral train`: PPO on any registered env, on any topology, with progress,
+// `coral train`: PPO or DQN on any registered env, on any topology, with progress,
 // metrics, checkpoints and a final JSON line (see shared/DESIGN.md's contract
 // and docs/training.md).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ struct train_flags {
   bool keep_going = false;
   std::string run_dir;       // default: runs/<env>-<topology>-seed<seed>
   bool no_run_dir = false;
+  // Flags both algorithms take, with defaults of their own.
+  std::optional<double> learning_rate;
+  std::optional<double> gamma;
+  std::optional<double> max_grad_norm;
+  bool uniform_replay = false;
+  bool no_double_dqn = false;
 };
 
 void run_train(std::ostream& out, train_flags& f, bool target_given, bool run_dir_given) {
@@ -47,6 +54,11 @@ void run_train(std::ostream& out, train_flags& f, bool target_given, bool run_di
   o.ppo.clip_value_loss = !f.no_clip_value_loss;
   o.ppo.normalize_advantages = !f.no_advantage_norm;
   o.stop_when_solved = !f.keep_going;
+  if (f.learning_rate) o.ppo.learning_rate = o.dqn.learning_rate = *f.learning_rate;
+  if (f.gamma) o.ppo.gamma = o.dqn.gamma = *f.gamma;
+  if (f.max_grad_norm) o.ppo.max_grad_norm = o.dqn.max_grad_norm = *f.max_grad_norm;
+  o.dqn.prioritized = !f.uniform_replay;
+  o.dqn.double_dqn = !f.no_double_dqn;
   if (f.no_run_dir) {
     o.run_dir.clear();
   } else {
@@ -67,10 +79,10 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   // coral train's own defaults: 8 envs, one sampling thread (the learner has the other core).
   o.sampler.num_envs = 8;
   o.sampler.threads = 1;
-  auto* cmd = app.add_subcommand("train", "train an agent with PPO; the last line is one JSON object");
+  auto* cmd = app.add_subcommand("train", "train an agent with PPO or DQN; the last line is one JSON object");
   cmd->add_option("--env", f->env, "env name (see `coral envs`)")->capture_default_str();
   cmd->add_option("--env-arg", f->env_args, "env setting key=value (repeatable)");
-  cmd->add_option("--algo", o.algo, "ppo (dqn: not yet)")->capture_default_str();
+  cmd->add_option("--algo", o.algo, "ppo, or dqn (Ape-X-style: prioritized replay actor, double DQN)")->capture_default_str();
   cmd->add_option("--topology", f->topology, "sync, double-buffer or pool")->capture_default_str();
   cmd->add_option("--executor", f->executor, "threads, or single (every actor on one thread; deterministic)")
       ->capture_default_str();
@@ -100,16 +112,44 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   cmd->add_option("--horizon", o.horizon, "steps per env per rollout segment")->capture_default_str();
   cmd->add_option("--epochs", o.ppo.epochs, "PPO epochs per segment")->capture_default_str();
   cmd->add_option("--minibatch-size", o.ppo.minibatch_size, "samples per minibatch")->capture_default_str();
-  cmd->add_option("--learning-rate", o.ppo.learning_rate, "Adam step size")->capture_default_str();
+  cmd->add_option("--learning-rate", f->learning_rate, "Adam step size (default: ppo 5e-3, dqn 5e-4)");
   cmd->add_flag("--no-anneal-lr", f->no_anneal_lr, "keep the learning rate constant");
-  cmd->add_option("--gamma", o.ppo.gamma, "discount")->capture_default_str();
+  cmd->add_option("--gamma", f->gamma, "discount (default 0.99)");
   cmd->add_option("--gae-lambda", o.ppo.gae_lambda, "GAE lambda")->capture_default_str();
   cmd->add_option("--clip", o.ppo.clip, "surrogate (and value) clip range")->capture_default_str();
   cmd->add_flag("--no-clip-value-loss", f->no_clip_value_loss, "plain squared-error value loss");
   cmd->add_flag("--no-advantage-norm", f->no_advantage_norm, "do not normalise advantages per minibatch");
   cmd->add_option("--value-coef", o.ppo.value_coef, "value loss coefficient")->capture_default_str();
   cmd->add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus coefficient")->capture_default_str();
-  cmd->add_option("--max-grad-norm", o.ppo.max_grad_norm, "gradient norm clip (0: off)")->capture_default_str();
+  cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient norm clip, 0: off (default: ppo 0.5, dqn 10)");
+  // DQN and its replay.
+  auto& dm = o.dqn;
+  cmd->add_option("--n-step", dm.n_step, "dqn: env steps summed into each return")->capture_default_str();
+  cmd->add_option("--replay-batch", dm.batch_size, "dqn: transitions per update")->capture_default_str();
+  cmd->add_option("--replay-ratio", dm.replay_ratio,
+                  "dqn: transitions sampled per env step inserted (the rate limiter holds it)")
+      ->capture_default_str();
+  cmd->add_option("--replay-capacity", dm.replay_capacity, "dqn: transitions the replay holds")
+      ->capture_default_str();
+  cmd->add_option("--learning-starts", dm.learning_starts, "dqn: env steps in the replay before the first update")
+      ->capture_default_str();
+  cmd->add_option("--prefetch", dm.prefetch, "dqn: sampled batches the learner keeps in flight")
+      ->capture_default_str();
+  cmd->add_flag("--uniform-replay", f->uniform_replay, "dqn: sample uniformly instead of by priority");
+  cmd->add_option("--priority-alpha", dm.priority_alpha, "dqn: priority exponent")->capture_default_str();
+  cmd->add_option("--priority-beta", dm.priority_beta, "dqn: importance exponent at the start (annealed to 1)")
+      ->capture_default_str();
+  cmd->add_option("--target-update", dm.target_update, "dqn: updates between target network copies")
+      ->capture_default_str();
+  cmd->add_flag("--no-double-dqn", f->no_double_dqn, "dqn: bootstrap with max of the target network");
+  cmd->add_option("--epsilon-base", dm.epsilon_base, "dqn: Ape-X ladder, env i of N explores with base^(1+alpha*i/(N-1))")
+      ->capture_default_str();
+  cmd->add_option("--epsilon-alpha", dm.epsilon_alpha, "dqn: Ape-X ladder exponent")->capture_default_str();
+  cmd->add_option("--exploration-steps", dm.exploration_steps,
+                  "dqn: env steps over which each epsilon falls from 1 to its rung")
+      ->capture_default_str();
+  cmd->add_option("--publish-every", dm.publish_every, "dqn: updates between weight publications to the policy")
+      ->capture_default_str();
   cmd->add_option("--hidden", o.hidden, "hidden layer widths, e.g. --hidden 64 64")->capture_default_str();
   cmd->add_option("--frames", o.frames, "observations stacked into the policy input (memory needs 5)")
       ->capture_default_str();

@@ -78,6 +78,9 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   w.floats("parameters", c.learner.parameters);
   w.floats("adam_m", c.learner.adam_m);
   w.floats("adam_v", c.learner.adam_v);
+  w.text("algo", c.algo);
+  w.floats("target_parameters", c.target_parameters);
+  w.bytes("replay", c.replay.data(), c.replay.size());
   const auto& payload = w.data();
   const std::uint32_t version = checkpoint_format_version;
   const std::uint64_t size = payload.size();
@@ -120,7 +123,7 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
   std::memcpy(&version, bytes.data() + 8, sizeof version);
   std::memcpy(&size, bytes.data() + 12, sizeof size);
   std::memcpy(&sum, bytes.data() + 20, sizeof sum);
-  if (version != checkpoint_format_version) fail(messages::checkpoint_version, name, version, checkpoint_format_version);
+  if (version < checkpoint_oldest_version || version > checkpoint_format_version) fail(messages::checkpoint_version, name, version, checkpoint_format_version);
   if (bytes.size() - header_size != size) {
     if (bytes.size() - header_size < size) fail(messages::checkpoint_truncated, name, bytes.size(), header_size + size);
     fail(messages::checkpoint_corrupted, name);  // trailing bytes
@@ -178,6 +181,12 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
   c.learner.parameters = floats("parameters");
   c.learner.adam_m = floats("adam_m");
   c.learner.adam_v = floats("adam_v");
+  if (version >= 2) {
+    c.algo = text("algo");
+    c.target_parameters = floats("target_parameters");
+    const auto r = record("replay");
+    c.replay.assign(r.begin(), r.end());
+  }
   if (c.learner.adam_m.size() != c.learner.parameters.size()) fail(messages::checkpoint_bad_record, name, "adam_m");
   if (c.learner.adam_v.size() != c.learner.parameters.size()) fail(messages::checkpoint_bad_record, name, "adam_v");
   return c;

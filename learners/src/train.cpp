@@ -24,30 +24,17 @@
 #include "coral/learners/messages.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/rollout.hpp"
+#include "dqn_train.hpp"
+#include "train_common.hpp"
 
 namespace coral::learners {
 namespace {
 
+using detail::number;
+using detail::out_of_range;
+using detail::quote;
+
 using clock = std::chrono::steady_clock;
-
-[[noreturn]] void out_of_range(std::string_view flag, const auto& value, std::string_view requirement) {
-  throw config_error(fmt::format(fmt::runtime(actors::messages::flag_out_of_range), flag, value, requirement));
-}
-
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : "null"; }
 
 /// One progress row, as printed and as written to metrics.csv.
 struct progress_row {
@@ -78,34 +65,17 @@ std::string progress_line(const progress_row& r) {
       r.s.updates, 1e3 * u.seconds, r.s.learner_seconds);
 }
 
-/// Writes run_dir/learning_curve.png with gnuplot, if it is installed.
-void plot_learning_curve(const std::filesystem::path& dir, std::ostream& progress) {
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    progress << "warning: gnuplot not found; no learning_curve.png\n";
-    return;
-  }
-  const auto script = dir / "learning_curve.gp";
-  {
-    std::ofstream gp(script);
-    gp << "set terminal pngcairo size 900,500 noenhanced\n"
-       << "set output '" << (dir / "learning_curve.png").string() << "'\n"
-       << "set datafile separator ','\n"
-       << "set key autotitle columnhead left top\n"
-       << "set xlabel 'env steps'\n"
-       << "set ylabel 'mean return (last 100 episodes)'\n"
-       << "set grid\n"
-       << "plot '" << (dir / "metrics.csv").string() << "' using 2:5 with lines lw 2 title 'mean return'\n";
-  }
-  const auto cmd = fmt::format("gnuplot '{}' > /dev/null 2>&1", script.string());
-  if (std::system(cmd.c_str()) != 0) progress << "warning: gnuplot failed; no learning_curve.png\n";
-}
-
 }  // namespace
 
 void validate(const train_options& o) {
-  if (o.algo == "dqn") throw config_error(fmt::format(fmt::runtime(messages::algo_not_implemented), o.algo));
-  if (o.algo != "ppo") throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--algo", o.algo, "ppo"));
+  if (o.algo != "ppo" && o.algo != "dqn") {
+    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--algo", o.algo, "ppo, dqn"));
+  }
   (void)actors::resolve_wiring(o.sampler);
+  if (o.algo == "dqn") {
+    validate_dqn(o);
+    return;
+  }
   if (o.horizon == 0) out_of_range("--horizon", o.horizon, "must be at least 1");
   if (o.frames == 0) out_of_range("--frames", o.frames, "must be at least 1");
   if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
@@ -139,6 +109,7 @@ std::string train_result::to_json(const train_options& o) const {
 
 train_result train(const train_options& o, std::ostream& progress) {
   validate(o);
+  if (o.algo == "dqn") return train_dqn(o, progress);
   const auto& so = o.sampler;
   // The sampler builds the envs, the batch, the groups and the batcher's
   // ready channels; the rollout assembler is put between groups and batcher.
@@ -157,19 +128,10 @@ train_result train(const train_options& o, std::ostream& progress) {
   ppo_learner learner(spec, o.ppo, so.seed, o.total_steps);
   const std::string signature = network_signature(spec);
   if (o.resume) {
-    const auto file = newest_checkpoint(o.checkpoint_dir);
-    if (!file) throw config_error(fmt::format(fmt::runtime(messages::no_checkpoint), o.checkpoint_dir));
-    const auto c = read_checkpoint(*file);
-    if (c.env != so.env) {
-      throw checkpoint_error(fmt::format(fmt::runtime(messages::checkpoint_mismatch), file->string(), "env", c.env, so.env));
-    }
-    if (c.network != signature) {
-      throw checkpoint_error(
-          fmt::format(fmt::runtime(messages::checkpoint_mismatch), file->string(), "network", c.network, signature));
-    }
+    const auto c = detail::read_for_resume(o.checkpoint_dir, so.env, "ppo", signature);
     learner.restore(c.learner);
-    progress << fmt::format("resumed from {} ({} env steps, {} updates)\n", file->string(), c.learner.env_steps,
-                            c.learner.updates);
+    progress << fmt::format("resumed from {} ({} env steps, {} updates)\n", newest_checkpoint(o.checkpoint_dir)->string(),
+                            c.learner.env_steps, c.learner.updates);
   }
   const std::uint64_t start_steps = learner.env_steps();
 
@@ -234,7 +196,11 @@ train_result train(const train_options& o, std::ostream& progress) {
   std::string last_checkpoint;
   auto save = [&] {
     if (o.checkpoint_dir.empty()) return;
-    checkpoint c{so.env, signature, so.seed, learner.state()};
+    checkpoint c;
+    c.env = so.env;
+    c.network = signature;
+    c.seed = so.seed;
+    c.learner = learner.state();
     const auto file = checkpoint_path(o.checkpoint_dir, c.learner.env_steps);
     write_checkpoint(file, c);
     last_checkpoint = file.string();
@@ -269,37 +235,16 @@ train_result train(const train_options& o, std::ostream& progress) {
       }
     }
   });
-  if (o.progress_seconds > 0) {
-    rt.spawn("progress", rt.pool("progress", 1), [&]() -> asio::awaitable<void> {
-      asio::steady_timer timer(co_await asio::this_coro::executor);
-      for (;;) {
-        timer.expires_after(std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.progress_seconds)));
-        co_await timer.async_wait(asio::use_awaitable);
-        report();
-      }
-    });
-  }
+  detail::spawn_progress(rt, o.progress_seconds, report);
   rt.run();
 
-  train_result result;
-  result.wall_seconds = std::chrono::duration<double>(clock::now() - started).count();
+  const double wall = std::chrono::duration<double>(clock::now() - started).count();
   report();
   record();
   save();
-  const auto s = stats.read();
-  result.solved = target && s.window >= 100 && s.mean_return >= *target;
-  result.interrupted = finished.load() < 0;
-  result.env_steps = assembler.env_steps();
-  result.mean_return = s.mean_return;
-  result.mean_length = s.mean_length;
-  result.episodes = s.episodes;
-  result.updates = learner.updates();
-  result.target_return = target;
-  result.checkpoint = last_checkpoint;
-  if (csv.is_open()) {
-    csv.close();
-    plot_learning_curve(o.run_dir, progress);
-  }
+  auto result = detail::make_result(stats.read(), target, finished.load() < 0, assembler.env_steps(), learner.updates(),
+                                    last_checkpoint, wall);
+  detail::close_metrics(csv, o.run_dir, progress);
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "coral/core/error.hpp"
 #include "coral/learners/messages.hpp"
 
 namespace fs = std::filesystem;
@@ -43,10 +44,10 @@ std::string last_line(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("coral train rejects --algo dqn and ends a run with one JSON line", "[learners][train][cli]") {
+TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON line", "[learners][train][cli]") {
   std::string out, err;
-  CHECK(run_cli({"train", "--algo", "dqn"}, out, err) == 1);
-  CHECK(err == "error: " + fmt::format(fmt::runtime(lm::algo_not_implemented), "dqn") + "\n");
+  CHECK(run_cli({"train", "--algo", "a2c"}, out, err) == 1);
+  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::messages::bad_value), "--algo", "a2c", "ppo, dqn") + "\n");
 
   CHECK(run_cli({"train", "--executor", "single", "--total-steps", "1024", "--no-run-dir", "--progress-seconds", "0"},
                 out, err) == 0);

@@ -9,7 +9,9 @@
 ///     FNV-1a 64 of the payload u64 | payload
 ///
 /// The payload is a sequence of records `name length u32 | name | size u64 |
-/// bytes`. Writing goes to `<file>.tmp`, which is flushed and then renamed
+/// bytes`. Format 2 adds the records `algo`, `target_parameters` and `replay`
+/// (the replay buffer, so that a resumed DQN run continues with the same
+/// data); format 1 files are still read, as PPO. Writing goes to `<file>.tmp`, which is flushed and then renamed
 /// over `<file>`: a crash leaves the old checkpoint or the new one, never a
 /// mix.
 
@@ -17,6 +19,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "coral/core/error.hpp"
 #include "coral/learners/ppo_learner.hpp"
@@ -35,10 +38,15 @@ struct checkpoint {
   std::string network;    ///< network signature (network_signature()), checked on resume
   std::uint64_t seed = 0;
   learner_state learner;  ///< weights, optimiser, counters, generator state
+  std::string algo = "ppo";               ///< the algorithm that wrote it (format 1: always ppo)
+  std::vector<float> target_parameters;   ///< DQN's target network; empty for PPO
+  std::vector<char> replay;               ///< the replay actor's saved state; empty for PPO
 };
 
 /// Current format version.
-inline constexpr std::uint32_t checkpoint_format_version = 1;
+inline constexpr std::uint32_t checkpoint_format_version = 2;
+/// The oldest format version read_checkpoint() still reads (PPO-only files).
+inline constexpr std::uint32_t checkpoint_oldest_version = 1;
 
 /// A text that identifies the parameter layout of `spec`.
 [[nodiscard]] std::string network_signature(const network_spec& spec);

@@ -6,8 +6,6 @@
 
 namespace coral::learners::messages {
 
-/// `--algo` names an algorithm that is not implemented: the value.
-inline constexpr std::string_view algo_not_implemented = "--algo: '{}' is not implemented yet (allowed: ppo)";
 /// A checkpoint file shorter than its header says: path, size, expected size.
 inline constexpr std::string_view checkpoint_truncated = "checkpoint '{}' is truncated: {} bytes, expected {}";
 /// A file that does not start with coral's checkpoint magic: path.
@@ -30,5 +28,13 @@ inline constexpr std::string_view resume_needs_dir = "--resume: requires --check
 inline constexpr std::string_view multi_agent_unsupported = "--env: '{}' has {} agents per env; coral train supports single-agent envs";
 /// An action space PPO cannot act in: its text.
 inline constexpr std::string_view unsupported_action_space = "--env: action space {} is not supported (Discrete, MultiDiscrete, Box, and Dict/Tuple of them)";
+
+/// `--algo dqn` on an action space other than one Discrete: its text.
+inline constexpr std::string_view dqn_needs_discrete =
+    "--algo dqn: the action space must be one Discrete, not {}";
+/// A flag that `--algo dqn` does not take: the flag.
+inline constexpr std::string_view dqn_no_frames = "--frames: --algo dqn takes 1 (stacked frames are PPO-only), not {}";
+/// A checkpoint written by another algorithm: path, its algo, this run's.
+inline constexpr std::string_view checkpoint_algo = "checkpoint '{}' was written by --algo {}, this run is --algo {}";
 
 }  // namespace coral::learners::messages

@@ -1,7 +1,9 @@
 #pragma once
 /// \file
-/// A training run: the sampler's actors, the rollout assembler and the PPO
-/// learner wired on one runtime, with progress, metrics and checkpoints.
+/// A training run: the sampler's actors wired on one runtime with, for PPO,
+/// the rollout assembler and the PPO learner, or, for DQN, the replay
+/// feeder, the replay actor and the DQN learner; with progress, metrics and
+/// checkpoints.
 /// This is `coral train`; tests call it in-process.
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "coral/actors/topology.hpp"
+#include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/ppo_learner.hpp"
 
 namespace coral::learners {
@@ -18,8 +21,9 @@ namespace coral::learners {
 /// Everything a run is made from (the flags of `coral train`).
 struct train_options {
   actors::sampler_options sampler;     ///< env, env args, seed, topology, envs, threads, executor
-  std::string algo = "ppo";            ///< only ppo for now
+  std::string algo = "ppo";            ///< ppo or dqn
   ppo_config ppo;
+  dqn_config dqn;
   std::vector<std::size_t> hidden{32, 32};  ///< see docs/training.md: 32 wide trains cartpole 4x cheaper than 64
   std::size_t horizon = 64;            ///< steps per row per segment
   std::size_t max_policy_lag = 0;      ///< 0: strictly on-policy
@@ -53,7 +57,8 @@ struct train_result {
 /// Checks every option, naming the flag at fault (config_error), before
 /// anything starts: the sampler's flags (see resolve_wiring), --algo,
 /// --horizon, --epochs, --minibatch-size, --total-steps, --frames, rates,
-/// --resume without --checkpoint-dir.
+/// --resume without --checkpoint-dir; for DQN its replay, exploration and
+/// target flags.
 void validate(const train_options& options);
 
 /// Runs training to the end: solved (when stop_when_solved), total_steps,

@@ -10,7 +10,7 @@
 
 namespace coral::learners {
 
-/// What one PPO update measured.
+/// What one update measured (PPO's fields, then DQN's).
 struct update_stats {
   double policy_loss = 0;     ///< clipped surrogate, last epoch's mean
   double value_loss = 0;      ///< last epoch's mean
@@ -21,6 +21,9 @@ struct update_stats {
   double mean_policy_lag = 0; ///< learner version minus acting version, mean over the segment
   std::uint64_t max_policy_lag = 0;  ///< largest lag of a step in the segment
   double seconds = 0;         ///< wall time of the update
+  double td_loss = 0;         ///< DQN: importance-weighted Huber loss
+  double mean_q = 0;          ///< DQN: mean Q(o, a) of the batch
+  double mean_abs_td = 0;     ///< DQN: mean |TD error| of the batch
 };
 
 /// A consistent copy of the statistics.

@@ -1,0 +1,129 @@
+#pragma once
+/// \file
+/// Ape-X-style DQN: the learner (double DQN, target network, Huber loss,
+/// importance-weighted, torch inside with a torch-free interface) and the
+/// acting policy with a per-env epsilon from Ape-X's ladder.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "coral/actors/policy.hpp"
+#include "coral/learners/network.hpp"
+#include "coral/learners/ppo_learner.hpp"
+#include "coral/learners/training_stats.hpp"
+#include "coral/replay/replay_actor.hpp"
+
+namespace coral::learners {
+
+/// DQN's and its replay's hyper-parameters (the `coral train` flags of the same names).
+struct dqn_config {
+  double learning_rate = 5e-4;        ///< Adam step size
+  double adam_epsilon = 1e-5;
+  double gamma = 0.99;                ///< discount
+  std::size_t n_step = 3;             ///< steps in each return
+  std::size_t batch_size = 128;       ///< transitions per update
+  double replay_ratio = 32.0;         ///< transitions sampled per env step (Reverb's samples per insert)
+  std::size_t replay_capacity = 100'000;  ///< transitions the replay holds
+  std::uint64_t learning_starts = 1'000;  ///< env steps inserted before the first update
+  std::size_t prefetch = 4;           ///< batches the learner keeps in flight
+  bool prioritized = true;            ///< proportional prioritized replay (false: uniform)
+  double priority_alpha = 0.6;
+  double priority_beta = 0.4;         ///< importance exponent at the start, annealed to 1 over the run
+  double priority_epsilon = 1e-6;
+  std::size_t target_update = 250;    ///< updates between copies of the online network into the target
+  double huber_delta = 1.0;
+  double max_grad_norm = 10.0;        ///< 0: no clipping
+  bool double_dqn = true;             ///< the online network picks the bootstrap action, the target scores it
+  /// Ape-X ladder: env i of N explores with base^(1 + alpha i / (N − 1)).
+  /// Ape-X used base 0.4 over 360 actors; with the 8 envs of a small run
+  /// that leaves one env at 0.4 whose short episodes fill the last-100
+  /// window, so coral's default base is 0.05.
+  double epsilon_base = 0.05;
+  double epsilon_alpha = 7.0;
+  std::uint64_t exploration_steps = 20'000;  ///< env steps over which every env's epsilon falls from 1 to its rung
+  std::size_t publish_every = 1;      ///< updates between weight publications to the policy
+};
+
+/// Env i's epsilon on Ape-X's ladder of `n` envs: base^(1 + alpha i / (n − 1)) (base for n = 1).
+[[nodiscard]] double ape_x_epsilon(std::size_t i, std::size_t n, double base, double alpha) noexcept;
+
+/// The widths of the Q network of `spec` (input, hidden..., actions). Throws
+/// config_error (messages::dqn_needs_discrete) unless the action space is
+/// one Discrete.
+[[nodiscard]] std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_view action_space);
+
+/// Double DQN on batches from the replay actor, on one torch thread.
+///
+/// Loss: the importance-weighted (weights scaled so the batch's largest is
+/// 1) mean of the Huber loss of the TD error
+/// y − Q(o, a), y = R + d · Q_target(o', argmax_a Q_online(o', a)) (or max
+/// of Q_target with double_dqn off), with R the n-step return and d its
+/// discount (γ^k, 0 after a terminal). The target network is a copy of the
+/// online one, refreshed every target_update updates. Adam is written out
+/// over flat parameters, so a checkpoint restores it exactly.
+///
+/// Thread safety: one thread at a time (the learner actor).
+class dqn_learner {
+ public:
+  /// Seeds torch with `seed` and builds both networks (identical at first).
+  dqn_learner(const network_spec& spec, const dqn_config& config, std::uint64_t seed);
+  ~dqn_learner();
+  dqn_learner(const dqn_learner&) = delete;
+  dqn_learner& operator=(const dqn_learner&) = delete;
+
+  /// One update on `batch`; writes |TD error| per draw into batch.td_errors.
+  update_stats update(replay::sample_batch& batch);
+
+  /// The online network's flat weights (what the policy loads).
+  [[nodiscard]] std::vector<float> weights() const;
+  /// The target network's flat weights.
+  [[nodiscard]] std::vector<float> target_weights() const;
+  /// Learner state (online weights, Adam, counters) for a checkpoint.
+  [[nodiscard]] learner_state state() const;
+  /// Restores a state and the target weights; usage_error if sizes differ.
+  void restore(const learner_state& s, std::span<const float> target);
+  [[nodiscard]] std::uint64_t updates() const noexcept;
+  /// Counts env steps into the state a checkpoint keeps.
+  void set_env_steps(std::uint64_t steps) noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// The acting side: epsilon-greedy on the Q network, run row by row on the
+/// CPU with the dense kernels (no torch call, no allocation).
+///
+/// Row r (env r) explores with epsilon_r(t) = e_r + (1 − e_r) · max(0, 1 −
+/// t / exploration_steps), e_r = ape_x_epsilon(r, rows, base, alpha), t the
+/// env steps acted on (the policy counts them; a resumed run passes its
+/// count). Random actions and the coin come from the row's own generator,
+/// seeded from (seed, row) in a family apart from the envs', so the actions
+/// of a row do not depend on which rows share its batch. values[r], when
+/// asked for, is max_a Q(o, a).
+///
+/// Thread safety: one batcher at a time, as for every policy.
+class q_policy final : public actors::policy {
+ public:
+  /// Weights are zero until load_weights(); the learner publishes its own first.
+  q_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
+           std::uint64_t steps_done = 0);
+  ~q_policy() override;
+  q_policy(const q_policy&) = delete;
+  q_policy& operator=(const q_policy&) = delete;
+
+  void act(const actors::policy_rows& rows) override;
+  /// Throws usage_error if the size is not the Q network's.
+  void load_weights(std::span<const float> weights) override;
+  /// Row r's epsilon now.
+  [[nodiscard]] double epsilon(std::size_t row) const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace coral::learners

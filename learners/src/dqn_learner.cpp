@@ -1,0 +1,153 @@
+#include "coral/learners/dqn_learner.hpp"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "actor_critic.hpp"
+#include "adam.hpp"
+#include "coral/core/error.hpp"
+
+namespace coral::learners {
+namespace {
+
+std::vector<float> flatten(const torch::nn::Sequential& net) {
+  std::vector<float> out;
+  for (const auto& p : net->parameters()) {
+    auto c = p.detach().contiguous();
+    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  return out;
+}
+
+void load(torch::nn::Sequential& net, std::span<const float> weights) {
+  torch::NoGradGuard no_grad;
+  auto params = net->parameters();
+  std::size_t total = 0;
+  for (const auto& p : params) total += static_cast<std::size_t>(p.numel());
+  if (total != weights.size()) {
+    throw usage_error(fmt::format("dqn_learner: {} weights given, the network has {}", weights.size(), total));
+  }
+  std::size_t offset = 0;
+  for (auto& p : params) {
+    const auto n = static_cast<std::size_t>(p.numel());
+    std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(offset), n, p.data_ptr<float>());
+    offset += n;
+  }
+}
+
+}  // namespace
+
+struct dqn_learner::impl {
+  impl(const network_spec& spec, const dqn_config& c, std::uint64_t seed) : config(c) {
+    const auto widths = q_network_widths(spec, "");
+    const std::vector<std::size_t> hidden(widths.begin() + 1, widths.end() - 1);
+    // The initial weights depend on the seed alone.
+    torch::manual_seed(seed);
+    online = detail::make_mlp(widths.front(), hidden, widths.back(), 1.0);
+    target = detail::make_mlp(widths.front(), hidden, widths.back(), 1.0);
+    load(target, flatten(online));
+    online->train();
+    target->eval();
+    adam = std::make_unique<detail::flat_adam>(online->parameters(), c.adam_epsilon);
+    obs_dim = static_cast<std::int64_t>(widths.front());
+  }
+
+  dqn_config config;
+  torch::nn::Sequential online{nullptr};
+  torch::nn::Sequential target{nullptr};
+  std::unique_ptr<detail::flat_adam> adam;
+  std::int64_t obs_dim = 0;
+  std::uint64_t updates = 0;
+  std::uint64_t env_steps = 0;
+};
+
+dqn_learner::dqn_learner(const network_spec& spec, const dqn_config& config, std::uint64_t seed)
+    : impl_(std::make_unique<impl>(spec, config, seed)) {}
+
+dqn_learner::~dqn_learner() = default;
+
+std::uint64_t dqn_learner::updates() const noexcept { return impl_->updates; }
+void dqn_learner::set_env_steps(std::uint64_t steps) noexcept { impl_->env_steps = steps; }
+std::vector<float> dqn_learner::weights() const { return flatten(impl_->online); }
+std::vector<float> dqn_learner::target_weights() const { return flatten(impl_->target); }
+
+update_stats dqn_learner::update(replay::sample_batch& b) {
+  auto& s = *impl_;
+  const auto& c = s.config;
+  const auto started = std::chrono::steady_clock::now();
+  const auto B = static_cast<std::int64_t>(b.size);
+  const auto D = s.obs_dim;
+  const auto obs = torch::from_blob(b.observations.data(), {B, D}, torch::kFloat32);
+  const auto next = torch::from_blob(b.next_observations.data(), {B, D}, torch::kFloat32);
+  const auto actions = torch::from_blob(b.discrete.data(), {B, 1}, torch::kInt32).to(torch::kInt64);
+  const auto returns = torch::from_blob(b.returns.data(), {B}, torch::kFloat32);
+  const auto discounts = torch::from_blob(b.discounts.data(), {B}, torch::kFloat32);
+  // Importance weights scaled so that the batch's largest is 1 (as Ape-X's
+  // learners do): the buffer's own normalisation, by the smallest priority
+  // anywhere, can make every weight tiny, and Adam's epsilon then shrinks
+  // the steps.
+  auto weights = torch::from_blob(b.weights.data(), {B}, torch::kFloat32);
+  weights = weights / weights.max().clamp_min(1e-12);
+
+  // One forward pass of the online network over o and o' together.
+  const auto q_all = s.online->forward(torch::cat({obs, next}, 0));
+  const auto q = q_all.narrow(0, 0, B).gather(1, actions).squeeze(1);
+  torch::Tensor y;
+  {
+    torch::NoGradGuard no_grad;
+    const auto q_next_target = s.target->forward(next);
+    torch::Tensor bootstrap;
+    if (c.double_dqn) {
+      const auto best = q_all.narrow(0, B, B).detach().argmax(1, /*keepdim=*/true);
+      bootstrap = q_next_target.gather(1, best).squeeze(1);
+    } else {
+      bootstrap = std::get<0>(q_next_target.max(1));
+    }
+    y = returns + discounts * bootstrap;
+  }
+  const auto td = y - q;
+  const auto huber = torch::nn::functional::huber_loss(
+      q, y, torch::nn::functional::HuberLossFuncOptions().reduction(torch::kNone).delta(c.huber_delta));
+  const auto loss = (weights * huber).mean();
+  s.online->zero_grad();
+  loss.backward();
+  if (c.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(s.online->parameters(), c.max_grad_norm);
+  s.adam->step(s.online->parameters(), c.learning_rate);
+
+  update_stats out;
+  {
+    torch::NoGradGuard no_grad;
+    const auto abs_td = td.detach().abs().contiguous();
+    b.td_errors.assign(abs_td.data_ptr<float>(), abs_td.data_ptr<float>() + B);
+    out.td_loss = loss.item<double>();
+    out.mean_q = q.detach().mean().item<double>();
+    out.mean_abs_td = abs_td.mean().item<double>();
+  }
+  ++s.updates;
+  if (c.target_update > 0 && s.updates % c.target_update == 0) load(s.target, flatten(s.online));
+  out.learning_rate = c.learning_rate;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+learner_state dqn_learner::state() const {
+  learner_state st;
+  st.parameters = weights();
+  impl_->adam->save(st.adam_m, st.adam_v);
+  st.adam_steps = impl_->adam->steps;
+  st.updates = impl_->updates;
+  st.env_steps = impl_->env_steps;
+  return st;
+}
+
+void dqn_learner::restore(const learner_state& st, std::span<const float> target) {
+  auto& s = *impl_;
+  load(s.online, st.parameters);
+  load(s.target, target);
+  s.adam->load(st.adam_m, st.adam_v, st.adam_steps);
+  s.updates = st.updates;
+  s.env_steps = st.env_steps;
+}
+
+}  // namespace coral::learners

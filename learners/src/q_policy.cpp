@@ -1,0 +1,105 @@
+// The DQN acting policy: torch-free (dense kernels over the flat weights).
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/messages.hpp"
+#include "dense.hpp"
+
+namespace coral::learners {
+
+double ape_x_epsilon(std::size_t i, std::size_t n, double base, double alpha) noexcept {
+  if (n <= 1) return base;
+  return std::pow(base, 1.0 + alpha * static_cast<double>(i) / static_cast<double>(n - 1));
+}
+
+std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_view action_space) {
+  if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
+    throw config_error(fmt::format(fmt::runtime(messages::dqn_needs_discrete), action_space));
+  }
+  std::vector<std::size_t> widths{spec.input_dim()};
+  widths.insert(widths.end(), spec.hidden.begin(), spec.hidden.end());
+  widths.push_back(static_cast<std::size_t>(spec.nvec.front()));
+  return widths;
+}
+
+struct q_policy::impl {
+  std::vector<std::size_t> widths;
+  std::size_t actions = 0;
+  detail::dense_mlp net;
+  std::vector<envs::rng> rngs;
+  std::vector<double> rungs;  // e_r
+  std::uint64_t exploration_steps = 0;
+  std::uint64_t steps = 0;    // env steps acted on
+  std::vector<float> scratch_a;
+  std::vector<float> scratch_b;
+};
+
+q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
+                   std::uint64_t steps_done)
+    : impl_(std::make_unique<impl>()) {
+  auto& m = *impl_;
+  if (spec.frames != 1) throw config_error(fmt::format(fmt::runtime(messages::dqn_no_frames), spec.frames));
+  m.widths = q_network_widths(spec, fmt::format("{} actions", fmt::join(spec.nvec, ",")));
+  m.actions = m.widths.back();
+  const std::vector<float> zeros(detail::dense_parameter_count(m.widths), 0.0f);
+  m.net.load_flat(zeros, m.widths);
+  constexpr std::uint64_t policy_salt = 0x712D706F6C696379ULL;  // "q-policy"
+  for (std::size_t r = 0; r < rows; ++r) {
+    m.rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
+    m.rungs.push_back(ape_x_epsilon(r, rows, config.epsilon_base, config.epsilon_alpha));
+  }
+  m.exploration_steps = config.exploration_steps;
+  m.steps = steps_done;
+  m.scratch_a.resize(m.net.widest());
+  m.scratch_b.resize(m.net.widest());
+}
+
+q_policy::~q_policy() = default;
+
+void q_policy::load_weights(std::span<const float> weights) {
+  const auto expected = detail::dense_parameter_count(impl_->widths);
+  if (weights.size() != expected) {
+    throw usage_error(fmt::format("q_policy: {} weights given, the network has {}", weights.size(), expected));
+  }
+  impl_->net.load_flat(weights, impl_->widths);
+}
+
+double q_policy::epsilon(std::size_t row) const noexcept {
+  const auto& m = *impl_;
+  const double rung = m.rungs[row];
+  if (m.exploration_steps == 0 || m.steps >= m.exploration_steps) return rung;
+  const double left = 1.0 - static_cast<double>(m.steps) / static_cast<double>(m.exploration_steps);
+  return rung + (1.0 - rung) * left;
+}
+
+void q_policy::act(const actors::policy_rows& rows) {
+  auto& m = *impl_;
+  auto& batch = rows.batch;
+  std::uint64_t acted = 0;
+  for (const auto& range : rows.ranges) {
+    for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+      auto& rng = m.rngs[r];
+      const bool explore = rng.uniform() < epsilon(r);
+      std::size_t pick = 0;
+      if (explore) pick = static_cast<std::size_t>(rng.below(m.actions));
+      if (!explore || !rows.values.empty()) {
+        const float* q = m.net.apply(batch.observations().row(r).data(), m.scratch_a.data(), m.scratch_b.data());
+        const auto best = static_cast<std::size_t>(std::max_element(q, q + m.actions) - q);
+        if (!explore) pick = best;
+        if (!rows.values.empty()) rows.values[r] = q[best];
+      }
+      batch.discrete_actions().row(r)[0] = static_cast<std::int32_t>(pick);
+      if (!rows.log_probs.empty()) rows.log_probs[r] = 0.0f;
+      ++acted;
+    }
+  }
+  m.steps += acted;
+}
+
+}  // namespace coral::learners
