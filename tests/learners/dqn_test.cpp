@@ -1,0 +1,216 @@
+#include "coral/learners/dqn_learner.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "coral/actors/messages.hpp"
+#include "coral/core/error.hpp"
+#include "coral/envs/env_batch.hpp"
+#include "coral/learners/checkpoint.hpp"
+#include "coral/learners/messages.hpp"
+#include "coral/learners/train.hpp"
+#include "coral/replay/replay_actor.hpp"
+#include "test_envs.hpp"
+
+namespace fs = std::filesystem;
+using namespace coral::learners;
+namespace lm = coral::learners::messages;
+namespace actors = coral::actors;
+using coral::executor_mode;
+
+namespace {
+
+/// A short DQN run on cartpole that updates from its first thousand steps on.
+train_options small_dqn(std::uint64_t total_steps) {
+  train_options o;
+  o.algo = "dqn";
+  o.sampler.env = "cartpole";
+  o.sampler.num_envs = 8;
+  o.sampler.topo = actors::topology::sync;
+  o.sampler.executor = executor_mode::single;
+  o.sampler.seed = 5;
+  o.total_steps = total_steps;
+  o.progress_seconds = 0;
+  o.dqn.learning_starts = 500;
+  o.dqn.replay_capacity = 4096;
+  o.dqn.batch_size = 32;
+  o.dqn.replay_ratio = 4;
+  return o;
+}
+
+std::string refusal(const train_options& o) {
+  try {
+    validate(o);
+  } catch (const coral::config_error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+fs::path fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("coral-dqn-test-" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::string without_wall_time(std::string json) {
+  const auto at = json.find(R"("wall_seconds":)");
+  return json.erase(at, json.find(',', at) - at + 1);
+}
+
+}  // namespace
+
+TEST_CASE("the Ape-X ladder runs from base for env 0 to base^(1 + alpha) for the last env", "[learners][dqn]") {
+  CHECK(ape_x_epsilon(0, 8, 0.4, 7) == Approx(0.4));
+  CHECK(ape_x_epsilon(7, 8, 0.4, 7) == Approx(std::pow(0.4, 8)));
+  CHECK(ape_x_epsilon(3, 8, 0.4, 7) == Approx(std::pow(0.4, 4)));
+  CHECK(ape_x_epsilon(0, 1, 0.4, 7) == Approx(0.4));
+}
+
+TEST_CASE("the DQN policy explores from epsilon 1 down to each env's rung and acts greedily on Q", "[learners][dqn]") {
+  coral::envs::space obs = coral::envs::space::box({2}, -1, 1);
+  coral::envs::space act = coral::envs::space::discrete(3);
+  const auto spec = network_spec::from_spaces(obs, act, {4}, 1);
+  dqn_config c;
+  c.epsilon_base = 0.5;
+  c.epsilon_alpha = 3;
+  c.exploration_steps = 100;
+  const std::size_t rows = 4;
+  q_policy p(spec, rows, 1, c);
+  CHECK(p.epsilon(0) == Approx(1.0));
+  // Weights that make action 2 the best everywhere: only the last bias is non-zero.
+  const auto widths = q_network_widths(spec, act.to_string());
+  std::vector<float> w(2 * 4 + 4 + 4 * 3 + 3, 0.0f);
+  w.back() = 1.0f;
+  p.load_weights(w);
+  coral::envs::env_batch batch(rows, obs, act);
+  std::vector<actors::row_range> ranges{{0, static_cast<std::uint32_t>(rows)}};
+  std::vector<float> values(rows);
+  std::size_t greedy_last_row = 0;
+  std::size_t greedy_first_row = 0;
+  for (int i = 0; i < 200; ++i) {
+    p.act({.batch = batch, .ranges = ranges, .log_probs = {}, .values = values});
+    if (i >= 25) {  // past the 100 steps of exploration
+      greedy_last_row += batch.discrete_actions().row(3)[0] == 2 ? 1 : 0;
+      greedy_first_row += batch.discrete_actions().row(0)[0] == 2 ? 1 : 0;
+    }
+    CHECK(values[0] == Approx(1.0f));
+  }
+  // 200 batches of 4 rows: 800 env steps, past the 100 of exploration.
+  CHECK(p.epsilon(0) == Approx(0.5));
+  CHECK(p.epsilon(3) == Approx(std::pow(0.5, 4)));
+  // 175 batches: the last row (epsilon 1/16) picks action 2 with probability
+  // 1 − (1/16)(2/3) ≈ 0.958 (mean 167.7, sd 2.7); the first (epsilon 1/2)
+  // with 2/3 (mean 116.7, sd 6.2).
+  CHECK(greedy_last_row >= 158);
+  CHECK(greedy_first_row >= 95);
+  CHECK(greedy_first_row <= 138);
+  CHECK_THROWS_AS(p.load_weights(std::vector<float>(3)), coral::usage_error);
+  CHECK(widths == std::vector<std::size_t>{2, 4, 3});
+}
+
+TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
+  auto check = [](auto change, std::string_view flag) {
+    auto o = small_dqn(1000);
+    change(o);
+    const auto text = refusal(o);
+    CAPTURE(text);
+    CHECK(text.find(flag) != std::string::npos);
+  };
+  check([](train_options& o) { o.dqn.replay_ratio = 0; }, "--replay-ratio");
+  check([](train_options& o) { o.dqn.n_step = 0; }, "--n-step");
+  check([](train_options& o) { o.dqn.batch_size = 0; }, "--replay-batch");
+  check([](train_options& o) { o.dqn.prefetch = 0; }, "--prefetch");
+  check([](train_options& o) { o.dqn.priority_alpha = 2; }, "--priority-alpha");
+  check([](train_options& o) { o.dqn.target_update = 0; }, "--target-update");
+  check([](train_options& o) { o.dqn.epsilon_base = 1.5; }, "--epsilon-base");
+  check([](train_options& o) { o.dqn.replay_capacity = 16; }, "--replay-capacity");
+  auto o = small_dqn(1000);
+  o.frames = 2;
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_frames), 2));
+}
+
+TEST_CASE("DQN refuses an action space that is not one Discrete", "[learners][dqn]") {
+  coral::test::register_test_envs();
+  auto o = small_dqn(1000);
+  o.sampler.env = "test-target";
+  std::ostringstream progress;
+  try {
+    (void)train(o, progress);
+    FAIL("accepted a Box action space");
+  } catch (const coral::config_error& e) {
+    CHECK(std::string(e.what()) == fmt::format(fmt::runtime(lm::dqn_needs_discrete),
+                                                  coral::envs::space::box({1}, -2.0f, 2.0f).to_string()));
+  }
+}
+
+TEST_CASE("coral train --algo dqn runs on every topology and executor, updating from the replay", "[learners][dqn]") {
+  auto t = GENERATE(actors::topology::sync, actors::topology::double_buffer, actors::topology::pool);
+  auto mode = GENERATE(executor_mode::single, executor_mode::threads);
+  CAPTURE(actors::to_string(t), mode == executor_mode::single ? "single" : "threads");
+  auto o = small_dqn(3000);
+  o.sampler.topo = t;
+  o.sampler.executor = mode;
+  o.sampler.threads = 2;
+  std::ostringstream progress;
+  const auto r = train(o, progress);
+  CHECK(r.env_steps >= 3000);
+  CHECK(r.episodes > 0);
+  // After 500 steps, 4 sampled transitions per step in batches of 32: an update per 8 steps.
+  CHECK(r.updates >= (3000 - 500) / 8 - 8);
+  CHECK(r.updates <= (3000 + 64) / 8);
+}
+
+TEST_CASE("two DQN runs of a seed under --executor single give identical results", "[learners][dqn]") {
+  auto o = small_dqn(3000);
+  std::ostringstream p1, p2;
+  const auto a = train(o, p1);
+  const auto b = train(o, p2);
+  CHECK(without_wall_time(a.to_json(o)) == without_wall_time(b.to_json(o)));
+  CHECK(a.updates > 0);
+}
+
+TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay contents", "[learners][dqn]") {
+  const auto dir = fresh_dir("resume");
+  auto o = small_dqn(3000);
+  o.checkpoint_dir = dir.string();
+  std::ostringstream first;
+  const auto r1 = train(o, first);
+  REQUIRE(!r1.checkpoint.empty());
+  const auto c = read_checkpoint(r1.checkpoint);
+  CHECK(c.algo == "dqn");
+  CHECK(!c.replay.empty());
+  CHECK(c.target_parameters.size() == c.learner.parameters.size());
+  CHECK(c.learner.updates == r1.updates);
+
+  // What the saved replay holds, as a fresh replay actor of the run's shape loads it.
+  coral::replay::replay_actor_config rc;
+  rc.buffer = {.capacity = 4096, .num_streams = 8, .obs_dim = 4, .discrete_action_dim = 1, .n_step = 3};
+  rc.batch_size = 32;
+  coral::replay::replay_actor saved(rc);
+  saved.load(c.replay);
+  const auto held = saved.buffer().size();
+  CHECK(held > 2000);
+  CHECK(saved.limiter().inserts() >= 2900);
+
+  o.resume = true;
+  o.total_steps = 5000;
+  std::ostringstream second;
+  const auto r2 = train(o, second);
+  CHECK(second.str().find(fmt::format("{} transitions in replay", held)) != std::string::npos);
+  CHECK(r2.env_steps >= 5000);
+  CHECK(r2.updates > r1.updates);
+  // Updates went on from where the limiter stood: no second warm-up of 500 steps.
+  CHECK(r2.updates - r1.updates >= (5000 - r1.env_steps) / 8 - 8);
+
+  // A PPO run refuses the DQN checkpoint.
+  auto p = o;
+  p.algo = "ppo";
+  std::ostringstream third;
+  CHECK_THROWS_WITH(train(p, third), Catch::Contains("was written by --algo dqn"));
+}
