@@ -16,7 +16,6 @@ namespace coral::replay {
 
 namespace {
 
-constexpr double infinity = std::numeric_limits<double>::infinity();
 
 void check_exponent(const char* name, double value) {
   if (!(value >= 0.0 && value <= 1.0)) {
@@ -201,15 +200,13 @@ replay_buffer::replay_buffer(const replay_config& config)
       priorities_(config.capacity),
       generations_(config.capacity),
       heads_(config.num_streams),
-      sum_(config.capacity),
-      min_(config.capacity) {}
+      tree_(config.capacity) {}
 
 std::size_t replay_buffer::claim(std::size_t stream) {
   const std::uint64_t pos = heads_[stream]++;
   const std::size_t slot = stream * stream_capacity_ + static_cast<std::size_t>(pos % stream_capacity_);
   if (states_[slot] == state_complete) --complete_;
-  sum_.leaf_data()[slot] = 0.0;
-  min_.leaf_data()[slot] = infinity;
+  tree_.leaf_data()[slot] = 0.0f;
   generations_[slot] = ++inserts_;
   return slot;
 }
@@ -284,15 +281,13 @@ void replay_buffer::complete_and_refresh(std::size_t stream, std::uint64_t old_h
   // head before this insert; so only positions from old_head - n can change.
   std::uint64_t first = old_head >= config_.n_step ? old_head - config_.n_step : 0;
   if (head - first > cap) first = head - cap;  // older positions were overwritten in this call
-  double* sum_leaves = sum_.leaf_data();
-  double* min_leaves = min_.leaf_data();
+  float* leaves = tree_.leaf_data();
   for (std::uint64_t p = first; p < head; ++p) {
     const std::size_t slot = base + static_cast<std::size_t>(p % cap);
     if (states_[slot] == state_pending && p + steps_[slot] < head) {
       states_[slot] = state_complete;
       ++complete_;
-      sum_leaves[slot] = priorities_[slot];
-      min_leaves[slot] = priorities_[slot];
+      leaves[slot] = static_cast<float>(priorities_[slot]);  // exact: priorities are float values
     }
   }
   // Recompute the ancestors of the touched positions [first, head), split
@@ -300,13 +295,10 @@ void replay_buffer::complete_and_refresh(std::size_t stream, std::uint64_t old_h
   const std::size_t lo = static_cast<std::size_t>(first % cap);
   const std::size_t count = static_cast<std::size_t>(head - first);
   if (lo + count <= cap) {
-    sum_.refresh(base + lo, base + lo + count);
-    min_.refresh(base + lo, base + lo + count);
+    tree_.refresh(base + lo, base + lo + count);
   } else {
-    sum_.refresh(base + lo, base + cap);
-    min_.refresh(base + lo, base + cap);
-    sum_.refresh(base, base + (lo + count - cap));
-    min_.refresh(base, base + (lo + count - cap));
+    tree_.refresh(base + lo, base + cap);
+    tree_.refresh(base, base + (lo + count - cap));
   }
 }
 
@@ -316,7 +308,7 @@ void replay_buffer::cut(std::size_t stream) {
   }
   // Only the last n items of the stream can be pending (an older one's
   // bootstrap item, at most n later, is already written). Their tree leaves
-  // are already 0 and +inf and complete_ does not count them, so only the
+  // are already 0 (absent) and complete_ does not count them, so only the
   // state changes; complete_and_refresh then never completes them, and
   // claim() drops them like any other non-complete item.
   const std::uint64_t head = heads_[stream];
@@ -333,7 +325,7 @@ void replay_buffer::save(std::vector<char>& out) const {
   // One value per slot: a complete transition's priority lives in its leaf.
   std::vector<double> priorities(priorities_);
   for (std::size_t slot = 0; slot < cap; ++slot) {
-    if (states_[slot] == state_complete) priorities[slot] = sum_.get(slot);
+    if (states_[slot] == state_complete) priorities[slot] = tree_.get(slot);
   }
   out.reserve(out.size() + 64 * section_header_size + observations_.size() * sizeof(float) +
               discrete_.size() * sizeof(std::int32_t) + continuous_.size() * sizeof(float) +
@@ -470,15 +462,11 @@ void replay_buffer::load(std::span<const char> in) {
               : max_leaf_;
     }
   }
-  double* sum_leaves = sum_.leaf_data();
-  double* min_leaves = min_.leaf_data();
+  float* leaves = tree_.leaf_data();
   for (std::size_t slot = 0; slot < cap; ++slot) {
-    const bool live = states_[slot] == state_complete;
-    sum_leaves[slot] = live ? priorities_[slot] : 0.0;
-    min_leaves[slot] = live ? priorities_[slot] : infinity;
+    leaves[slot] = states_[slot] == state_complete ? static_cast<float>(priorities_[slot]) : 0.0f;
   }
-  sum_.refresh(0, cap);
-  min_.refresh(0, cap);
+  tree_.refresh(0, cap);
 }
 
 void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_batch& out) const {
@@ -506,39 +494,46 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
   out.keys.resize(batch);
   out.probabilities.resize(batch);
   out.weights.resize(batch);
-  const double total = sum_.total();
+  const double total = tree_.total();
   const double stratum = total / static_cast<double>(batch);
   // w_i = (N P(i))^-beta / (N P_min)^-beta = (p_i / p_min)^-beta.
-  const double min_leaf = min_.total();
+  const double min_leaf = tree_.min();
   const auto neg_beta = static_cast<float>(-beta);
   for (std::size_t i = 0; i < batch; ++i) out.probabilities[i] = (static_cast<double>(i) + rng.uniform()) * stratum;
   scratch_slots_.resize(batch);
-  sum_.find_prefix_many(out.probabilities, scratch_slots_);
-  constexpr std::size_t ahead = sum_tree::prefetch_distance;
+  // generations_ is 8 MB at a million slots: fetch each draw's as soon as
+  // the descent finds it, and read them last.
+  const std::uint64_t* generations = generations_.data();
+  tree_.find_prefix_many(out.probabilities, scratch_slots_,
+                         [generations](std::size_t slot) { __builtin_prefetch(generations + slot); });
+  // Products with the reciprocals: within an ulp of the quotients (the
+  // weight's ratio is rounded to float anyway), and no division per draw.
+  const double inv_total = 1.0 / total;
+  const double inv_min_leaf = 1.0 / min_leaf;
   for (std::size_t i = 0; i < batch; ++i) {
-    // generations_ is 8 MB at a million slots: fetch ahead, as the descent does.
-    if (i + ahead < batch) __builtin_prefetch(generations_.data() + scratch_slots_[i + ahead]);
-    const std::size_t slot = scratch_slots_[i];
-    const double leaf = sum_.get(slot);
-    out.keys[i] = {slot, generations_[slot]};
-    out.probabilities[i] = leaf / total;
+    const double leaf = tree_.get(scratch_slots_[i]);  // cached: the descent just read it
+    out.probabilities[i] = leaf * inv_total;
     // Single precision: weights are floats anyway, and powf costs half of pow.
-    out.weights[i] = std::pow(static_cast<float>(leaf / min_leaf), neg_beta);
+    out.weights[i] = std::pow(static_cast<float>(leaf * inv_min_leaf), neg_beta);
   }
+  for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generations[scratch_slots_[i]]};
 }
 
 std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors) {
   check_size("td_errors", td_errors.size(), keys.size());
-  scratch_slots_.clear();
-  scratch_values_.clear();
-  scratch_slots_.reserve(keys.size());
-  scratch_values_.reserve(keys.size());
+  scratch_slots_.resize(keys.size());
+  scratch_values_.resize(keys.size());
   const auto alpha = static_cast<float>(config_.alpha);
-  constexpr std::size_t ahead = sum_tree::prefetch_distance;
+  constexpr std::size_t ahead = priority_tree::prefetch_distance;
+  std::size_t applied = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i + ahead < keys.size() && keys[i + ahead].slot < config_.capacity) {
-      // Random slots of a large buffer: their state and priority are cache misses.
-      __builtin_prefetch(states_.data() + keys[i + ahead].slot);
+      // Random slots of a large buffer: their generation, state and tree
+      // lines are cache misses unless a sample just read them.
+      const std::size_t slot = keys[i + ahead].slot;
+      __builtin_prefetch(generations_.data() + slot);
+      __builtin_prefetch(states_.data() + slot);
+      tree_.prefetch(slot);
     }
     const sample_key key = keys[i];
     if (key.slot >= config_.capacity || generations_[key.slot] != key.generation ||
@@ -549,20 +544,20 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
     // Single precision is ample for a sampling weight and powf costs half of pow.
     // Kept at least FLT_MIN: a zero leaf would make a complete transition
     // unsampleable and the importance-weight normaliser zero.
-    const double leaf = std::max(std::pow(static_cast<float>(priority), alpha), std::numeric_limits<float>::min());
+    const float leaf = std::max(std::pow(static_cast<float>(priority), alpha), std::numeric_limits<float>::min());
     if (priority > max_priority_) {
       max_priority_ = priority;
       max_leaf_ = leaf;
     }
     // priorities_ is read only when a pending transition completes; a complete
-    // one's priority lives in its sum-tree leaf, and skipping the write saves
-    // a cache miss per update.
-    scratch_slots_.push_back(key.slot);
-    scratch_values_.push_back(leaf);
+    // one's priority lives in its tree leaf, and skipping the write saves a
+    // cache miss per update.
+    scratch_slots_[applied] = key.slot;
+    scratch_values_[applied] = leaf;
+    ++applied;
   }
-  sum_.set_many(scratch_slots_, scratch_values_);
-  min_.set_many(scratch_slots_, scratch_values_);
-  return scratch_slots_.size();
+  tree_.set_many(std::span(scratch_slots_).first(applied), std::span(scratch_values_).first(applied));
+  return applied;
 }
 
 }  // namespace coral::replay

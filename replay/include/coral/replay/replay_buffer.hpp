@@ -21,9 +21,10 @@
 /// return, discount, k (uint16), a state byte, the priority and a generation.
 ///
 /// Priorities. A transition is inserted with the largest priority seen so far
-/// (1 at first). Its leaf in the sum and min trees is priority^alpha; pending
-/// transitions, frames and empty slots have leaf 0 in the sum tree and +inf in
-/// the min tree. update_priorities sets priority = |td error| + epsilon.
+/// (1 at first). Its leaf in the priority tree is priority^alpha, a float;
+/// pending transitions, frames and empty slots have leaf 0, which the tree
+/// leaves out of both its sum and its minimum. update_priorities sets
+/// priority = |td error| + epsilon.
 /// Sampling is stratified: the total mass is split into B equal strata and
 /// one item is drawn in each. Importance weights are (N P(i))^−beta divided by
 /// their largest possible value, (N P_min)^−beta, so the largest weight is 1.
@@ -57,7 +58,7 @@
 
 #include "coral/core/slab.hpp"
 #include "coral/envs/rng.hpp"
-#include "coral/replay/segment_tree.hpp"
+#include "coral/replay/priority_tree.hpp"
 #include "coral/replay/transition.hpp"
 
 namespace coral::replay {
@@ -150,7 +151,7 @@ class replay_buffer {
   /// length), then named sections (the shape and alpha/epsilon of the config,
   /// the counters, max priority, the stream heads and every slot array,
   /// priorities as priority^alpha) and a checksum. Written in this machine's
-  /// byte order; the trees are not stored (load rebuilds them).
+  /// byte order; the tree is not stored (load rebuilds it).
   void save(std::vector<char>& out) const;
 
   /// Replaces the buffer's state with exactly one blob written by save().
@@ -161,7 +162,7 @@ class replay_buffer {
   /// (p^a)^(a'/a), rounded to float like update_priorities' leaves (exact
   /// when a' == a, which reproduces every leaf bit for bit); a blob saved with
   /// a = 0 holds no per-transition priority, so every transition then gets
-  /// the max priority. epsilon only affects later updates. The trees are
+  /// the max priority. epsilon only affects later updates. The tree is
   /// rebuilt from the slots, so sampling with the same rng state draws what
   /// the saved buffer would have drawn.
   /// Throws coral::config_error, leaving the buffer unchanged:
@@ -195,7 +196,7 @@ class replay_buffer {
   /// Current priority^alpha (|td| + epsilon, to the alpha) of the item in
   /// `slot`; 0 for a frame or an empty slot.
   [[nodiscard]] double priority(std::size_t slot) const noexcept {
-    return states_[slot] == state_complete ? sum_.get(slot) : priorities_[slot];
+    return states_[slot] == state_complete ? tree_.get(slot) : priorities_[slot];
   }
   /// Current generation of `slot`.
   [[nodiscard]] std::uint64_t generation(std::size_t slot) const noexcept { return generations_[slot]; }
@@ -211,7 +212,7 @@ class replay_buffer {
   /// Items (transitions and frames) written since construction.
   [[nodiscard]] std::uint64_t inserts() const noexcept { return inserts_; }
   /// Σ priority^alpha over the sampleable transitions.
-  [[nodiscard]] double total_priority() const noexcept { return sum_.total(); }
+  [[nodiscard]] double total_priority() const noexcept { return tree_.total(); }
   /// The largest priority seen, given to new transitions.
   [[nodiscard]] double max_priority() const noexcept { return max_priority_; }
 
@@ -238,19 +239,18 @@ class replay_buffer {
   std::vector<float> returns_;
   std::vector<float> discounts_;
   std::vector<std::uint16_t> steps_;
-  std::vector<std::uint8_t> states_;
+  detail::huge_vector<std::uint8_t> states_;
   std::vector<double> priorities_;  // priority^alpha given at insert, until the transition completes
-  std::vector<std::uint64_t> generations_;
+  detail::huge_vector<std::uint64_t> generations_;
   std::vector<std::uint64_t> heads_;  // items written per stream, ever
-  sum_tree sum_;
-  min_tree min_;
+  priority_tree tree_;  // leaf priority^alpha of complete transitions, 0 for every other slot
   double max_priority_ = 1.0;
   double max_leaf_ = 1.0;  // max_priority_^alpha
   std::uint64_t inserts_ = 0;
   std::size_t complete_ = 0;
   // Reused by sampling and updates; they grow only with the batch size.
   mutable std::vector<std::size_t> scratch_slots_;
-  std::vector<double> scratch_values_;
+  std::vector<float> scratch_values_;
 };
 
 }  // namespace coral::replay
