@@ -146,7 +146,9 @@ void update_only(benchmark::State& state) {
   std::vector<coral::replay::sample_key> keys(b);
   for (auto _ : state) {
     state.PauseTiming();
-    buffer->sample_uniform(rng, b, out);  // random slots, as a prioritized draw of a flat buffer would give
+    // The keys of a prioritized draw, as a learner sends them back: the
+    // draw has just read their tree and generation lines, as in sample_update.
+    buffer->sample_prioritized(rng, b, 0.4, out);
     for (auto& x : td) x = static_cast<float>(rng.uniform(0.0, 2.0));
     state.ResumeTiming();
     benchmark::DoNotOptimize(buffer->update_priorities(out.keys, td));

@@ -423,8 +423,9 @@ void replay_buffer::load(std::span<const char> in) {
     }
     if (state == state_complete) {
       ++complete_slots;
+      // A complete transition's leaf is a float of at least FLT_MIN: a present leaf.
       const auto p = get_at<double>(priorities + 8 * slot);
-      if (!(p > 0.0 && std::isfinite(p))) {
+      if (!(p >= std::numeric_limits<float>::min() && p <= std::numeric_limits<float>::max())) {
         malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "priority", slot, p));
       }
     }
@@ -524,20 +525,22 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
   scratch_slots_.resize(keys.size());
   scratch_values_.resize(keys.size());
   const auto alpha = static_cast<float>(config_.alpha);
-  constexpr std::size_t ahead = priority_tree::prefetch_distance;
+  // Random slots of a large buffer: their generation and tree lines are
+  // cache misses unless a sample just read them. Ask for all of them first,
+  // so that the misses overlap with each other and with the powf below.
+  for (const sample_key& key : keys) {
+    if (key.slot < config_.capacity) {
+      __builtin_prefetch(generations_.data() + key.slot);
+      tree_.prefetch(key.slot);
+    }
+  }
   std::size_t applied = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (i + ahead < keys.size() && keys[i + ahead].slot < config_.capacity) {
-      // Random slots of a large buffer: their generation, state and tree
-      // lines are cache misses unless a sample just read them.
-      const std::size_t slot = keys[i + ahead].slot;
-      __builtin_prefetch(generations_.data() + slot);
-      __builtin_prefetch(states_.data() + slot);
-      tree_.prefetch(slot);
-    }
     const sample_key key = keys[i];
-    if (key.slot >= config_.capacity || generations_[key.slot] != key.generation ||
-        states_[key.slot] != state_complete) {
+    // A present leaf is exactly a complete transition (its leaf is at least
+    // FLT_MIN, every other slot's is 0), and its line is fetched for the
+    // update anyway: cheaper than reading states_.
+    if (key.slot >= config_.capacity || generations_[key.slot] != key.generation || !(tree_.get(key.slot) > 0.0f)) {
       continue;
     }
     const double priority = std::abs(static_cast<double>(td_errors[i])) + config_.epsilon;
