@@ -83,6 +83,11 @@ void put(std::vector<char>& out, const T& value) {
   out.insert(out.end(), p, p + sizeof(T));
 }
 
+// memcpy, but an empty slab's null data pointer is fine.
+void copy_bytes(void* to, const char* from, std::size_t bytes) noexcept {
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
 template <class T>
 T get_at(const char* p) noexcept {
   T value;
@@ -435,16 +440,16 @@ void replay_buffer::load(std::span<const char> in) {
   }
 
   // Valid: replace the state.
-  std::memcpy(heads_.data(), heads, heads_.size() * 8);
-  std::memcpy(observations_.data(), observations, observations_.size() * sizeof(float));
-  std::memcpy(discrete_.data(), discrete, discrete_.size() * sizeof(std::int32_t));
-  std::memcpy(continuous_.data(), continuous, continuous_.size() * sizeof(float));
-  std::memcpy(returns_.data(), returns, cap * sizeof(float));
-  std::memcpy(discounts_.data(), discounts, cap * sizeof(float));
-  std::memcpy(steps_.data(), steps, cap * sizeof(std::uint16_t));
-  std::memcpy(states_.data(), states, cap);
-  std::memcpy(priorities_.data(), priorities, cap * sizeof(double));
-  std::memcpy(generations_.data(), generations, cap * sizeof(std::uint64_t));
+  copy_bytes(heads_.data(), heads, heads_.size() * 8);
+  copy_bytes(observations_.data(), observations, observations_.size() * sizeof(float));
+  copy_bytes(discrete_.data(), discrete, discrete_.size() * sizeof(std::int32_t));
+  copy_bytes(continuous_.data(), continuous, continuous_.size() * sizeof(float));
+  copy_bytes(returns_.data(), returns, cap * sizeof(float));
+  copy_bytes(discounts_.data(), discounts, cap * sizeof(float));
+  copy_bytes(steps_.data(), steps, cap * sizeof(std::uint16_t));
+  copy_bytes(states_.data(), states, cap);
+  copy_bytes(priorities_.data(), priorities, cap * sizeof(double));
+  copy_bytes(generations_.data(), generations, cap * sizeof(std::uint64_t));
   max_priority_ = max_priority;
   inserts_ = inserts;
   complete_ = static_cast<std::size_t>(complete);
