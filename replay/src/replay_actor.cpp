@@ -54,6 +54,7 @@ void insert_block::clear() noexcept {
   discounts.clear();
   steps.clear();
   last_of_episode.clear();
+  cuts.clear();
 }
 
 void insert_block::push(std::uint32_t stream, const transition& t) {
@@ -142,6 +143,8 @@ void replay_actor::raise_allowance() noexcept {
 }
 
 void replay_actor::insert(insert_block& block) {
+  for (const auto stream : block.cuts) buffer_.cut(stream);
+  stats_.cuts.fetch_add(block.cuts.size(), std::memory_order_relaxed);
   const std::size_t n = block.size();
   for (std::size_t i = 0; i < n; ++i) buffer_.insert(block.streams[i], block.at(i));
   limiter_.record_insert(block.env_steps);

@@ -58,6 +58,14 @@ void replay_feeder::consume(const actors::step_batch& step) {
       const std::span<float> prev_obs(previous_obs_.data() + r * od, od);
       const std::span<std::int32_t> prev_disc(previous_discrete_.data() + r * dd, dd);
       const std::span<float> prev_cont(previous_continuous_.data() + r * cd, cd);
+      if (has_previous_[r] != 0 && b.episode_lengths()[r] == 0) {
+        // A step always leaves an episode length of at least 1: this row's
+        // env failed and was reset (--on-env-error reset). Its episode ended
+        // with no outcome to record; drop the steps waiting for one.
+        assemblers_[r].clear();
+        block->cuts.push_back(r);
+        has_previous_[r] = 0;
+      }
       if (has_previous_[r] != 0) {
         // The outcome of the row's previous step is in the row now.
         const bool terminated = b.terminated()[r] != 0;

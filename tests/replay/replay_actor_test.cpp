@@ -175,15 +175,23 @@ struct pipeline_result {
   std::uint64_t errors = 0;
   std::string first_error;
   std::uint64_t episodes = 0;
+  std::uint64_t cuts = 0;
   double min_diff = 0;
   double max_diff = 0;
 };
 
-pipeline_result run_pipeline(topology t, executor_mode mode, std::size_t n_step, std::uint64_t steps) {
+pipeline_result run_pipeline(topology t, executor_mode mode, std::size_t n_step, std::uint64_t steps,
+                             bool env_fails = false) {
   coral::test::counter_env::register_once();
   coral::actors::sampler_options so;
   so.env = "test-counter";
   so.env_args = {{"episode_length", "7"}};
+  if (env_fails) {
+    // Env 1 throws on its 45th step, in the middle of its 7th episode, and is reset.
+    so.env_args.push_back({"fail_env", "1"});
+    so.env_args.push_back({"fail_step", "45"});
+    so.on_env_error = coral::actors::env_error_policy::reset;
+  }
   so.topo = t;
   so.num_envs = 4;
   so.threads = 2;
@@ -243,9 +251,13 @@ pipeline_result run_pipeline(topology t, executor_mode mode, std::size_t n_step,
         const float* o = b->observations.data() + 4 * i;
         const float* o2 = b->next_observations.data() + 4 * i;
         // [env, total steps, steps in episode, last action]
-        const auto k = static_cast<std::size_t>(std::lround(o2[1] - o[1]));
+        const long dk = std::lround(o2[1] - o[1]);
         if (o2[0] != o[0]) fail("bootstrap observation from another env");
-        if (k < 1 || k > n_step) fail("k out of range: " + std::to_string(k));
+        if (dk < 1 || dk > static_cast<long>(n_step)) {
+          fail("k out of range: " + std::to_string(dk));
+          continue;
+        }
+        const auto k = static_cast<std::size_t>(dk);
         const bool ended = o2[2] == 7.0f;
         if (!ended && k != n_step) fail("a short transition that did not end its episode");
         if (ended != (b->discounts[i] == 0.0f)) fail("discount does not match the episode end");
@@ -268,6 +280,7 @@ pipeline_result run_pipeline(topology t, executor_mode mode, std::size_t n_step,
   out.inserted = r.stats().env_steps.load();
   out.episodes = episodes.load();
   if (episode_errors.load() > 0 && out.errors++ == 0) out.first_error = "an episode's return or length is wrong";
+  out.cuts = r.stats().cuts.load();
   out.min_diff = r.limiter().min_diff();
   out.max_diff = r.limiter().max_diff();
   return out;
@@ -297,3 +310,16 @@ TEST_CASE("sampler, feeder and replay actor deliver correct n-step transitions u
   const double diff = static_cast<double>(r.inserted) * 4.0 - static_cast<double>(r.sampled);
   CHECK(diff >= r.min_diff);
 }
+
+TEST_CASE("an env reset after a failure cuts its replay stream: no transition spans the reset", "[replay][actor][pipeline]") {
+  coral::test::watchdog dog("replay pipeline with a failing env", 120s);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  CAPTURE(mode == executor_mode::single ? "single" : "threads");
+  const auto r = run_pipeline(topology::pool, mode, 3, 4000, true);
+  INFO(r.first_error);
+  CHECK(r.errors == 0);
+  CHECK(r.checked > 1000);
+  CHECK(r.env_steps >= 4000);
+  CHECK(r.cuts == 1);
+}
+

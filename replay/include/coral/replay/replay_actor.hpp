@@ -66,6 +66,10 @@ struct insert_block {
   std::vector<float> discounts;
   std::vector<std::uint32_t> steps;
   std::vector<std::uint8_t> last_of_episode;
+  /// Streams whose episode ended without a final observation (an env reset
+  /// after a failure) before this block's transitions: the actor cuts them
+  /// first (replay_buffer::cut).
+  std::vector<std::uint32_t> cuts;
 
   insert_block(std::size_t obs, std::size_t disc, std::size_t cont)
       : obs_dim(obs), discrete_dim(disc), continuous_dim(cont) {}
@@ -135,6 +139,7 @@ struct replay_stats {
   std::atomic<std::uint64_t> sample_ns{0};      ///< time sampling and gathering, all batches
   std::atomic<std::uint64_t> size{0};           ///< sampleable transitions now
   std::atomic<std::uint64_t> waiting_requests{0};  ///< requests the limiter holds now
+  std::atomic<std::uint64_t> cuts{0};           ///< streams cut (envs reset after a failure)
 };
 
 /// The replay actor.

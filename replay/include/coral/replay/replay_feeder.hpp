@@ -13,7 +13,9 @@
 ///   completes the previous step's (o, a, r, o') through the row's
 ///   nstep_assembler (one replay stream per row) and sends what that emits to
 ///   the replay actor as one insert_block per batch, together with the
-///   number of env steps the batch accounts for;
+///   number of env steps the batch accounts for. A row whose env was reset
+///   after a failure (its step left no episode length) has its pending
+///   steps dropped and its stream cut, so no transition spans the reset;
 /// - an actor (run()) between the env groups and the batcher: groups
 ///   announce ready to ready(); it forwards an announcement to the batcher
 ///   once the replay's insert allowance covers the group's steps, and
