@@ -3,6 +3,7 @@
 // two torch translation units (network.cpp, ppo_learner.cpp) include it.
 
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <torch/torch.h>
@@ -41,6 +42,11 @@ TORCH_MODULE_IMPL(actor_critic, actor_critic_impl);
 /// √2 for hidden layers and `head_gain` for the last, zero biases.
 torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out,
                                double head_gain);
+
+/// The flat weights of `params`, one after the other.
+std::vector<float> flatten(const std::vector<torch::Tensor>& params);
+/// Copies flat weights into `params`; usage_error naming `owner` if the sizes differ.
+void load(const std::vector<torch::Tensor>& params, std::span<const float> weights, std::string_view owner);
 
 /// The flat weights of `net`, in ordered() order.
 std::vector<float> flatten(const actor_critic_impl& net);

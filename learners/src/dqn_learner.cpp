@@ -11,29 +11,10 @@
 namespace coral::learners {
 namespace {
 
-std::vector<float> flatten(const torch::nn::Sequential& net) {
-  std::vector<float> out;
-  for (const auto& p : net->parameters()) {
-    auto c = p.detach().contiguous();
-    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  }
-  return out;
-}
+std::vector<float> flatten(const torch::nn::Sequential& net) { return detail::flatten(net->parameters()); }
 
 void load(torch::nn::Sequential& net, std::span<const float> weights) {
-  torch::NoGradGuard no_grad;
-  auto params = net->parameters();
-  std::size_t total = 0;
-  for (const auto& p : params) total += static_cast<std::size_t>(p.numel());
-  if (total != weights.size()) {
-    throw usage_error(fmt::format("dqn_learner: {} weights given, the network has {}", weights.size(), total));
-  }
-  std::size_t offset = 0;
-  for (auto& p : params) {
-    const auto n = static_cast<std::size_t>(p.numel());
-    std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(offset), n, p.data_ptr<float>());
-    offset += n;
-  }
+  detail::load(net->parameters(), weights, "dqn_learner");
 }
 
 }  // namespace

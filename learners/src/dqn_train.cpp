@@ -90,7 +90,6 @@ std::size_t stream_capacity(const train_options& o, std::size_t rows) {
 void validate_dqn(const train_options& o) {
   const auto& d = o.dqn;
   if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(messages::dqn_no_frames), o.frames));
-  if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
   if (d.n_step == 0) out_of_range("--n-step", d.n_step, "must be at least 1");
   if (d.batch_size == 0) out_of_range("--replay-batch", d.batch_size, "must be at least 1");
   if (!(d.replay_ratio > 0)) out_of_range("--replay-ratio", d.replay_ratio, "must be > 0");
@@ -116,12 +115,6 @@ void validate_dqn(const train_options& o) {
     out_of_range("--replay-capacity", d.replay_capacity,
                  fmt::format("must hold at least n-step + 2 = {} transitions per env ({} envs)", d.n_step + 2, rows));
   }
-  if (o.hidden.empty()) out_of_range("--hidden", "(none)", "give at least one layer width");
-  for (auto h : o.hidden) {
-    if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
-  }
-  if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
-  if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(messages::resume_needs_dir));
 }
 
 train_result train_dqn(const train_options& o, std::ostream& progress) {
@@ -165,13 +158,12 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
 
   std::uint64_t start_steps = 0;
   if (o.resume) {
-    const auto c = detail::read_for_resume(o.checkpoint_dir, so.env, "dqn", signature);
+    const auto [c, file] = detail::read_for_resume(o.checkpoint_dir, so.env, "dqn", signature);
     learner.restore(c.learner, c.target_parameters);
     replay.load(c.replay);
     start_steps = c.learner.env_steps;
-    progress << fmt::format("resumed from {} ({} env steps, {} updates, {} transitions in replay)\n",
-                            newest_checkpoint(o.checkpoint_dir)->string(), start_steps, c.learner.updates,
-                            replay.buffer().size());
+    progress << fmt::format("resumed from {} ({} env steps, {} updates, {} transitions in replay)\n", file.string(),
+                            start_steps, c.learner.updates, replay.buffer().size());
   }
 
   latest<std::vector<float>> weights;
@@ -197,12 +189,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   const auto bo = gated_batcher_options(so, wiring);
 
   // Metrics.
-  std::ofstream csv;
-  if (!o.run_dir.empty()) {
-    std::filesystem::create_directories(o.run_dir);
-    csv.open(std::filesystem::path(o.run_dir) / "metrics.csv");
-    csv << csv_header << '\n';
-  }
+  auto csv = detail::open_metrics(o.run_dir, csv_header);
   const auto started = clock::now();
   struct window {
     std::uint64_t steps = 0;

@@ -7,7 +7,7 @@
 
 namespace coral::learners {
 
-/// Checks the DQN options (after the sampler's); throws config_error naming the flag.
+/// Checks the DQN-only options (validate() checks the sampler's and the shared ones first); throws config_error naming the flag.
 void validate_dqn(const train_options& options);
 
 /// train() for --algo dqn: sampler, replay feeder, replay actor and DQN learner.

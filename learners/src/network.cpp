@@ -138,31 +138,33 @@ std::vector<torch::Tensor> actor_critic_impl::ordered() const {
   return parameters(/*recurse=*/true);  // registration order: actor, critic, log_std
 }
 
-std::vector<float> flatten(const actor_critic_impl& net) {
+std::vector<float> flatten(const std::vector<torch::Tensor>& params) {
   std::vector<float> out;
-  for (const auto& p : net.ordered()) {
+  for (const auto& p : params) {
     auto c = p.detach().contiguous();
     out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
   }
   return out;
 }
 
-void load(actor_critic_impl& net, std::span<const float> weights) {
+void load(const std::vector<torch::Tensor>& params, std::span<const float> weights, std::string_view owner) {
   torch::NoGradGuard no_grad;
-  std::size_t offset = 0;
-  auto params = net.ordered();
   std::size_t total = 0;
   for (const auto& p : params) total += static_cast<std::size_t>(p.numel());
   if (total != weights.size()) {
-    throw usage_error(fmt::format("actor_critic: {} weights given, the network has {}", weights.size(), total));
+    throw usage_error(fmt::format("{}: {} weights given, the network has {}", owner, weights.size(), total));
   }
-  for (auto& p : params) {
+  std::size_t offset = 0;
+  for (auto p : params) {
     const auto n = static_cast<std::size_t>(p.numel());
-    std::copy(weights.begin() + static_cast<std::ptrdiff_t>(offset),
-              weights.begin() + static_cast<std::ptrdiff_t>(offset + n), p.data_ptr<float>());
+    std::copy_n(weights.begin() + static_cast<std::ptrdiff_t>(offset), n, p.data_ptr<float>());
     offset += n;
   }
 }
+
+std::vector<float> flatten(const actor_critic_impl& net) { return flatten(net.ordered()); }
+
+void load(actor_critic_impl& net, std::span<const float> weights) { load(net.ordered(), weights, "actor_critic"); }
 
 }  // namespace detail
 

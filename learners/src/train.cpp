@@ -72,13 +72,20 @@ void validate(const train_options& o) {
     throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--algo", o.algo, "ppo, dqn"));
   }
   (void)actors::resolve_wiring(o.sampler);
+  // What both algorithms take.
+  if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
+  if (o.hidden.empty()) out_of_range("--hidden", "(none)", "give at least one layer width");
+  for (auto h : o.hidden) {
+    if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
+  }
+  if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
+  if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(messages::resume_needs_dir));
   if (o.algo == "dqn") {
     validate_dqn(o);
     return;
   }
   if (o.horizon == 0) out_of_range("--horizon", o.horizon, "must be at least 1");
   if (o.frames == 0) out_of_range("--frames", o.frames, "must be at least 1");
-  if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
   if (o.ppo.epochs == 0) out_of_range("--epochs", o.ppo.epochs, "must be at least 1");
   if (o.ppo.minibatch_size == 0) out_of_range("--minibatch-size", o.ppo.minibatch_size, "must be at least 1");
   if (!(o.ppo.learning_rate > 0)) out_of_range("--learning-rate", o.ppo.learning_rate, "must be > 0");
@@ -88,12 +95,6 @@ void validate(const train_options& o) {
   if (!(o.ppo.max_grad_norm >= 0)) out_of_range("--max-grad-norm", o.ppo.max_grad_norm, "must be >= 0");
   if (!(o.ppo.entropy_coef >= 0)) out_of_range("--entropy-coef", o.ppo.entropy_coef, "must be >= 0");
   if (!(o.ppo.value_coef >= 0)) out_of_range("--value-coef", o.ppo.value_coef, "must be >= 0");
-  if (o.hidden.empty()) out_of_range("--hidden", "(none)", "give at least one layer width");
-  for (auto h : o.hidden) {
-    if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
-  }
-  if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
-  if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(messages::resume_needs_dir));
 }
 
 std::string train_result::to_json(const train_options& o) const {
@@ -128,10 +129,10 @@ train_result train(const train_options& o, std::ostream& progress) {
   ppo_learner learner(spec, o.ppo, so.seed, o.total_steps);
   const std::string signature = network_signature(spec);
   if (o.resume) {
-    const auto c = detail::read_for_resume(o.checkpoint_dir, so.env, "ppo", signature);
+    const auto [c, file] = detail::read_for_resume(o.checkpoint_dir, so.env, "ppo", signature);
     learner.restore(c.learner);
-    progress << fmt::format("resumed from {} ({} env steps, {} updates)\n", newest_checkpoint(o.checkpoint_dir)->string(),
-                            c.learner.env_steps, c.learner.updates);
+    progress << fmt::format("resumed from {} ({} env steps, {} updates)\n", file.string(), c.learner.env_steps,
+                            c.learner.updates);
   }
   const std::uint64_t start_steps = learner.env_steps();
 
@@ -152,12 +153,7 @@ train_result train(const train_options& o, std::ostream& progress) {
   const auto bo = gated_batcher_options(so, wiring);
 
   // Metrics files.
-  std::ofstream csv;
-  if (!o.run_dir.empty()) {
-    std::filesystem::create_directories(o.run_dir);
-    csv.open(std::filesystem::path(o.run_dir) / "metrics.csv");
-    csv << csv_header << '\n';
-  }
+  auto csv = detail::open_metrics(o.run_dir, csv_header);
   const auto started = clock::now();
   std::uint64_t last_steps = start_steps;
   auto last_time = started;

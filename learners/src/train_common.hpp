@@ -67,11 +67,17 @@ inline void plot_learning_curve(const std::filesystem::path& dir, std::ostream& 
   if (std::system(cmd.c_str()) != 0) progress << "warning: gnuplot failed; no learning_curve.png\n";
 }
 
+/// A checkpoint a run resumes from, and its file.
+struct resumed_checkpoint {
+  checkpoint c;
+  std::filesystem::path file;
+};
+
 /// Reads the newest checkpoint in `dir` for a resumed run of `algo` on
 /// `env` with a network of `signature`; throws config_error when there is
 /// none, checkpoint_error when it belongs to another run.
-inline checkpoint read_for_resume(const std::string& dir, std::string_view env, std::string_view algo,
-                                  std::string_view signature) {
+inline resumed_checkpoint read_for_resume(const std::string& dir, std::string_view env, std::string_view algo,
+                                          std::string_view signature) {
   const auto file = newest_checkpoint(dir);
   if (!file) throw config_error(fmt::format(fmt::runtime(messages::no_checkpoint), dir));
   auto c = read_checkpoint(*file);
@@ -85,7 +91,17 @@ inline checkpoint read_for_resume(const std::string& dir, std::string_view env, 
     throw checkpoint_error(
         fmt::format(fmt::runtime(messages::checkpoint_mismatch), file->string(), "network", c.network, signature));
   }
-  return c;
+  return {std::move(c), *file};
+}
+
+/// run_dir/metrics.csv with `header` written, or a closed stream when run_dir is empty.
+inline std::ofstream open_metrics(const std::string& run_dir, std::string_view header) {
+  std::ofstream csv;
+  if (run_dir.empty()) return csv;
+  std::filesystem::create_directories(run_dir);
+  csv.open(std::filesystem::path(run_dir) / "metrics.csv");
+  csv << header << '\n';
+  return csv;
 }
 
 /// The result of a run that ended with statistics `s`.
