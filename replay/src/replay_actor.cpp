@@ -69,19 +69,6 @@ void insert_block::push(std::uint32_t stream, const transition& t) {
   last_of_episode.push_back(t.last_of_episode ? 1 : 0);
 }
 
-transition insert_block::at(std::size_t i) const noexcept {
-  transition t;
-  t.observation = {observations.data() + i * obs_dim, obs_dim};
-  t.next_observation = {next_observations.data() + i * obs_dim, obs_dim};
-  t.discrete_action = {discrete.data() + i * discrete_dim, discrete_dim};
-  t.continuous_action = {continuous.data() + i * continuous_dim, continuous_dim};
-  t.n_step_return = returns[i];
-  t.discount = discounts[i];
-  t.steps = steps[i];
-  t.last_of_episode = last_of_episode[i] != 0;
-  return t;
-}
-
 replay_actor::replay_actor(const replay_actor_config& config)
     : config_(config),
       limiter_config_(limiter_config(config)),
@@ -145,8 +132,30 @@ void replay_actor::raise_allowance() noexcept {
 void replay_actor::insert(insert_block& block) {
   for (const auto stream : block.cuts) buffer_.cut(stream);
   stats_.cuts.fetch_add(block.cuts.size(), std::memory_order_relaxed);
+  // The feeder writes each row's transitions one after the other: insert
+  // them as runs, so the buffer refreshes its tree once per run.
   const std::size_t n = block.size();
-  for (std::size_t i = 0; i < n; ++i) buffer_.insert(block.streams[i], block.at(i));
+  const std::size_t od = block.obs_dim;
+  const std::size_t dd = block.discrete_dim;
+  const std::size_t cd = block.continuous_dim;
+  for (std::size_t first = 0; first < n;) {
+    const std::uint32_t stream = block.streams[first];
+    std::size_t end = first + 1;
+    while (end < n && block.streams[end] == stream) ++end;
+    const std::size_t k = end - first;
+    transition_batch run;
+    run.count = k;
+    run.observations = std::span<const float>(block.observations).subspan(first * od, k * od);
+    run.next_observations = std::span<const float>(block.next_observations).subspan(first * od, k * od);
+    run.discrete_actions = std::span<const std::int32_t>(block.discrete).subspan(first * dd, k * dd);
+    run.continuous_actions = std::span<const float>(block.continuous).subspan(first * cd, k * cd);
+    run.n_step_returns = std::span<const float>(block.returns).subspan(first, k);
+    run.discounts = std::span<const float>(block.discounts).subspan(first, k);
+    run.steps = std::span<const std::uint32_t>(block.steps).subspan(first, k);
+    run.last_of_episode = std::span<const std::uint8_t>(block.last_of_episode).subspan(first, k);
+    buffer_.insert(stream, run);
+    first = end;
+  }
   limiter_.record_insert(block.env_steps);
   stats_.env_steps.fetch_add(block.env_steps, std::memory_order_relaxed);
   stats_.transitions.fetch_add(n, std::memory_order_relaxed);

@@ -87,9 +87,8 @@ void replay_feeder::consume(const actors::step_batch& step) {
     }
   }
   auto& inbox = replay_->inbox();
-  const std::size_t queued = inbox.size();
   if (!inbox.try_send(replay_msg(std::move(block))) && !inbox.is_closed()) {
-    throw usage_error(fmt::format(fmt::runtime(messages::inbox_full), queued));
+    throw usage_error(fmt::format(fmt::runtime(messages::inbox_full), inbox.size()));
   }
 }
 

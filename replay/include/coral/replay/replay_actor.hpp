@@ -79,8 +79,6 @@ struct insert_block {
   void clear() noexcept;
   /// Appends a copy of `t` for `stream`.
   void push(std::uint32_t stream, const transition& t);
-  /// A view of transition i.
-  [[nodiscard]] transition at(std::size_t i) const noexcept;
 };
 
 /// A batch the learner trains on, gathered into contiguous rows, and the TD
