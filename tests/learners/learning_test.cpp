@@ -161,3 +161,31 @@ TEST_CASE("PPO learns MultiDiscrete and Box actions", "[learning][spaces]") {
     CHECK(r.solved);
   }
 }
+
+// DQN: the replay actor, prioritized replay and the Ape-X ladder, with
+// `coral train --algo dqn`'s defaults.
+
+TEST_CASE("DQN with prioritized replay solves cartpole within 300k env steps for several seeds",
+          "[learning][dqn][cartpole]") {
+  auto seed = GENERATE(1, 2, 3);
+  CAPTURE(seed);
+  auto o = defaults("cartpole", static_cast<std::uint64_t>(seed));
+  o.algo = "dqn";
+  o.total_steps = 300'000;
+  const auto r = run(o);
+  CHECK(r.solved);
+  CHECK(r.mean_return >= 475);
+  CHECK(r.env_steps <= 300'000);
+}
+
+TEST_CASE("DQN solves the bandit and password sanity envs", "[learning][dqn][sanity]") {
+  auto env = GENERATE(as<std::string>{}, "bandit", "password");
+  CAPTURE(env);
+  auto o = defaults(env, 1);
+  o.algo = "dqn";
+  o.total_steps = 200'000;
+  const auto r = run(o);
+  CHECK(r.solved);
+  CHECK(r.mean_return >= 0.95);
+}
+
