@@ -2,9 +2,6 @@
 
 #include <algorithm>
 
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include "coral/core/error.hpp"
@@ -43,7 +40,6 @@ void inference_batcher::close_all() noexcept {
 }
 
 asio::awaitable<bool> inference_batcher::collect(channel<ready_msg>& ch) {
-  using namespace asio::experimental::awaitable_operators;
   const std::size_t groups_wanted = options_.batch_size / group_size_;
   const std::size_t groups_min =
       options_.min_batch_size == 0 ? groups_wanted : (options_.min_batch_size + group_size_ - 1) / group_size_;
@@ -59,11 +55,9 @@ asio::awaitable<bool> inference_batcher::collect(channel<ready_msg>& ch) {
         // until the deadline set when the minimum was reached.
         if (!deadline) deadline = waited_from + options_.batch_timeout;
         if (waited_from >= *deadline) break;
-        asio::steady_timer timer(co_await asio::this_coro::executor, *deadline);
-        auto r = co_await (ch.async_receive_some(room) || timer.async_wait(asio::use_awaitable));
+        n = co_await ch.async_receive_some_until(room, *deadline);
         stats_.idle_ns.fetch_add(ns_since(waited_from), std::memory_order_relaxed);
-        if (r.index() == 1) break;  // deadline passed
-        n = std::get<0>(r);
+        if (n == 0 && !ch.is_drained()) break;  // deadline passed; nothing taken, nothing lost
       } else {
         n = co_await ch.async_receive_some(room);
         stats_.idle_ns.fetch_add(ns_since(waited_from), std::memory_order_relaxed);

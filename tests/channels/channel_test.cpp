@@ -197,7 +197,12 @@ TEST_CASE("close wakes waiting senders, whose sends fail", "[channels][close]") 
   CHECK(ch.is_drained());
 }
 
-TEST_CASE("a cancelled receive ends with operation_aborted and takes no item", "[channels][cancel]") {
+namespace {
+
+/// Parks `receive` on an empty channel, cancels it, and checks that it ended
+/// with operation_aborted, was not resumed, and took nothing.
+template <class Receive>
+void check_cancelled_receive_takes_nothing(Receive receive) {
   asio::io_context ctx;
   channel<int> ch(4);
   asio::cancellation_signal signal;
@@ -205,7 +210,7 @@ TEST_CASE("a cancelled receive ends with operation_aborted and takes no item", "
   bool resumed = false;
   asio::co_spawn(ctx,
                  [&]() -> asio::awaitable<void> {
-                   (void)co_await ch.async_receive();
+                   co_await receive(ch);
                    resumed = true;
                  },
                  asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e) { error = e; }));
@@ -223,6 +228,14 @@ TEST_CASE("a cancelled receive ends with operation_aborted and takes no item", "
   CHECK(ch.waiting_receivers() == 0);
   REQUIRE(ch.try_send(7));
   CHECK(ch.try_receive() == 7);
+}
+
+}  // namespace
+
+TEST_CASE("a cancelled receive ends with operation_aborted and takes no item", "[channels][cancel]") {
+  check_cancelled_receive_takes_nothing([](channel<int>& ch) -> asio::awaitable<void> {
+    (void)co_await ch.async_receive();
+  });
 }
 
 TEST_CASE("a cancelled send ends with operation_aborted and sends nothing", "[channels][cancel]") {
@@ -304,4 +317,98 @@ TEST_CASE("messages are moved through a channel, never copied, and none leak", "
   CHECK(counted::copies == 0);
   CHECK(counted::value_constructed == 5);
   CHECK(counted::alive() == 0);
+}
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/// Spins until `t` has passed: what the test waits for is the clock itself.
+void wait_until_past(steady::time_point t) {
+  while (steady::now() <= t) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a receive with a deadline returns 0 when the deadline passes and takes nothing", "[channels][deadline]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  std::optional<std::size_t> got;
+  std::array<int, 4> out{};
+  const auto deadline = steady::now() + std::chrono::milliseconds(2);
+  spawn(ctx, [&]() -> asio::awaitable<void> { got = co_await ch.async_receive_some_until(out, deadline); });
+  ctx.poll();
+  REQUIRE_FALSE(got);
+  REQUIRE(ch.waiting_receivers() == 1);
+  while (!got) ctx.run_one();  // the timer is the only work left
+  CHECK(*got == 0);
+  CHECK_FALSE(ch.is_drained());
+  CHECK(ch.waiting_receivers() == 0);
+  REQUIRE(ch.try_send(5));  // the next receiver gets it
+  CHECK(ch.try_receive() == 5);
+}
+
+TEST_CASE("a receive with a deadline returns items at once, and 0 once closed and drained", "[channels][deadline]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  std::array<int, 4> out{};
+  std::vector<std::size_t> got;
+  REQUIRE(ch.try_send(1));
+  REQUIRE(ch.try_send(2));
+  const auto far = steady::now() + std::chrono::hours(1);
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    got.push_back(co_await ch.async_receive_some_until(out, far));
+    got.push_back(co_await ch.async_receive_some_until(out, far));  // parks until the close
+  });
+  ctx.poll();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == 2);
+  CHECK(out[0] == 1);
+  CHECK(out[1] == 2);
+  ch.close();
+  ctx.poll();
+  REQUIRE(got.size() == 2);
+  CHECK(got[1] == 0);
+  CHECK(ch.is_drained());
+}
+
+TEST_CASE("a wake-up and the deadline in the same turn lose no item, in either order", "[channels][deadline]") {
+  // The defect this replaces: `co_await (ch.async_receive_some(out) || timer)`
+  // discards what a receive already woken by a sender pops when the timer
+  // wins. Here the sender wakes the parked receiver after the deadline has
+  // passed, so the timer and the wake-up are both ready when poll() runs.
+  int collisions = 0;
+  for (int round = 0; round < 200; ++round) {
+    asio::io_context ctx;
+    channel<int> ch(4);
+    std::optional<std::size_t> got;
+    std::array<int, 4> out{};
+    const auto deadline = steady::now() + std::chrono::microseconds(500);
+    spawn(ctx, [&]() -> asio::awaitable<void> { got = co_await ch.async_receive_some_until(out, deadline); });
+    ctx.poll();
+    if (got) continue;  // a loaded machine passed the deadline before the receiver parked
+    REQUIRE(ch.waiting_receivers() == 1);
+    ++collisions;
+    wait_until_past(deadline);
+    const bool send_first = round % 2 == 0;
+    if (send_first) REQUIRE(ch.try_send(round));
+    ctx.poll_one();  // one handler: the expired timer or the wake-up, whichever the scheduler has first
+    if (!send_first) REQUIRE(ch.try_send(round));
+    while (!got) ctx.run_one();
+    const std::size_t buffered = ch.size();
+    INFO("round " << round << ": received " << *got << ", still buffered " << buffered);
+    CHECK(*got + buffered == 1);
+    if (*got == 1) CHECK(out[0] == round);
+    if (buffered == 1) CHECK(ch.try_receive() == round);
+  }
+  CHECK(collisions > 50);
+}
+
+TEST_CASE("a cancelled receive with a deadline ends with operation_aborted and takes no item",
+          "[channels][deadline][cancel]") {
+  check_cancelled_receive_takes_nothing([](channel<int>& ch) -> asio::awaitable<void> {
+    std::array<int, 2> out{};
+    (void)co_await ch.async_receive_some_until(out, std::chrono::steady_clock::now() + std::chrono::hours(1));
+  });
 }

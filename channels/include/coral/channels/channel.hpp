@@ -4,6 +4,7 @@
 /// that actors talk through.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,10 @@
 #include <utility>
 
 #include <asio/awaitable.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/multiple_exceptions.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <tbb/concurrent_queue.h>
 
@@ -137,6 +142,40 @@ class channel {
     }
   }
 
+  /// Receives between 1 and out.size() items, waiting until at least one is
+  /// buffered or `deadline` passes. Returns the number received: 0 when the
+  /// deadline passed with nothing buffered, or once the channel is closed and
+  /// drained (is_drained() tells the two apart), or if `out` is empty.
+  ///
+  /// Cancellation-safe: the wait itself takes no item. Items are popped only
+  /// by this coroutine after it resumed, so when the timer and a sender's
+  /// wake-up fire in the same turn, whichever wins, every item is either in
+  /// `out` or still buffered for the next receive. (Racing
+  /// async_receive_some() against a timer with `||` is not safe: a receive
+  /// that was already woken cannot be cancelled, and the items it then pops
+  /// are discarded with its result.)
+  [[nodiscard]] asio::awaitable<std::size_t> async_receive_some_until(
+      std::span<T> out, std::chrono::steady_clock::time_point deadline) {
+    using namespace asio::experimental::awaitable_operators;
+    if (out.empty()) co_return 0;
+    if (auto n = try_receive_some(out)) co_return n;
+    const auto executor = co_await asio::this_coro::executor;
+    asio::steady_timer timer(executor, deadline);
+    for (;;) {
+      if (auto n = try_receive_some(out)) co_return n;
+      if (is_drained()) co_return 0;
+      if (std::chrono::steady_clock::now() >= deadline) co_return 0;
+      // Either branch may win; the loser is cancelled and waited for. When
+      // both end with an error (the caller was cancelled), rethrow the first:
+      // operation_aborted, as every other wait here ends when cancelled.
+      try {
+        co_await (wait_for_item() || timer.async_wait(asio::use_awaitable));
+      } catch (const asio::multiple_exceptions& e) {
+        std::rethrow_exception(e.first_exception());
+      }
+    }
+  }
+
   /// Closes the channel (see the class comment). Idempotent.
   void close() noexcept {
     state_.fetch_or(closed_bit, std::memory_order_acq_rel);
@@ -163,6 +202,13 @@ class channel {
   [[nodiscard]] std::size_t waiting_senders() const noexcept { return senders_.size(); }
 
  private:
+  /// Parks until an item may be buffered or the channel is drained; takes
+  /// nothing. Cancelled, it ends with operation_aborted.
+  asio::awaitable<void> wait_for_item() {
+    detail::waiter w;
+    co_await detail::async_park(receivers_, w, [this] { return has_item_or_drained(); }, asio::use_awaitable);
+  }
+
   // state_ = closed flag | number of reserved slots (pushed or being pushed).
   // One word, so that "reserve unless closed" is a single CAS and no send can
   // slip in after a receiver has seen "closed and drained".
