@@ -4,13 +4,13 @@
 #include <asio/co_spawn.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
-#include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/system_error.hpp>
 
 #include "coral/core/error.hpp"
 #include "coral/core/handler_allocator.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/core/logging.hpp"
 
 namespace coral {
@@ -72,7 +72,7 @@ asio::any_io_executor runtime::pool(pool_options options) {
   return with_handler_allocator(it->second->get_executor());
 }
 
-runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor) {
+runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor, bool daemon) {
   std::lock_guard lock(mutex_);
   for (const auto& a : actors_) {
     if (a->name == name) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_actor), name));
@@ -92,8 +92,15 @@ runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executo
   auto* actor = actors_.back().get();
   actor->name = std::move(name);
   actor->executor = std::move(executor);
-  ++running_;
+  actor->daemon = daemon;
+  ++(daemon ? daemons_running_ : running_);
   return actor;
+}
+
+void runtime::spawn_daemon(std::string name, asio::any_io_executor executor, asio::awaitable<void> body) {
+  auto* actor = add_actor(std::move(name), std::move(executor), true);
+  asio::co_spawn(actor->executor, std::move(body), completion(actor));
+  after_spawn(actor);
 }
 
 void runtime::spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body) {
@@ -130,7 +137,12 @@ void runtime::on_actor_done(actor_record& actor, std::exception_ptr error) {
   // Runs on the actor's own executor.
   actor.done.store(true);
   bool failed = false;
-  if (error && !(stop_requested() && is_operation_aborted(error))) {
+  bool dismissed = false;
+  if (actor.daemon) {
+    std::lock_guard lock(mutex_);
+    dismissed = daemons_cancelled_;
+  }
+  if (error && !((stop_requested() || dismissed) && is_operation_aborted(error))) {
     auto what = describe(error);
     std::lock_guard lock(mutex_);
     if (failed_actor_.empty()) {
@@ -143,10 +155,11 @@ void runtime::on_actor_done(actor_record& actor, std::exception_ptr error) {
     log::get("runtime")->error(fmt::runtime(messages::actor_failed), actor.name, describe(error));
     request_stop();
   }
-  asio::post(control_, [this] {
+  const bool daemon = actor.daemon;
+  asio::post(control_, [this, daemon] {
     {
       std::lock_guard lock(mutex_);
-      --running_;
+      --(daemon ? daemons_running_ : running_);
     }
     finish_if_done();
   });
@@ -171,8 +184,22 @@ void runtime::begin_stop() {
 }
 
 void runtime::finish_if_done() {
+  // Runs on the control context.
   std::lock_guard lock(mutex_);
-  if (running_ == 0) control_.stop();
+  if (running_ != 0) return;
+  if (daemons_running_ == 0) {
+    control_.stop();
+    return;
+  }
+  if (daemons_cancelled_) return;
+  daemons_cancelled_ = true;  // every other actor is done: dismiss the daemons
+  for (auto& actor : actors_) {
+    if (!actor->daemon) continue;
+    auto* a = actor.get();
+    asio::post(a->executor, [a] {
+      if (!a->done.load()) a->cancel.emit(asio::cancellation_type::terminal);
+    });
+  }
 }
 
 void runtime::run() {
@@ -183,14 +210,13 @@ void runtime::run() {
   auto work = asio::make_work_guard(control_);
 
   // Signals are caught from before the first actor can run.
-  std::optional<asio::signal_set> signals;
+  std::optional<interrupt_scope> signals;
   if (options_.handle_signals) {
-    signals.emplace(control_, SIGINT, SIGTERM);
-    signals->async_wait([this](const asio::error_code& ec, int signo) {
-      if (ec) return;
-      log::get("runtime")->info("signal {} received: stopping", signo);
+    signals.emplace([this] {
+      log::get("runtime")->info("interrupted: stopping (a second signal ends the process at once)");
       request_stop();
     });
+    if (interrupted()) request_stop();  // came under an enclosing scope, before this run
   }
   {
     std::lock_guard lock(mutex_);
@@ -206,6 +232,7 @@ void runtime::run() {
     deadline.async_wait([&](const asio::error_code& ec) {
       if (ec) return;
       timed_out = true;
+      if (options_.on_stop_timeout) options_.on_stop_timeout(stop_timeout_text());
       control_.stop();
     });
   });
@@ -213,14 +240,8 @@ void runtime::run() {
   finish_if_done();
   control_.run();
 
-  if (signals) signals->cancel();
-  std::vector<std::string> stuck;
-  {
-    std::lock_guard lock(mutex_);
-    for (const auto& a : actors_) {
-      if (!a->done.load()) stuck.push_back(a->name);
-    }
-  }
+  signals.reset();
+  const auto stuck = stuck_actors();
   for (auto& [name, pool] : pools_) {
     pool->stop();
     pool->join();
@@ -231,12 +252,21 @@ void runtime::run() {
 
   std::lock_guard lock(mutex_);
   if (!failed_actor_.empty()) throw actor_failed(failed_actor_, failure_what_);
-  if (timed_out && !stuck.empty()) {
-    std::string names;
-    for (const auto& n : stuck) names += (names.empty() ? "" : ", ") + n;
-    throw stop_timeout(
-        fmt::format(fmt::runtime(messages::stop_timeout), options_.stop_deadline.count(), names));
+  if (timed_out && !stuck.empty()) throw stop_timeout(stop_timeout_text(stuck));
+}
+
+std::string runtime::stuck_actors() const {
+  std::string names;
+  std::lock_guard lock(mutex_);
+  for (const auto& a : actors_) {
+    if (!a->done.load()) names += (names.empty() ? "" : ", ") + a->name;
   }
+  return names;
+}
+
+std::string runtime::stop_timeout_text(std::string names) const {
+  if (names.empty()) names = stuck_actors();
+  return fmt::format(fmt::runtime(messages::stop_timeout), options_.stop_deadline.count(), names);
 }
 
 }  // namespace coral

@@ -25,6 +25,13 @@ asio::awaitable<void> wait_forever() {
   co_await t.async_wait(asio::use_awaitable);
 }
 
+/// An actor that shields itself from cancellation, then waits far longer than any deadline.
+asio::awaitable<void> ignore_stops() {
+  co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
+  asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
+  co_await t.async_wait(asio::use_awaitable);
+}
+
 }  // namespace
 
 TEST_CASE("run returns once every actor has finished", "[core][runtime]") {
@@ -172,12 +179,7 @@ TEST_CASE("an actor that ignores a stop is abandoned at the deadline and named",
           "[core][runtime][stop]") {
   coral::test::watchdog dog("stop deadline", 20s);
   coral::runtime rt({.mode = executor_mode::threads, .stop_deadline = 100ms});
-  rt.spawn("stubborn", rt.pool("sampling"), []() -> asio::awaitable<void> {
-    // Shield itself from cancellation, then wait far longer than the deadline.
-    co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
-    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
-    co_await t.async_wait(asio::use_awaitable);
-  });
+  rt.spawn("stubborn", rt.pool("sampling"), ignore_stops());
   rt.spawn("stopper", rt.pool("learner"), [&]() -> asio::awaitable<void> {
     rt.request_stop();
     co_return;
@@ -210,4 +212,45 @@ TEST_CASE("an actor may spawn another while the runtime runs", "[core][runtime]"
   });
   rt.run();
   CHECK(child_ran);
+}
+
+TEST_CASE("daemons are dismissed once every other actor has finished", "[core][runtime][daemon]") {
+  coral::test::watchdog dog("daemons", 20s);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  coral::runtime rt({.mode = mode});
+  std::atomic<bool> worker_done{false};
+  rt.spawn_daemon("daemon", rt.pool("aux"), wait_forever());
+  rt.spawn("worker", rt.pool("sampling"), [&]() -> asio::awaitable<void> {
+    worker_done = true;
+    co_return;
+  });
+  REQUIRE_NOTHROW(rt.run());  // the daemon's operation_aborted is a clean end
+  CHECK(worker_done);
+  CHECK_FALSE(rt.stop_requested());
+}
+
+TEST_CASE("a failing daemon stops the run like any actor", "[core][runtime][daemon]") {
+  coral::test::watchdog dog("failing daemon", 20s);
+  coral::runtime rt({.mode = executor_mode::threads});
+  rt.spawn_daemon("daemon", rt.pool("aux"), []() -> asio::awaitable<void> {
+    throw std::runtime_error("daemon broke");
+    co_return;
+  }());
+  rt.spawn("worker", rt.pool("sampling"), wait_forever());
+  CHECK_THROWS_MATCHES(rt.run(), coral::actor_failed, Catch::Message("actor 'daemon' failed: daemon broke"));
+}
+
+TEST_CASE("on_stop_timeout is called with the message the moment the deadline passes", "[core][runtime][stop]") {
+  coral::test::watchdog dog("on_stop_timeout", 20s);
+  std::string said;
+  coral::runtime rt({.mode = executor_mode::threads,
+                     .stop_deadline = 100ms,
+                     .on_stop_timeout = [&](const std::string& what) { said = what; }});
+  rt.spawn("stubborn", rt.pool("sampling"), ignore_stops());
+  rt.spawn("stopper", rt.pool("learner"), [&]() -> asio::awaitable<void> {
+    rt.request_stop();
+    co_return;
+  });
+  CHECK_THROWS_AS(rt.run(), coral::stop_timeout);
+  CHECK(said == "actors did not stop within 100 ms: stubborn");
 }

@@ -30,11 +30,21 @@ namespace coral {
 /// Options of a runtime.
 struct runtime_options {
   executor_mode mode = executor_mode::threads;
-  /// Turn SIGINT and SIGTERM into request_stop() while run() runs.
+  /// Turn SIGINT and SIGTERM into request_stop() while run() runs (through
+  /// an interrupt_scope: a second signal ends the process at once). A signal
+  /// that arrived before run() under another live interrupt_scope stops the
+  /// run as soon as it starts.
   bool handle_signals = false;
   /// How long actors may take to finish after a stop before the runtime
   /// abandons them and run() throws stop_timeout.
   std::chrono::milliseconds stop_deadline{1000};
+  /// Called on the thread that called run(), with the stop_timeout message,
+  /// the moment stop_deadline passes with actors still running, before any
+  /// thread is joined. An actor stuck in code that never yields (an env
+  /// step of minutes) keeps its thread, and run() must join that thread
+  /// before it can throw; a program that cannot wait ends itself here
+  /// (print, then std::_Exit). If it returns, run() goes on as described.
+  std::function<void(const std::string&)> on_stop_timeout = {};
 };
 
 /// Spawns actors and runs them to the end.
@@ -88,6 +98,14 @@ class runtime {
   /// coroutines use the form above (a called lambda's captures would dangle).
   void spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body);
 
+  /// Starts a daemon actor: one that serves the others (a progress printer,
+  /// a watchdog) and does not keep the run going. Once every other actor has
+  /// finished, daemons still running are cancelled (terminal cancellation;
+  /// the operation_aborted they end with counts as a clean end) and run()
+  /// returns when they have finished too. A daemon's failure stops the run
+  /// like any actor's.
+  void spawn_daemon(std::string name, asio::any_io_executor executor, asio::awaitable<void> body);
+
   /// Registers `fn` to run once, on the thread that processes the stop, when
   /// a stop begins (typically closing a channel). Called immediately if the
   /// stop already began.
@@ -120,9 +138,10 @@ class runtime {
     asio::any_io_executor executor;
     asio::cancellation_signal cancel;
     std::atomic<bool> done{false};
+    bool daemon = false;
   };
 
-  actor_record* add_actor(std::string name, asio::any_io_executor executor);
+  actor_record* add_actor(std::string name, asio::any_io_executor executor, bool daemon = false);
   auto completion(actor_record* actor) {
     return asio::bind_cancellation_slot(
         actor->cancel.slot(), [this, actor](std::exception_ptr e) { on_actor_done(*actor, std::move(e)); });
@@ -131,6 +150,10 @@ class runtime {
   void on_actor_done(actor_record& actor, std::exception_ptr error);
   void begin_stop();
   void finish_if_done();
+  /// Names of the actors still running, comma-separated.
+  [[nodiscard]] std::string stuck_actors() const;
+  /// messages::stop_timeout for `names` (default: the actors running now).
+  [[nodiscard]] std::string stop_timeout_text(std::string names = {}) const;
 
   runtime_options options_;
   asio::io_context control_;  ///< runs on the caller of run(); in single mode, every actor too
@@ -139,7 +162,9 @@ class runtime {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<actor_record>> actors_;
   std::vector<std::function<void()>> stop_callbacks_;
-  std::size_t running_ = 0;
+  std::size_t running_ = 0;          ///< actors running, daemons not counted
+  std::size_t daemons_running_ = 0;
+  bool daemons_cancelled_ = false;
   std::string failed_actor_;   ///< name of the first actor that failed, empty if none
   std::string failure_what_;   ///< its exception's what()
   bool stop_began_ = false;

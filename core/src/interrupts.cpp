@@ -1,0 +1,117 @@
+#include "coral/core/interrupts.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace coral {
+namespace {
+
+struct callbacks {
+  std::function<void()> on_first;
+  std::function<void()> on_second;
+};
+
+std::atomic<int> count{0};  // signals since the first live scope
+int pipe_fds[2] = {-1, -1};
+
+extern "C" void on_signal(int signo) {
+  const int saved_errno = errno;
+  count.fetch_add(1, std::memory_order_acq_rel);
+  const auto byte = static_cast<unsigned char>(signo);
+  // A full pipe drops the byte: the count already says a signal came.
+  [[maybe_unused]] const auto n = ::write(pipe_fds[1], &byte, 1);
+  errno = saved_errno;
+}
+
+/// The registry of scopes and the watcher thread. Leaked on purpose: a
+/// signal may arrive while static objects are being destroyed at exit.
+class registry {
+ public:
+  static registry& get() {
+    static auto* r = new registry;
+    return *r;
+  }
+
+  std::uint64_t add(callbacks cb) {
+    std::lock_guard lock(mutex_);
+    if (scopes_.empty()) install();
+    const auto id = next_id_++;
+    scopes_.emplace(id, std::move(cb));
+    return id;
+  }
+
+  void remove(std::uint64_t id) {
+    std::lock_guard lock(mutex_);  // waits for a callback that is running
+    scopes_.erase(id);
+    if (scopes_.empty()) uninstall();
+  }
+
+ private:
+  registry() {
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) std::abort();
+    ::fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);
+    std::thread([this] { watch(); }).detach();
+  }
+
+  void install() {
+    count.store(0, std::memory_order_release);
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+
+  void uninstall() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+  void watch() {
+    for (;;) {
+      unsigned char signo = 0;
+      const auto n = ::read(pipe_fds[0], &signo, 1);
+      if (n != 1) continue;  // EINTR
+      std::lock_guard lock(mutex_);
+      if (scopes_.empty()) continue;  // arrived as the last scope ended
+      const bool second = count.load(std::memory_order_acquire) >= 2;
+      for (auto& [id, cb] : scopes_) {
+        auto& fn = second ? cb.on_second : cb.on_first;
+        if (fn) fn();
+      }
+      if (second) {
+        std::fflush(nullptr);
+        std::_Exit(128 + signo);
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::map<std::uint64_t, callbacks> scopes_;
+  std::uint64_t next_id_ = 1;
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+}  // namespace
+
+interrupt_scope::interrupt_scope(std::function<void()> on_first, std::function<void()> on_second)
+    : id_(registry::get().add({std::move(on_first), std::move(on_second)})) {}
+
+interrupt_scope::~interrupt_scope() { registry::get().remove(id_); }
+
+bool interrupted() noexcept { return count.load(std::memory_order_acquire) > 0; }
+
+int interrupt_count() noexcept { return count.load(std::memory_order_acquire); }
+
+}  // namespace coral
