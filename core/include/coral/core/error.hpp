@@ -28,6 +28,8 @@ inline constexpr std::string_view runtime_already_ran = "runtime: run() may be c
 inline constexpr std::string_view duplicate_actor = "runtime: an actor named '{}' already exists";
 /// A pool asked for with a thread count of zero.
 inline constexpr std::string_view zero_threads = "executor '{}': thread count must be at least 1";
+/// The stall watchdog fired: seconds without progress; a picture of the run follows on the next lines.
+inline constexpr std::string_view run_stalled = "run stalled: nothing moved for {} s (--stall-seconds):\n";
 /// A channel made with capacity zero.
 inline constexpr std::string_view zero_capacity = "channel: capacity must be at least 1";
 }  // namespace messages
@@ -59,6 +61,12 @@ class actor_failed : public error {
 
 /// Actors ignored a stop request for longer than the runtime's deadline.
 class stop_timeout : public error {
+ public:
+  using error::error;
+};
+
+/// The stall watchdog found no progress for its limit; what() is its report.
+class stall_error : public error {
  public:
   using error::error;
 };

@@ -1,0 +1,65 @@
+#include "coral/core/stall_watchdog.hpp"
+
+#include <algorithm>
+
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+
+namespace coral {
+
+using clock = std::chrono::steady_clock;
+
+stall_watchdog::stall_watchdog(std::chrono::milliseconds limit) : limit_(limit) {
+  if (limit_.count() <= 0) throw usage_error("stall_watchdog: the limit must be positive");
+}
+
+void stall_watchdog::watch(std::string name, std::function<std::uint64_t()> counter) {
+  counters_.push_back({std::move(name), std::move(counter), 0, clock::now()});
+}
+
+void stall_watchdog::describe(std::function<void(std::string&)> describer) {
+  describers_.push_back(std::move(describer));
+}
+
+std::string stall_watchdog::report() const {
+  std::string out = fmt::format(fmt::runtime(messages::run_stalled), 1e-3 * static_cast<double>(limit_.count()));
+  const auto now = clock::now();
+  for (const auto& c : counters_) {
+    out += fmt::format("  {}: {} (last moved {:.1f} s ago)\n", c.name, c.last,
+                       std::chrono::duration<double>(now - c.changed).count());
+  }
+  for (const auto& d : describers_) d(out);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+asio::awaitable<void> stall_watchdog::run() {
+  const auto period = std::min<clock::duration>(limit_ / 10, std::chrono::seconds(1));
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const auto started = clock::now();
+  for (auto& c : counters_) {
+    c.last = c.read();
+    c.changed = started;
+  }
+  for (;;) {
+    timer.expires_after(period);
+    co_await timer.async_wait(asio::use_awaitable);
+    const auto now = clock::now();
+    auto last_progress = started;
+    for (auto& c : counters_) {
+      const auto v = c.read();
+      if (v != c.last) {
+        c.last = v;
+        c.changed = now;
+      }
+      last_progress = std::max(last_progress, c.changed);
+    }
+    if (now - last_progress >= limit_) throw stall_error(report());
+  }
+}
+
+}  // namespace coral
