@@ -32,13 +32,54 @@ void env_group::step() {
       }
       const auto n = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
       log_->warn(fmt::runtime(messages::env_reset), env_index, name_, n, e.what());
-      slice_.reset_one(e.index());
-      // The interrupted episode shows as cut short.
-      auto& batch = slice_.batch();
-      const auto first = slice_.first_row_of(e.index());
-      const auto rows = slice_.at(e.index()).max_agents();
-      std::fill_n(batch.truncated().data() + first, rows, std::uint8_t{1});
+      recover(e.index());
       from = e.index() + 1;
+    }
+  }
+}
+
+std::string_view env_group::where() const noexcept {
+  switch (phase_.load(std::memory_order_relaxed)) {
+    case phase::starting:
+      return "resetting its envs";
+    case phase::stepping:
+      return "stepping its envs (in env code)";
+    case phase::announcing:
+      return "announcing it is ready";
+    case phase::waiting:
+      return "waiting for its actions";
+    case phase::finished:
+      return "finished";
+  }
+  return "?";
+}
+
+void env_group::recover(std::size_t i) {
+  try {
+    slice_.reset_one(i);
+  } catch (const envs::env_failed& again) {
+    // Nothing left to fall back on: the env cannot start a new episode.
+    throw error(fmt::format(fmt::runtime(messages::env_unrecoverable), first_env_ + i, name_, again.what()));
+  }
+  // An explicit event for the consumers: the step failed, a new episode began.
+  auto& batch = slice_.batch();
+  std::fill_n(batch.failed().data() + slice_.first_row_of(i), slice_.at(i).max_agents(), std::uint8_t{1});
+}
+
+void env_group::reset_all() {
+  for (std::size_t i = 0; i < slice_.size(); ++i) {
+    try {
+      slice_.reset_one(i);
+    } catch (const envs::env_failed& e) {
+      if (on_error_ == env_error_policy::fail) {
+        throw error(fmt::format(fmt::runtime(messages::env_failed), first_env_ + i, name_, e.what()));
+      }
+      const auto n = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
+      log_->warn(fmt::runtime(messages::env_reset), first_env_ + i, name_, n, e.what());
+      recover(i);
+      // Nothing was stepped yet: the first batch is a plain start.
+      std::fill_n(slice_.batch().failed().data() + slice_.first_row_of(i), slice_.at(i).max_agents(),
+                  std::uint8_t{0});
     }
   }
 }
@@ -47,13 +88,21 @@ asio::awaitable<void> env_group::run() {
   // Every co_await is a statement of its own: with GCC 12.2 this coroutine,
   // written as `if (!co_await ...) co_return;` and `while (co_await ...)`,
   // resumed a corrupt frame (a wild `this` at its first line).
-  slice_.reset_all();
+  struct finish_guard {
+    std::atomic<phase>& p;
+    ~finish_guard() { p.store(phase::finished, std::memory_order_relaxed); }
+  } on_exit{phase_};
+  reset_all();
   for (;;) {
+    phase_.store(phase::announcing, std::memory_order_relaxed);
     const bool announced = co_await ready_->async_send(ready_msg{id_});
     if (!announced) break;
+    phase_.store(phase::waiting, std::memory_order_relaxed);
     const auto token = co_await actions_.async_receive();
     if (!token) break;
+    phase_.store(phase::stepping, std::memory_order_relaxed);
     step();
+    steps_.store(steps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
   }
 }
 

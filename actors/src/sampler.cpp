@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "coral/core/error.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
@@ -34,6 +36,7 @@ sampler::sampler(sampler_options options) : options_(std::move(options)), wiring
   }
   for (std::size_t g = 0; g < wiring_.groups; ++g) {
     envs::env_slice slice(*batch_, g * k * agents, std::move(envs_by_group[g]));
+    slice.check_finite(options_.check_finite);
     groups_.push_back(std::make_unique<env_group>("env-group-" + std::to_string(g), static_cast<std::uint32_t>(g),
                                                   g * k, std::move(slice), *ready_[g % ready_.size()],
                                                   options_.on_env_error));
@@ -102,13 +105,30 @@ std::uint64_t sampler::env_failures() const noexcept {
   return n;
 }
 
-loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps) {
+void sampler::describe(std::string& out) const {
+  for (const auto& g : groups_) {
+    out += fmt::format("  actor '{}': {} steps, {}\n", g->name(), g->steps(), g->where());
+  }
+  for (std::size_t c = 0; c < ready_.size(); ++c) {
+    out += fmt::format("  ready channel {}: {} of {} buffered, {} receiver(s) parked\n", c, ready_[c]->size(),
+                       ready_[c]->capacity(), ready_[c]->waiting_receivers());
+  }
+  if (batcher_) {
+    const auto& st = batcher_->stats();
+    out += fmt::format("  actor 'inference-batcher': {} batches, {} env steps\n", st.batches.load(),
+                       st.env_steps.load());
+  }
+}
+
+loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps,
+                           bool (*stop)() noexcept) {
   auto all = make_envs(options, 0, options.num_envs);
   const envs::space obs = all.front()->observation_space();
   const envs::space act = all.front()->action_space();
   const std::size_t agents = all.front()->max_agents();
   envs::env_batch batch(options.num_envs * agents, obs, act);
   envs::env_slice slice(batch, 0, std::move(all));
+  slice.check_finite(options.check_finite);
   const row_range everything{0, static_cast<std::uint32_t>(batch.rows())};
   std::vector<float> log_probs(batch.rows());
   std::vector<float> values(batch.rows());
@@ -116,7 +136,7 @@ loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uin
   slice.reset_all();
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t steps = 0;
-  while (steps < env_steps) {
+  while (steps < env_steps && (stop == nullptr || !stop())) {
     pol.act(policy_rows{batch, std::span(&everything, 1), log_probs, values});
     slice.step_all();
     steps += options.num_envs;

@@ -3,6 +3,7 @@
 #include "coral/envs/bandit.hpp"
 #include "coral/envs/cartpole.hpp"
 #include "coral/envs/delay.hpp"
+#include "coral/envs/faulty.hpp"
 #include "coral/envs/memory.hpp"
 #include "coral/envs/noop.hpp"
 #include "coral/envs/password.hpp"
@@ -36,6 +37,7 @@ void register_builtin_envs(registry& r) {
   r.add(spec_of<race>());
   r.add(spec_of<noop>());
   r.add(spec_of<delay>());
+  r.add(spec_of<faulty>());
 }
 
 }  // namespace coral::envs

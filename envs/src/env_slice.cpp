@@ -1,6 +1,7 @@
 #include "coral/envs/env_slice.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -47,7 +48,31 @@ env_slice::env_slice(env_batch& batch, std::size_t first_row, std::vector<std::u
 
 void env_slice::reset_env(std::size_t i, const env_rows& rows) {
   std::fill_n(&rows.active(0), rows.size(), std::uint8_t{1});
-  envs_[i]->reset(rows);
+  try {
+    envs_[i]->reset(rows);
+  } catch (const std::exception& e) {
+    throw env_failed(i, fmt::format(fmt::runtime(messages::reset_failed), e.what()));
+  }
+}
+
+void env_slice::check_values(std::size_t i, const env_rows& rows) const {
+  const std::size_t obs_dim = batch_->obs_dim();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (was_active_[r] != 0 && !std::isfinite(rows.reward(r))) {
+      throw env_failed(i, fmt::format(fmt::runtime(messages::non_finite_reward), rows.reward(r)));
+    }
+    if (rows.active(r) == 0) continue;
+    // x * 0 is 0 for every finite x and NaN otherwise: one branch per row.
+    const float* obs = rows.observation(r).data();
+    float probe = 0.0F;
+    for (std::size_t k = 0; k < obs_dim; ++k) probe += obs[k] * 0.0F;
+    if (probe == 0.0F) continue;
+    for (std::size_t k = 0; k < obs_dim; ++k) {
+      if (!std::isfinite(obs[k])) {
+        throw env_failed(i, fmt::format(fmt::runtime(messages::non_finite_observation), k, obs[k]));
+      }
+    }
+  }
 }
 
 void env_slice::reset_all() {
@@ -68,6 +93,7 @@ void env_slice::clear_rows(std::size_t i) {
   std::fill_n(batch_->episode_returns().data() + first, n, 0.0F);
   std::fill_n(batch_->episode_lengths().data() + first, n, 0);
   std::fill_n(batch_->final_observations().row(first).data(), n * batch_->obs_dim(), 0.0F);
+  std::fill_n(batch_->failed().data() + first, n, std::uint8_t{0});
 }
 
 void env_slice::step_all() { step_from(0); }
@@ -75,6 +101,7 @@ void env_slice::step_all() { step_from(0); }
 void env_slice::step_from(std::size_t first_env) {
   float* const returns = batch_->episode_returns().data();
   std::int32_t* const lengths = batch_->episode_lengths().data();
+  std::uint8_t* const failed = batch_->failed().data();
   const std::size_t obs_dim = batch_->obs_dim();
   for (std::size_t i = first_env; i < envs_.size(); ++i) {
     const env_rows& rows = views_[i];
@@ -87,6 +114,7 @@ void env_slice::step_from(std::size_t first_env) {
         lengths[first + r] = 0;
       }
       was_active_[r] = rows.active(r);
+      failed[first + r] = 0;
     }
 
     // A try block costs nothing until something throws.
@@ -95,6 +123,7 @@ void env_slice::step_from(std::size_t first_env) {
     } catch (const std::exception& e) {
       throw env_failed(i, e.what());
     }
+    if (check_finite_) check_values(i, rows);
 
     bool live = false;
     for (std::size_t r = 0; r < n; ++r) {

@@ -281,3 +281,33 @@ TEST_CASE("dynamic batching acts on a partial batch once the timeout passes", "[
   CHECK(*std::min_element(sz.seen.begin(), sz.seen.end()) >= 2);
   CHECK(std::count_if(sz.seen.begin(), sz.seen.end(), [](std::size_t n) { return n < 6; }) > 0);
 }
+
+TEST_CASE("under dynamic batching every env keeps stepping: no ready message is lost to the timeout",
+          "[actors][sampler][stress]") {
+  // With a receive that lost the items it popped when the timer won, an env
+  // group whose ready message was lost never got actions again: its step
+  // count froze while the others went on. Timeouts of a few microseconds make
+  // the timer and the wake-ups collide often.
+  coral::test::watchdog dog("dynamic batching fairness", 120s);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  auto timeout = GENERATE(1us, 5us, 20us);
+  CAPTURE(mode == executor_mode::single ? "single" : "threads", timeout.count());
+  auto o = counter_options(topology::pool, mode);
+  o.num_envs = 16;
+  o.envs_per_group = 1;
+  o.batch_size = 8;
+  o.min_batch_size = 1;
+  o.batch_timeout = timeout;
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 3);
+  checking_consumer check(s.rows());
+  coral::runtime rt({.mode = mode});
+  s.spawn(rt, *pol, 200'000, &check);
+  rt.run();
+  INFO(check.first_error);
+  CHECK(check.errors == 0);
+  const auto [least, most] = std::minmax_element(check.seen_.begin(), check.seen_.end());
+  // Every env stepped, and none fell far behind the busiest.
+  CHECK(*least > 0);
+  CHECK(*least * 4 >= *most);
+}

@@ -37,7 +37,7 @@ std::vector<std::string> lines(const std::string& text) {
 TEST_CASE("coral envs lists every env with its spaces and config keys", "[apps][envs_command]") {
   const auto r = run({"envs"});
   REQUIRE(r.code == 0);
-  for (const char* name : {"bandit", "cartpole", "delay", "memory", "noop", "password", "race", "squared",
+  for (const char* name : {"bandit", "cartpole", "delay", "faulty", "memory", "noop", "password", "race", "squared",
                            "stochastic"}) {
     CHECK_THAT(r.out, Catch::Contains(std::string(name) + " - "));
   }
@@ -127,7 +127,7 @@ TEST_CASE("an unknown env or an action outside the action space is a clear error
   auto r = run({"envs", "rollout", "--env", "cartpol", "--steps", "2"});
   CHECK(r.code == 1);
   CHECK(r.err ==
-        "error: unknown env 'cartpol' (known: bandit, cartpole, delay, memory, noop, password, race, squared, "
+        "error: unknown env 'cartpol' (known: bandit, cartpole, delay, faulty, memory, noop, password, race, squared, "
         "stochastic)\n");
   r = run({"envs", "rollout", "--env", "cartpole", "--steps", "2", "--actions", "0,2"});
   CHECK(r.code == 1);

@@ -10,7 +10,7 @@ using coral::envs::testing::harness;
 
 namespace {
 
-const std::vector<std::string> builtin_names = {"bandit", "cartpole", "delay",    "memory",    "noop",
+const std::vector<std::string> builtin_names = {"bandit", "cartpole", "delay", "faulty", "memory", "noop",
                                                 "password", "race",  "squared", "stochastic"};
 
 // Args that keep every built-in env fast (delay would otherwise wait 100 µs a step).
@@ -108,7 +108,7 @@ TEST_CASE("the sanity envs and cartpole state their optimal and solved returns",
 
 TEST_CASE("an unknown env name is rejected listing the known ones", "[envs][registry][errors]") {
   CHECK_THROWS_MATCHES(registry::global().make("cartpol", {}, 1, 0), coral::config_error,
-                       Catch::Message("unknown env 'cartpol' (known: bandit, cartpole, delay, memory, noop, "
+                       Catch::Message("unknown env 'cartpol' (known: bandit, cartpole, delay, faulty, memory, noop, "
                                       "password, race, squared, stochastic)"));
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <asio/awaitable.hpp>
 #include <spdlog/logger.h>
@@ -57,9 +58,19 @@ class env_group {
   [[nodiscard]] const envs::env_slice& slice() const noexcept { return slice_; }
   /// Env failures survived under the reset policy.
   [[nodiscard]] std::uint64_t env_failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
+  /// Steps the group has completed (a snapshot; any thread).
+  [[nodiscard]] std::uint64_t steps() const noexcept { return steps_.load(std::memory_order_relaxed); }
+  /// Where the group is now, for the stall watchdog (a snapshot; any thread):
+  /// starting, in its envs' code, waiting to announce, waiting for its
+  /// actions, or finished.
+  [[nodiscard]] std::string_view where() const noexcept;
 
  private:
   void step();
+  /// The first reset of every env, under the error policy.
+  void reset_all();
+  /// Resets env i after it failed and marks its rows failed; throws if the reset fails too.
+  void recover(std::size_t i);
 
   std::string name_;
   std::uint32_t id_;
@@ -69,6 +80,9 @@ class env_group {
   channel<std::uint64_t> actions_{1};
   env_error_policy on_error_;
   std::atomic<std::uint64_t> failures_{0};
+  std::atomic<std::uint64_t> steps_{0};
+  enum class phase : std::uint8_t { starting, stepping, announcing, waiting, finished };
+  std::atomic<phase> phase_{phase::starting};
   std::shared_ptr<spdlog::logger> log_;
 };
 

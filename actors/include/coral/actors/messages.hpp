@@ -12,5 +12,7 @@ inline constexpr std::string_view flag_out_of_range = "{}: {} is invalid: {}";
 inline constexpr std::string_view env_failed = "env {} in group '{}' failed: {}";
 /// An env threw and the policy is reset: env index, group name, what, failures so far.
 inline constexpr std::string_view env_reset = "env {} in group '{}' failed and was reset ({} failures so far): {}";
+/// With `--on-env-error reset`, the reset after a failure threw too: env index, group name, what.
+inline constexpr std::string_view env_unrecoverable = "env {} in group '{}' failed and could not be reset: {}";
 
 }  // namespace coral::actors::messages

@@ -68,6 +68,10 @@ class sampler {
   [[nodiscard]] const batcher_stats& stats() const;
   /// Env failures survived under `--on-env-error reset`, over all groups.
   [[nodiscard]] std::uint64_t env_failures() const noexcept;
+  /// Appends one line per env group (steps, where it is) and per ready
+  /// channel (depth, parked receivers) and the batcher's counters: the
+  /// sampler's part of a stall report. Any thread, while the run goes on.
+  void describe(std::string& out) const;
   /// The groups (for tests).
   [[nodiscard]] const std::vector<std::unique_ptr<env_group>>& groups() const noexcept { return groups_; }
 
@@ -91,7 +95,9 @@ struct loop_result {
 /// The baseline every sampler is measured against: the same envs in one
 /// env_slice on the calling thread, `for (;;) { act; step_all; }` with
 /// `pol` (made for the same number of rows as the sampler's), for at least
-/// `env_steps` env steps.
-[[nodiscard]] loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps);
+/// `env_steps` env steps, or until `stop` (checked between loop turns, if
+/// given) returns true: the result then counts the steps done so far.
+[[nodiscard]] loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps,
+                                         bool (*stop)() noexcept = nullptr);
 
 }  // namespace coral::actors

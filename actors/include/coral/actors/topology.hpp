@@ -69,6 +69,10 @@ struct sampler_options {
   bool inference_thread = false;
   executor_mode executor = executor_mode::threads;
   env_error_policy on_env_error = env_error_policy::fail;
+  /// A NaN or infinite reward or observation is a failure of the env that
+  /// produced it (handled by on_env_error); false (`--allow-non-finite`)
+  /// passes such values on.
+  bool check_finite = true;
 };
 
 /// The wiring a set of options resolves to.

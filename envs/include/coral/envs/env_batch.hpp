@@ -21,6 +21,7 @@
 /// | final_observations   | float   | obs_dim                      | env_slice  |
 /// | episode_returns      | float   | 1                            | env_slice  |
 /// | episode_lengths      | int32   | 1                            | env_slice  |
+/// | failed               | uint8   | 1                            | env_slice, env group |
 ///
 /// The action layout is space.hpp's: Discrete/MultiDiscrete components go to
 /// the int32 part, Box elements to the float part, in leaf order. See
@@ -102,6 +103,15 @@ class env_batch {
     return episode_lengths_.block(0, rows());
   }
 
+  /// 1 on the step where the row's env failed and was reset (`--on-env-error
+  /// reset`): the observation row holds the first observation of a new
+  /// episode, the step that failed produced no outcome (reward, terminated,
+  /// truncated are 0; no final observation; the episode columns hold 0), and
+  /// the interrupted episode is not an episode to count. 0 on every other step.
+  [[nodiscard]] std::span<std::uint8_t> failed() noexcept { return failed_.block(0, rows()); }
+  /// See failed().
+  [[nodiscard]] std::span<const std::uint8_t> failed() const noexcept { return failed_.block(0, rows()); }
+
   /// The env_rows view of rows [first, first + count). Unchecked.
   [[nodiscard]] env_rows view(std::size_t first, std::size_t count) noexcept;
 
@@ -120,6 +130,7 @@ class env_batch {
   slab<std::uint8_t> active_;
   slab<float> episode_returns_;
   slab<std::int32_t> episode_lengths_;
+  slab<std::uint8_t> failed_;
 };
 
 }  // namespace coral::envs

@@ -23,6 +23,15 @@
 ///     env's episode is over and env::reset(R) runs at once (rows set active
 ///     first): the observation rows then hold the first observation of the
 ///     next episode.
+///  5. `failed` is set to 0 for R (the env group sets it to 1 when it resets
+///     an env that failed: see env_batch::failed()).
+///
+/// With finite checks on (the default), a step whose reward or any element
+/// of an active row's observation is NaN or infinite is a failure of that
+/// env (messages::non_finite_reward / non_finite_observation), as if step()
+/// had thrown. A reset() that throws (in reset_all(), reset_one() or the
+/// auto-reset of step 4) is a failure of that env too
+/// (messages::reset_failed).
 ///
 /// So whoever consumes a step sees, for a row whose episode ended on it:
 /// terminated/truncated as the env set them, the reward of the final step,
@@ -76,7 +85,11 @@ class env_slice {
   /// outlive the slice.
   env_slice(env_batch& batch, std::size_t first_row, std::vector<std::unique_ptr<env>> envs);
 
-  /// Starts a new episode in every env; see the file comment.
+  /// Turns the non-finite checks of step_from() on (the default) or off.
+  void check_finite(bool on) noexcept { check_finite_ = on; }
+
+  /// Starts a new episode in every env; see the file comment. If env i's
+  /// reset throws, stops there and throws env_failed(i, messages::reset_failed).
   void reset_all();
 
   /// Steps every env once with auto-reset; see the file comment. If env i
@@ -87,7 +100,8 @@ class env_slice {
   void step_from(std::size_t first);
 
   /// Starts a new episode in env i alone, clearing its rows as reset_all()
-  /// does (used after env i failed, with `--on-env-error reset`).
+  /// does (used after env i failed, with `--on-env-error reset`). Throws
+  /// env_failed(i, messages::reset_failed) if the reset throws.
   void reset_one(std::size_t i);
 
   /// Number of envs.
@@ -107,6 +121,7 @@ class env_slice {
 
  private:
   void reset_env(std::size_t i, const env_rows& rows);
+  void check_values(std::size_t i, const env_rows& rows) const;
   void clear_rows(std::size_t i);
 
   env_batch* batch_;
@@ -116,6 +131,7 @@ class env_slice {
   std::vector<std::size_t> row_offsets_;
   std::vector<env_rows> views_;
   std::vector<std::uint8_t> was_active_;  // scratch, one per row of the widest env
+  bool check_finite_ = true;
 };
 
 }  // namespace coral::envs

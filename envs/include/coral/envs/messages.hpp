@@ -33,4 +33,11 @@ inline constexpr std::string_view batch_mismatch = "env '{}' does not fit the ba
 /// A config read with the wrong type or an undeclared key: key, requested type.
 inline constexpr std::string_view config_access = "env config: key '{}' is not a declared {} key";
 
+/// An env's reset() threw: what it threw.
+inline constexpr std::string_view reset_failed = "reset failed: {}";
+/// An env returned a non-finite reward: the value.
+inline constexpr std::string_view non_finite_reward = "returned a non-finite reward ({})";
+/// An env wrote a non-finite observation: element index, value.
+inline constexpr std::string_view non_finite_observation = "wrote a non-finite observation (element {} = {})";
+
 }  // namespace coral::envs::messages
