@@ -1,16 +1,24 @@
 // `coral bench`: sampling throughput of a topology, against the plain
 // for-loop over the same envs, measured in the same process.
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "coral/actors/sampler.hpp"
 #include "coral/cli.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/core/runtime.hpp"
+#include "coral/core/stall_watchdog.hpp"
 #include "coral/envs/config.hpp"
+#include "coral/core/exit_codes.hpp"
 #include "coral/json.hpp"
 #ifdef CORAL_HAVE_TRAIN
 #include "coral/learners/network.hpp"
@@ -61,6 +69,8 @@ struct bench_flags {
   std::uint64_t baseline_steps = 0;  // 0: as many as --steps
   bool no_baseline = false;
   bool json = false;
+  bool allow_non_finite = false;
+  double stall_seconds = 30;
 };
 
 void run_bench(std::ostream& out, const bench_flags& f) {
@@ -80,6 +90,11 @@ void run_bench(std::ostream& out, const bench_flags& f) {
   o.spin = std::chrono::microseconds(f.spin_us);
   o.executor = parse_executor_mode(f.executor);
   o.on_env_error = actors::parse_env_error_policy(f.on_env_error);
+  o.check_finite = !f.allow_non_finite;
+  if (!(f.stall_seconds >= 0 && f.stall_seconds <= 1e6)) {
+    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--stall-seconds", f.stall_seconds,
+                                   "0 (no watchdog) to 1000000"));
+  }
   if (f.steps == 0) {
     throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--steps", 0, "at least 1"));
   }
@@ -91,21 +106,53 @@ void run_bench(std::ostream& out, const bench_flags& f) {
                      o.env, actors::to_string(o.topo), o.num_envs, w.groups, o.envs_per_group, w.batch_size,
                      o.threads, o.threads == 1 ? "" : "s", f.executor);
 
-  runtime rt({.mode = o.executor, .handle_signals = true});
+  // A first SIGINT/SIGTERM stops whichever loop runs (the sampler's runtime
+  // or the baseline) and the command prints what was measured; a second one
+  // prints the sampler's line, if measured, and ends the process at once.
+  std::mutex said_mutex;  // the sampler's line: written here, read by the signal watcher
+  std::string sampler_line;
+  auto print_and_exit = [&](int code, std::string_view why) {
+    {
+      std::lock_guard lock(said_mutex);
+      out << sampler_line << why << '\n' << std::flush;
+    }
+    std::fflush(nullptr);
+    std::_Exit(code);
+  };
+  interrupt_scope interrupts([] {}, [&] {
+    std::lock_guard lock(said_mutex);
+    out << sampler_line << "interrupted again: exiting with what was measured so far\n" << std::flush;
+  });
+
+  runtime rt({.mode = o.executor,
+              .handle_signals = true,
+              .on_stop_timeout = [&](const std::string& what) {
+                print_and_exit(exit_codes::run_failed, fmt::format("error: {} (abandoned; exiting)", what));
+              }});
   s.spawn(rt, *pol, f.steps);
+  stall_watchdog stall(std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(f.stall_seconds * 1e3))));
+  stall.watch("env steps", [&s] { return s.stats().env_steps.load(); });
+  stall.describe([&s](std::string& out) { s.describe(out); });
+  if (f.stall_seconds > 0) rt.spawn_daemon("stall-watchdog", rt.pool("watchdog", 1), stall.run());
   rt.run();
   const auto& st = s.stats();
   const double seconds = static_cast<double>(st.run_ns.load()) * 1e-9;
-  const double sps = static_cast<double>(st.env_steps.load()) / seconds;
-  const double bps = static_cast<double>(st.batches.load()) / seconds;
-  out << fmt::format("sampler:  {} env steps in {:.3f} s = {:.0f} steps/s, {:.0f} batches/s, batcher idle {:.1f}%\n",
-                     st.env_steps.load(), seconds, sps, bps, 100.0 * st.idle_fraction());
+  const double sps = seconds > 0 ? static_cast<double>(st.env_steps.load()) / seconds : 0.0;
+  const double bps = seconds > 0 ? static_cast<double>(st.batches.load()) / seconds : 0.0;
+  {
+    std::lock_guard lock(said_mutex);
+    sampler_line = fmt::format("sampler:  {} env steps in {:.3f} s = {:.0f} steps/s, {:.0f} batches/s, batcher idle {:.1f}%{}\n",
+                               st.env_steps.load(), seconds, sps, bps, 100.0 * st.idle_fraction(),
+                               interrupted() ? " (interrupted)" : "");
+    out << sampler_line;
+  }
   if (s.env_failures() > 0) out << fmt::format("env failures survived: {}\n", s.env_failures());
 
   double baseline_sps = 0;
-  if (!f.no_baseline) {
-    const auto r = actors::run_plain_loop(o, *pol, f.baseline_steps == 0 ? f.steps : f.baseline_steps);
-    baseline_sps = static_cast<double>(r.env_steps) / r.seconds;
+  const bool run_baseline = !f.no_baseline && !interrupted();
+  if (run_baseline) {
+    const auto r = actors::run_plain_loop(o, *pol, f.baseline_steps == 0 ? f.steps : f.baseline_steps, interrupted);
+    baseline_sps = r.seconds > 0 ? static_cast<double>(r.env_steps) / r.seconds : 0.0;
     out << fmt::format("baseline: plain for-loop over the same {} envs on 1 thread: {:.0f} steps/s\n", o.num_envs,
                        baseline_sps);
     out << fmt::format("speedup over the plain loop: {:.2f}x\n", sps / baseline_sps);
@@ -114,13 +161,14 @@ void run_bench(std::ostream& out, const bench_flags& f) {
     out << fmt::format(
         R"({{"env":{},"topology":{},"executor":{},"policy":{},"num_envs":{},"envs_per_group":{},"groups":{},)"
         R"("batch_size":{},"threads":{},"env_steps":{},"seconds":{},"steps_per_second":{},"batches_per_second":{},)"
-        R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{}}})"
+        R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},"interrupted":{}}})"
         "\n",
         json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.executor), json::quote(f.policy),
         o.num_envs, o.envs_per_group, w.groups, w.batch_size, o.threads, st.env_steps.load(), json::number(seconds),
         json::number(sps), json::number(bps), json::number(st.idle_fraction()),
-        f.no_baseline ? "null" : json::number(baseline_sps), f.no_baseline ? "null" : json::number(sps / baseline_sps),
-        s.env_failures());
+        run_baseline ? json::number(baseline_sps) : "null",
+        run_baseline && baseline_sps > 0 ? json::number(sps / baseline_sps) : "null", s.env_failures(),
+        interrupted());
   }
 }
 
@@ -152,11 +200,17 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
       ->capture_default_str();
   cmd->add_option("--on-env-error", flags->on_env_error, "fail, or reset the failing env and go on")
       ->capture_default_str();
+  cmd->add_flag("--allow-non-finite", flags->allow_non_finite,
+                "pass NaN/infinite rewards and observations on instead of treating them as env failures");
   cmd->add_option("--seed", flags->seed, "seed of the envs and the policy")->capture_default_str();
   cmd->add_option("--steps", flags->steps, "env steps to sample")->capture_default_str();
   cmd->add_option("--baseline-steps", flags->baseline_steps, "env steps for the plain loop (default --steps)");
   cmd->add_flag("--no-baseline", flags->no_baseline, "skip the plain for-loop baseline");
   cmd->add_flag("--json", flags->json, "end with one JSON object on its own line");
+  cmd->add_option("--stall-seconds", flags->stall_seconds,
+                  "stop, with a report of every env group and channel, when no env step happened for this long "
+                  "(0: never)")
+      ->capture_default_str();
   cmd->callback([&out, flags] { run_bench(out, *flags); });
 }
 

@@ -30,6 +30,7 @@ struct train_flags {
   bool no_clip_value_loss = false;
   bool no_advantage_norm = false;
   bool keep_going = false;
+  bool allow_non_finite = false;
   std::string run_dir;       // default: runs/<env>-<topology>-seed<seed>
   bool no_run_dir = false;
   // Flags both algorithms take, with defaults of their own.
@@ -47,6 +48,7 @@ void run_train(std::ostream& out, train_flags& f, bool target_given, bool run_di
   o.sampler.topo = actors::parse_topology(f.topology);
   o.sampler.executor = parse_executor_mode(f.executor);
   o.sampler.on_env_error = actors::parse_env_error_policy(f.on_env_error);
+  o.sampler.check_finite = !f.allow_non_finite;
   o.sampler.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
   o.sampler.spin = std::chrono::microseconds(f.spin_us);
   if (target_given) o.target_return = f.target_return;
@@ -106,6 +108,8 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   cmd->add_flag("--inference-thread", o.sampler.inference_thread, "run the batcher on a thread of its own");
   cmd->add_option("--on-env-error", f->on_env_error, "fail, or reset the failing env and go on")
       ->capture_default_str();
+  cmd->add_flag("--allow-non-finite", f->allow_non_finite,
+                "pass NaN/infinite rewards, observations, losses and weights on instead of stopping the run");
   cmd->add_option("--max-policy-lag", o.max_policy_lag,
                   "how many updates older than the learner the acting weights may be (0: strictly on-policy)")
       ->capture_default_str();
@@ -162,6 +166,10 @@ void add_train_command(CLI::App& app, std::ostream& out) {
                                   "metrics.csv and learning_curve.png go here (default runs/<env>-<topology>-seed<S>)");
   cmd->add_flag("--no-run-dir", f->no_run_dir, "write no metrics files");
   cmd->add_option("--progress-seconds", o.progress_seconds, "seconds between progress lines (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--stall-seconds", o.stall_seconds,
+                  "stop the run, with a report of every actor and channel, when no env step and no learner update "
+                  "happened for this long (0: never)")
       ->capture_default_str();
   cmd->callback([&out, f, target, run_dir] { run_train(out, *f, target->count() > 0, run_dir->count() > 0); });
 }

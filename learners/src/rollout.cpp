@@ -67,6 +67,35 @@ bool rollout_assembler::may_forward(std::uint64_t n) const {
   return weights_->version() >= base_version_ + k - options_.max_policy_lag;
 }
 
+void rollout_assembler::record_outcome(rollout_segment& seg, std::size_t i, std::uint32_t r) {
+  if (batch_->failed()[r] != 0) {
+    // The env threw on this step and was reset: the step has no outcome. A
+    // reward equal to the step's own value estimate, with the chain cut,
+    // gives it zero advantage and a value target equal to the estimate: it
+    // teaches nothing. No episode is recorded.
+    seg.rewards[i] = seg.values[i];
+    seg.terminated[i] = 1;
+    seg.truncated[i] = 0;
+    frames_.restart(r);
+    return;
+  }
+  seg.rewards[i] = batch_->rewards()[r];
+  const auto term = batch_->terminated()[r];
+  const auto trunc = batch_->truncated()[r];
+  seg.terminated[i] = term;
+  seg.truncated[i] = trunc;
+  if (term == 0 && trunc == 0) return;
+  if (term == 0) {
+    frames_.peek(r, batch_->final_observations().row(r), scratch_);
+    seg.truncated_steps.push_back(static_cast<std::uint32_t>(i));
+    seg.truncated_observations.insert(seg.truncated_observations.end(), scratch_.begin(), scratch_.end());
+  }
+  bool full = false;
+  const double mean = stats_->add_episode(batch_->episode_returns()[r], batch_->episode_lengths()[r], &full);
+  if (full && options_.target_return && mean >= *options_.target_return) solved_ = true;
+  frames_.restart(r);
+}
+
 void rollout_assembler::record_ready(std::uint32_t g, std::uint64_t n,
                                      std::vector<std::unique_ptr<rollout_segment>>& done) {
   const auto range = group_rows_[g];
@@ -79,27 +108,7 @@ void rollout_assembler::record_ready(std::uint32_t g, std::uint64_t n,
   const std::size_t tp = n > 0 ? (n - 1) % T : 0;
   auto& seg = segment(k);
   for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
-    if (previous != nullptr) {
-      // The outcome of step n - 1.
-      const std::size_t i = r * T + tp;
-      previous->rewards[i] = batch_->rewards()[r];
-      const auto term = batch_->terminated()[r];
-      const auto trunc = batch_->truncated()[r];
-      previous->terminated[i] = term;
-      previous->truncated[i] = trunc;
-      if (term != 0 || trunc != 0) {
-        if (term == 0) {
-          frames_.peek(r, batch_->final_observations().row(r), scratch_);
-          previous->truncated_steps.push_back(static_cast<std::uint32_t>(i));
-          previous->truncated_observations.insert(previous->truncated_observations.end(), scratch_.begin(),
-                                                  scratch_.end());
-        }
-        bool full = false;
-        const double mean = stats_->add_episode(batch_->episode_returns()[r], batch_->episode_lengths()[r], &full);
-        if (full && options_.target_return && mean >= *options_.target_return) solved_ = true;
-        frames_.restart(r);
-      }
-    }
+    if (previous != nullptr) record_outcome(*previous, r * T + tp, r);  // the outcome of step n - 1
     // Observation n: the input of step n, and the bootstrap of the segment before.
     frames_.push(r, batch_->observations().row(r));
     const auto in = frames_.row(r);

@@ -19,12 +19,15 @@
 #include "coral/core/error.hpp"
 #include "coral/core/logging.hpp"
 #include "coral/core/runtime.hpp"
+#include "coral/core/stall_watchdog.hpp"
 #include "coral/envs/registry.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/messages.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/rollout.hpp"
 #include "dqn_train.hpp"
+#include "finite_checks.hpp"
+#include "run_guards.hpp"
 #include "train_common.hpp"
 
 namespace coral::learners {
@@ -79,6 +82,9 @@ void validate(const train_options& o) {
     if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
   }
   if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
+  if (!(o.stall_seconds >= 0 && o.stall_seconds <= 1e6)) {
+    out_of_range("--stall-seconds", o.stall_seconds, "must be in [0, 1000000] (0: no watchdog)");
+  }
   if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(messages::resume_needs_dir));
   if (o.algo == "dqn") {
     validate_dqn(o);
@@ -205,7 +211,10 @@ train_result train(const train_options& o, std::ostream& progress) {
       o.checkpoint_every == 0 ? 0 : (start_steps / o.checkpoint_every + 1) * o.checkpoint_every;
 
   std::atomic<int> finished{-1};  // a finish_reason, or -1 (stopped otherwise)
-  runtime rt({.mode = so.executor, .handle_signals = true, .stop_deadline = std::chrono::seconds(60)});
+  runtime rt({.mode = so.executor,
+              .handle_signals = true,
+              .stop_deadline = std::chrono::seconds(60),
+              .on_stop_timeout = detail::exit_on_stop_timeout(progress)});
   rt.on_stop([&] { assembler.close(); });  // the sampler closes its own channels
   sampler.spawn(rt, policy, bo, &assembler, &weights);
   auto sampling = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
@@ -220,7 +229,13 @@ train_result train(const train_options& o, std::ostream& progress) {
       auto seg = co_await assembler.segments().async_receive();
       if (!seg || rt.stop_requested()) co_return;
       const auto st = learner.update(**seg, weights.version());
-      weights.publish(learner.weights());
+      auto w = learner.weights();
+      if (so.check_finite) {
+        detail::check_loss_terms("ppo", learner.updates(),
+                                 {{"policy loss", st.policy_loss}, {"value loss", st.value_loss}, {"entropy", st.entropy}});
+        detail::check_weights("ppo", learner.updates(), w);
+      }
+      weights.publish(std::move(w));
       stats.record_update(st, learner.updates());
       record();
       const bool sent = co_await assembler.ready().async_send(actors::ready_msg{rollout_assembler::published});
@@ -232,6 +247,15 @@ train_result train(const train_options& o, std::ostream& progress) {
     }
   });
   detail::spawn_progress(rt, o.progress_seconds, report);
+  stall_watchdog stall(detail::stall_limit(o.stall_seconds));
+  stall.watch("env steps", [&] { return sampler.stats().env_steps.load(); });
+  stall.watch("learner updates", [&] { return stats.read().updates; });
+  stall.describe([&](std::string& out) {
+    sampler.describe(out);
+    out += fmt::format("  rollout assembler: {} ready message(s) buffered, {} segment(s) waiting for the learner\n",
+                       assembler.ready().size(), assembler.segments().size());
+  });
+  if (o.stall_seconds > 0) rt.spawn_daemon("stall-watchdog", rt.pool("watchdog", 1), stall.run());
   rt.run();
 
   const double wall = std::chrono::duration<double>(clock::now() - started).count();

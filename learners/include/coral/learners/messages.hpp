@@ -37,4 +37,13 @@ inline constexpr std::string_view dqn_no_frames = "--frames: --algo dqn takes 1 
 /// A checkpoint written by another algorithm: path, its algo, this run's.
 inline constexpr std::string_view checkpoint_algo = "checkpoint '{}' was written by --algo {}, this run is --algo {}";
 
+/// A loss term came out NaN or infinite: algo, term, value, update number.
+inline constexpr std::string_view non_finite_loss =
+    "{} learner: the {} is not finite ({}) at update {}: training diverged (lower --learning-rate, or "
+    "--allow-non-finite to go on)";
+/// A weight came out NaN or infinite: algo, parameter index, value, update number.
+inline constexpr std::string_view non_finite_weight =
+    "{} learner: weight {} is not finite ({}) after update {}: training diverged (lower --learning-rate, or "
+    "--allow-non-finite to go on)";
+
 }  // namespace coral::learners::messages

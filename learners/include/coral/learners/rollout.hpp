@@ -137,6 +137,9 @@ class rollout_assembler final : public actors::step_consumer {
 
  private:
   rollout_segment& segment(std::uint64_t k);  // creates it; caller holds mutex_
+  /// Writes the outcome of row r's step (slot i of `seg`) from the batch;
+  /// records an ended episode. Caller holds mutex_.
+  void record_outcome(rollout_segment& seg, std::size_t i, std::uint32_t r);
   /// Records step n − 1's outcome and observation n of group g; moves
   /// completed segments to `done`.
   void record_ready(std::uint32_t g, std::uint64_t n, std::vector<std::unique_ptr<rollout_segment>>& done);

@@ -36,6 +36,7 @@ struct train_options {
   bool resume = false;
   std::string run_dir;                 ///< empty: no metrics files
   double progress_seconds = 2.0;       ///< progress line period; 0: none
+  double stall_seconds = 30.0;         ///< stop a run with no env step and no update for this long; 0: never
 };
 
 /// How a run ended.

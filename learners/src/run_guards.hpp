@@ -1,0 +1,35 @@
+#pragma once
+// Private: what a training run sets up so that it never hangs: the stall
+// watchdog's limit and the way out when actors ignore a stop.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <ostream>
+#include <string>
+
+#include "coral/core/exit_codes.hpp"
+
+namespace coral::learners::detail {
+
+/// --stall-seconds as the watchdog's limit (at least 1 ms; unused when 0).
+inline std::chrono::milliseconds stall_limit(double seconds) {
+  return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(seconds * 1e3)));
+}
+
+/// The runtime's on_stop_timeout for a command-line run: an actor stuck in
+/// code that never yields (an env step that blocks) would make the runtime
+/// wait for its thread, so the process reports and ends here instead.
+inline std::function<void(const std::string&)> exit_on_stop_timeout(std::ostream& progress) {
+  return [&progress](const std::string& what) {
+    progress << std::flush;
+    std::cerr << "error: " << what << " (abandoned; exiting)" << std::endl;
+    std::fflush(nullptr);
+    std::_Exit(exit_codes::run_failed);
+  };
+}
+
+}  // namespace coral::learners::detail
