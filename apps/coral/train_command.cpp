@@ -69,7 +69,7 @@ void run_train(std::ostream& out, train_flags& f, bool target_given, bool run_di
   }
   learners::validate(o);  // every flag, before anything starts
   const auto result = learners::train(o, out);
-  if (!o.run_dir.empty()) out << fmt::format("metrics: {}/metrics.csv\n", o.run_dir);
+  if (result.metrics_written) out << fmt::format("metrics: {}/metrics.csv\n", o.run_dir);
   out << result.to_json(o) << '\n';
 }
 
@@ -161,6 +161,7 @@ void add_train_command(CLI::App& app, std::ostream& out) {
                                                         "--checkpoint-every steps)");
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "env steps between checkpoints (0: only at the end)")
       ->capture_default_str();
+  cmd->add_option("--keep-checkpoints", o.keep_checkpoints, "checkpoints kept, the newest (0: all)")->capture_default_str();
   cmd->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
   auto* run_dir = cmd->add_option("--run-dir", f->run_dir,
                                   "metrics.csv and learning_curve.png go here (default runs/<env>-<topology>-seed<S>)");

@@ -1,6 +1,7 @@
 #include "coral/learners/checkpoint.hpp"
 
-#include <cstdio>
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -8,6 +9,9 @@
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,6 +27,73 @@ constexpr std::size_t header_size = 8 + 4 + 8 + 8;
 template <class... Args>
 [[noreturn]] void fail(std::string_view text, Args&&... args) {
   throw checkpoint_error(fmt::format(fmt::runtime(text), std::forward<Args>(args)...));
+}
+
+/// What the fixed header says.
+struct header {
+  std::uint32_t version = 0;
+  std::uint64_t size = 0;  ///< payload bytes
+  std::uint64_t sum = 0;   ///< FNV-1a 64 of the payload
+};
+
+/// Checks the header of a file of `total` bytes whose first
+/// min(total, header_size) bytes are at `head`.
+header check_header(const std::string& name, const char* head, std::size_t total) {
+  if (total < sizeof magic || std::memcmp(head, magic, sizeof magic) != 0) {
+    if (total < sizeof magic && std::memcmp(head, magic, total) == 0) {
+      fail(messages::checkpoint_truncated, name, total, header_size);
+    }
+    fail(messages::checkpoint_not_coral, name);
+  }
+  if (total < header_size) fail(messages::checkpoint_truncated, name, total, header_size);
+  header h;
+  std::memcpy(&h.version, head + 8, sizeof h.version);
+  std::memcpy(&h.size, head + 12, sizeof h.size);
+  std::memcpy(&h.sum, head + 20, sizeof h.sum);
+  if (h.version < checkpoint_oldest_version || h.version > checkpoint_format_version) {
+    fail(messages::checkpoint_version, name, h.version, checkpoint_format_version);
+  }
+  if (total - header_size != h.size) {
+    if (total - header_size < h.size) fail(messages::checkpoint_truncated, name, total, header_size + h.size);
+    fail(messages::checkpoint_corrupted, name);  // trailing bytes
+  }
+  return h;
+}
+
+/// Writes all of `size` bytes to `fd`.
+bool write_all(int fd, const void* data, std::size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const auto n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/// Syncs directory `dir` (so that a rename in it survives a power cut).
+void sync_directory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: the file itself is synced
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+/// Whether writing checkpoint `id` to `file` would destroy something that is
+/// not an older (or as old) checkpoint of the same run.
+bool occupied(const std::filesystem::path& file, const checkpoint_id& id) {
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(file, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found) return false;
+  if (st.type() != std::filesystem::file_type::regular) return true;
+  try {
+    const auto there = peek_checkpoint(file);
+    return !(there.same_run(id) && there.env_steps <= id.env_steps);
+  } catch (const checkpoint_error&) {
+    return true;  // unreadable: left for a person to look at
+  }
 }
 
 class writer {
@@ -91,45 +162,43 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   auto tmp = file;
   tmp += ".tmp";
   {
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) fail(messages::checkpoint_io, file.string(), std::strerror(errno));
-    bool ok = std::fwrite(magic, 1, sizeof magic, f) == sizeof magic &&
-              std::fwrite(&version, sizeof version, 1, f) == 1 && std::fwrite(&size, sizeof size, 1, f) == 1 &&
-              std::fwrite(&sum, sizeof sum, 1, f) == 1 &&
-              std::fwrite(payload.data(), 1, payload.size(), f) == payload.size();
-    ok = std::fflush(f) == 0 && ok;
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok) fail(messages::checkpoint_io, file.string(), "write failed");
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail(messages::checkpoint_io, file.string(), std::strerror(errno));
+    bool ok = write_all(fd, magic, sizeof magic) && write_all(fd, &version, sizeof version) &&
+              write_all(fd, &size, sizeof size) && write_all(fd, &sum, sizeof sum) &&
+              write_all(fd, payload.data(), payload.size());
+    ok = ok && ::fsync(fd) == 0;
+    int write_errno = ok ? 0 : errno;
+    if (::close(fd) != 0 && ok) {
+      ok = false;
+      write_errno = errno;
+    }
+    if (!ok) {
+      std::filesystem::remove(tmp, ec);
+      fail(messages::checkpoint_io, file.string(), fmt::format("write failed: {}", std::strerror(write_errno)));
+    }
   }
   std::filesystem::rename(tmp, file, ec);
-  if (ec) fail(messages::checkpoint_io, file.string(), ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    fail(messages::checkpoint_io, file.string(), ec.message());
+  }
+  sync_directory(file.parent_path());
 }
 
 checkpoint read_checkpoint(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) fail(messages::checkpoint_not_a_file, file.string());
   std::ifstream in(file, std::ios::binary);
   if (!in) fail(messages::checkpoint_io, file.string(), "cannot open");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string name = file.string();
-  if (bytes.size() < sizeof magic || std::memcmp(bytes.data(), magic, sizeof magic) != 0) {
-    if (bytes.size() < sizeof magic && std::memcmp(bytes.data(), magic, bytes.size()) == 0) {
-      fail(messages::checkpoint_truncated, name, bytes.size(), header_size);
-    }
-    fail(messages::checkpoint_not_coral, name);
-  }
-  if (bytes.size() < header_size) fail(messages::checkpoint_truncated, name, bytes.size(), header_size);
-  std::uint32_t version = 0;
-  std::uint64_t size = 0;
-  std::uint64_t sum = 0;
-  std::memcpy(&version, bytes.data() + 8, sizeof version);
-  std::memcpy(&size, bytes.data() + 12, sizeof size);
-  std::memcpy(&sum, bytes.data() + 20, sizeof sum);
-  if (version < checkpoint_oldest_version || version > checkpoint_format_version) fail(messages::checkpoint_version, name, version, checkpoint_format_version);
-  if (bytes.size() - header_size != size) {
-    if (bytes.size() - header_size < size) fail(messages::checkpoint_truncated, name, bytes.size(), header_size + size);
-    fail(messages::checkpoint_corrupted, name);  // trailing bytes
-  }
+  const header h = check_header(name, bytes.data(), bytes.size());
+  const std::uint32_t version = h.version;
+  const std::uint64_t size = h.size;
   const char* payload = bytes.data() + header_size;
-  if (fnv1a64(payload, size) != sum) fail(messages::checkpoint_corrupted, name);
+  if (fnv1a64(payload, size) != h.sum) fail(messages::checkpoint_corrupted, name);
 
   std::map<std::string, std::span<const char>, std::less<>> records;
   std::size_t at = 0;
@@ -196,16 +265,149 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::uin
   return dir / fmt::format("checkpoint-{:012}.ckpt", env_steps);
 }
 
-std::optional<std::filesystem::path> newest_checkpoint(const std::filesystem::path& dir) {
+checkpoint_id id_of(const checkpoint& c) {
+  return {.env = c.env, .network = c.network, .algo = c.algo, .seed = c.seed, .env_steps = c.learner.env_steps};
+}
+
+checkpoint_id peek_checkpoint(const std::filesystem::path& file) {
+  const std::string name = file.string();
   std::error_code ec;
-  std::optional<std::filesystem::path> best;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const auto n = e.path().filename().string();
-    if (n.starts_with("checkpoint-") && n.ends_with(".ckpt") && (!best || n > best->filename().string())) {
-      best = e.path();
+  if (std::filesystem::is_directory(file, ec)) fail(messages::checkpoint_not_a_file, name);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(messages::checkpoint_io, name, "cannot open");
+  const auto total = std::filesystem::file_size(file, ec);
+  if (ec) fail(messages::checkpoint_io, name, ec.message());
+  char head[header_size] = {};
+  in.read(head, static_cast<std::streamsize>(std::min<std::uintmax_t>(total, header_size)));
+  // Peeking does not verify the checksum; read_checkpoint() does.
+  const header h = check_header(name, head, total);
+  const std::uint32_t version = h.version;
+  const std::uint64_t size = h.size;
+
+  // Walk the record framing, reading the few small records that identify the
+  // run and seeking past the rest (weights, replay).
+  checkpoint_id id;
+  bool have_env = false, have_network = false, have_algo = version < 2, have_seed = false, have_steps = false;
+  std::uint64_t at = 0;
+  auto take = [&](void* to, std::uint64_t n) {
+    if (size - at < n) fail(messages::checkpoint_bad_record, name, "<framing>");
+    in.read(static_cast<char*>(to), static_cast<std::streamsize>(n));
+    if (!in) fail(messages::checkpoint_io, name, "read failed");
+    at += n;
+  };
+  constexpr std::uint64_t max_text = 4096;  // env names and signatures are short
+  while (at < size) {
+    std::uint32_t name_len = 0;
+    take(&name_len, 4);
+    if (name_len > max_text) fail(messages::checkpoint_bad_record, name, "<framing>");
+    std::string key(name_len, '\0');
+    take(key.data(), name_len);
+    std::uint64_t len = 0;
+    take(&len, 8);
+    if (size - at < len) fail(messages::checkpoint_bad_record, name, key);
+    auto text = [&](std::string& to, bool& have) {
+      if (len > max_text) fail(messages::checkpoint_bad_record, name, key);
+      to.assign(len, '\0');
+      take(to.data(), len);
+      have = true;
+    };
+    auto u64 = [&](std::uint64_t& to, bool& have) {
+      if (len != 8) fail(messages::checkpoint_bad_record, name, key);
+      take(&to, 8);
+      have = true;
+    };
+    if (key == "env") {
+      text(id.env, have_env);
+    } else if (key == "network") {
+      text(id.network, have_network);
+    } else if (key == "algo" && version >= 2) {
+      text(id.algo, have_algo);
+    } else if (key == "seed") {
+      u64(id.seed, have_seed);
+    } else if (key == "env_steps") {
+      u64(id.env_steps, have_steps);
+    } else {
+      in.seekg(static_cast<std::streamoff>(len), std::ios::cur);
+      if (!in) fail(messages::checkpoint_io, name, "read failed");
+      at += len;
     }
   }
-  return best;
+  for (const auto& [have, key] : {std::pair{have_env, "env"}, {have_network, "network"}, {have_algo, "algo"},
+                                  {have_seed, "seed"}, {have_steps, "env_steps"}}) {
+    if (!have) fail(messages::checkpoint_bad_record, name, key);
+  }
+  return id;
+}
+
+bool is_checkpoint_name(std::string_view name) noexcept {
+  return name.size() > std::string_view("checkpoint-.ckpt").size() && name.starts_with("checkpoint-") &&
+         name.ends_with(".ckpt");
+}
+
+checkpoint_listing list_checkpoints(const std::filesystem::path& dir) {
+  checkpoint_listing out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!is_checkpoint_name(e.path().filename().string())) continue;
+    std::error_code type_ec;
+    if (!e.is_regular_file(type_ec)) {
+      out.skipped.push_back({e.path(), fmt::format(fmt::runtime(messages::checkpoint_not_a_file), e.path().string()), false});
+      continue;
+    }
+    try {
+      out.checkpoints.push_back({e.path(), peek_checkpoint(e.path())});
+    } catch (const checkpoint_error& err) {
+      out.skipped.push_back({e.path(), err.what(), true});
+    }
+  }
+  std::sort(out.checkpoints.begin(), out.checkpoints.end(), [](const auto& a, const auto& b) {
+    if (a.id.env_steps != b.id.env_steps) return a.id.env_steps > b.id.env_steps;
+    return a.file.filename() > b.file.filename();
+  });
+  std::sort(out.skipped.begin(), out.skipped.end(),
+            [](const auto& a, const auto& b) { return a.file.filename() > b.file.filename(); });
+  return out;
+}
+
+std::optional<std::filesystem::path> newest_checkpoint(const std::filesystem::path& dir) {
+  auto listing = list_checkpoints(dir);
+  if (listing.checkpoints.empty()) return std::nullopt;
+  return std::move(listing.checkpoints.front().file);
+}
+
+std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const checkpoint& c, std::size_t keep) {
+  const auto id = id_of(c);
+  auto file = checkpoint_path(dir, id.env_steps);
+  for (std::size_t k = 1; occupied(file, id); ++k) file = dir / fmt::format("checkpoint-{:012}-{}.ckpt", id.env_steps, k);
+  write_checkpoint(file, c);
+  if (keep == 0) return file;
+  std::size_t kept = 0;
+  for (const auto& listed : list_checkpoints(dir).checkpoints) {
+    if (!listed.id.same_run(id)) continue;
+    if (kept < keep) {
+      ++kept;
+      continue;
+    }
+    std::error_code ec;
+    if (listed.file != file) std::filesystem::remove(listed.file, ec);  // best effort: a survivor is harmless
+  }
+  return file;
+}
+
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto name = e.path().filename().string();
+    std::error_code type_ec;
+    if (!name.ends_with(".tmp") || !is_checkpoint_name(std::string_view(name).substr(0, name.size() - 4)) ||
+        !e.is_regular_file(type_ec)) {
+      continue;
+    }
+    std::error_code remove_ec;
+    if (std::filesystem::remove(e.path(), remove_ec)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace coral::learners

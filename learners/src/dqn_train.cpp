@@ -157,8 +157,10 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   replay::replay_actor replay(rc);
 
   std::uint64_t start_steps = 0;
+  std::string resumed_from;
   if (o.resume) {
-    const auto [c, file] = detail::read_for_resume(o.checkpoint_dir, so.env, "dqn", signature);
+    const auto [c, file] = detail::read_for_resume(o, "dqn", signature, progress);
+    resumed_from = file.string();
     learner.restore(c.learner, c.target_parameters);
     replay.load(c.replay);
     start_steps = c.learner.env_steps;
@@ -189,7 +191,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   const auto bo = gated_batcher_options(so, wiring);
 
   // Metrics.
-  auto csv = detail::open_metrics(o.run_dir, csv_header);
+  detail::metrics_file csv(o.run_dir, csv_header, o.resume);
   const auto started = clock::now();
   struct window {
     std::uint64_t steps = 0;
@@ -239,7 +241,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   };
   auto record = [&] {
     std::lock_guard lock(row_mutex);
-    if (csv.is_open()) csv << csv_line(make_row(csv_window)) << '\n';
+    if (csv.is_open()) csv.write_row(csv_line(make_row(csv_window)));
   };
   progress << fmt::format(
       "coral train: env {}, dqn, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
@@ -268,8 +270,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   };
   auto write = [&](checkpoint& c, const replay::replay_actor& r) {
     c.replay = r.save();
-    const auto file = checkpoint_path(o.checkpoint_dir, c.learner.env_steps);
-    write_checkpoint(file, c);
+    const auto file = save_checkpoint(o.checkpoint_dir, c, o.keep_checkpoints);
     std::lock_guard lock(checkpoint_mutex);
     last_checkpoint = file.string();
   };
@@ -335,7 +336,8 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   }
   auto result = detail::make_result(stats.read(), target, finished.load() < 0, feeder.env_steps(), learner.updates(),
                                     last_checkpoint, wall);
-  detail::close_metrics(csv, o.run_dir, progress);
+  result.resumed_from = resumed_from;
+  result.metrics_written = csv.close(progress);
   return result;
 }
 

@@ -107,15 +107,17 @@ std::string train_result::to_json(const train_options& o) const {
   return fmt::format(
       R"({{"solved":{},"interrupted":{},"env":{},"algo":{},"topology":{},"executor":{},"seed":{},"env_steps":{},)"
       R"("wall_seconds":{},"mean_return":{},"mean_length":{},"episodes":{},"updates":{},"target_return":{},)"
-      R"("checkpoint":{}}})",
+      R"("checkpoint":{},"resumed_from":{}}})",
       solved, interrupted, quote(o.sampler.env), quote(o.algo), quote(actors::to_string(o.sampler.topo)),
       quote(o.sampler.executor == executor_mode::single ? "single" : "threads"), o.sampler.seed, env_steps,
       number(wall_seconds), number(mean_return), number(mean_length), episodes, updates,
-      target_return ? number(*target_return) : "null", checkpoint.empty() ? "null" : quote(checkpoint));
+      target_return ? number(*target_return) : "null", checkpoint.empty() ? "null" : quote(checkpoint),
+      resumed_from.empty() ? "null" : quote(resumed_from));
 }
 
 train_result train(const train_options& o, std::ostream& progress) {
   validate(o);
+  detail::prepare_run_dirs(o);
   if (o.algo == "dqn") return train_dqn(o, progress);
   const auto& so = o.sampler;
   // The sampler builds the envs, the batch, the groups and the batcher's
@@ -134,10 +136,12 @@ train_result train(const train_options& o, std::ostream& progress) {
   use_one_torch_thread();
   ppo_learner learner(spec, o.ppo, so.seed, o.total_steps);
   const std::string signature = network_signature(spec);
+  std::string resumed_from;
   if (o.resume) {
-    const auto [c, file] = detail::read_for_resume(o.checkpoint_dir, so.env, "ppo", signature);
+    const auto [c, file] = detail::read_for_resume(o, "ppo", signature, progress);
     learner.restore(c.learner);
-    progress << fmt::format("resumed from {} ({} env steps, {} updates)\n", file.string(), c.learner.env_steps,
+    resumed_from = file.string();
+    progress << fmt::format("resumed from {} ({} env steps, {} updates)\n", resumed_from, c.learner.env_steps,
                             c.learner.updates);
   }
   const std::uint64_t start_steps = learner.env_steps();
@@ -159,7 +163,7 @@ train_result train(const train_options& o, std::ostream& progress) {
   const auto bo = gated_batcher_options(so, wiring);
 
   // Metrics files.
-  auto csv = detail::open_metrics(o.run_dir, csv_header);
+  detail::metrics_file csv(o.run_dir, csv_header, o.resume);
   const auto started = clock::now();
   std::uint64_t last_steps = start_steps;
   auto last_time = started;
@@ -181,7 +185,7 @@ train_result train(const train_options& o, std::ostream& progress) {
   std::uint64_t csv_steps = start_steps;
   auto csv_time = started;
   auto record = [&] {
-    if (csv.is_open()) csv << csv_line(make_row(csv_steps, csv_time)) << '\n';
+    if (csv.is_open()) csv.write_row(csv_line(make_row(csv_steps, csv_time)));
   };
   progress << fmt::format(
       "coral train: env {}, ppo, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
@@ -203,9 +207,7 @@ train_result train(const train_options& o, std::ostream& progress) {
     c.network = signature;
     c.seed = so.seed;
     c.learner = learner.state();
-    const auto file = checkpoint_path(o.checkpoint_dir, c.learner.env_steps);
-    write_checkpoint(file, c);
-    last_checkpoint = file.string();
+    last_checkpoint = save_checkpoint(o.checkpoint_dir, c, o.keep_checkpoints).string();
   };
   std::uint64_t next_checkpoint =
       o.checkpoint_every == 0 ? 0 : (start_steps / o.checkpoint_every + 1) * o.checkpoint_every;
@@ -264,7 +266,8 @@ train_result train(const train_options& o, std::ostream& progress) {
   save();
   auto result = detail::make_result(stats.read(), target, finished.load() < 0, assembler.env_steps(), learner.updates(),
                                     last_checkpoint, wall);
-  detail::close_metrics(csv, o.run_dir, progress);
+  result.resumed_from = resumed_from;
+  result.metrics_written = csv.close(progress);
   return result;
 }
 

@@ -1,5 +1,6 @@
 #include "coral/learners/checkpoint.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -131,12 +132,140 @@ TEST_CASE("a file that is not a checkpoint, or of another version, is refused", 
   CHECK(refusal(missing) == fmt::format(fmt::runtime(messages::checkpoint_io), missing.string(), "cannot open"));
 }
 
-TEST_CASE("the newest checkpoint is the one with the most env steps", "[learners][checkpoint]") {
+TEST_CASE("the newest checkpoint is the one with the most env steps recorded inside it, whatever the names",
+          "[learners][checkpoint]") {
   const auto dir = fresh_dir("newest");
   CHECK_FALSE(newest_checkpoint(dir).has_value());
-  for (std::uint64_t steps : {512U, 100000U, 4096U}) write_checkpoint(checkpoint_path(dir, steps), sample_checkpoint());
+  for (std::uint64_t steps : {512U, 100000U, 4096U}) {
+    auto c = sample_checkpoint();
+    c.learner.env_steps = steps;
+    write_checkpoint(checkpoint_path(dir, steps), c);
+  }
+  // A stray copy of an old checkpoint under the highest name, a directory and
+  // an unreadable file named like checkpoints, and an unrelated file.
+  fs::copy_file(checkpoint_path(dir, 512), dir / "checkpoint-999999999999.ckpt");
+  fs::create_directories(dir / "checkpoint-999999999998.ckpt");
+  write_bytes(dir / "checkpoint-999999999997.ckpt", std::vector<char>(100, 'x'));
   write_bytes(dir / "notes.txt", {'x'});
   const auto newest = newest_checkpoint(dir);
   REQUIRE(newest.has_value());
   CHECK(*newest == checkpoint_path(dir, 100000));
+
+  const auto listing = list_checkpoints(dir);
+  REQUIRE(listing.checkpoints.size() == 4);
+  CHECK(listing.checkpoints[0].id.env_steps == 100000);
+  CHECK(listing.checkpoints[1].id.env_steps == 4096);
+  CHECK(listing.checkpoints[2].file == dir / "checkpoint-999999999999.ckpt");  // 512 steps, the greater name
+  CHECK(listing.checkpoints[3].file == checkpoint_path(dir, 512));
+  REQUIRE(listing.skipped.size() == 2);
+  CHECK(listing.skipped[0].why ==
+        fmt::format(fmt::runtime(messages::checkpoint_not_a_file), (dir / "checkpoint-999999999998.ckpt").string()));
+  CHECK_FALSE(listing.skipped[0].regular_file);
+  CHECK(listing.skipped[1].why ==
+        fmt::format(fmt::runtime(messages::checkpoint_not_coral), (dir / "checkpoint-999999999997.ckpt").string()));
+  CHECK(listing.skipped[1].regular_file);
+  CHECK(refusal(dir / "checkpoint-999999999998.ckpt") ==
+        fmt::format(fmt::runtime(messages::checkpoint_not_a_file), (dir / "checkpoint-999999999998.ckpt").string()));
+}
+
+TEST_CASE("peeking a checkpoint reads who wrote it and its env steps, and refuses what read_checkpoint refuses",
+          "[learners][checkpoint]") {
+  const auto dir = fresh_dir("peek");
+  auto c = sample_checkpoint();
+  c.algo = "dqn";
+  c.replay.assign(100000, 'r');  // sought past, not read
+  const auto file = checkpoint_path(dir, 1536);
+  write_checkpoint(file, c);
+  const auto id = peek_checkpoint(file);
+  CHECK(id.env == "cartpole");
+  CHECK(id.network == c.network);
+  CHECK(id.algo == "dqn");
+  CHECK(id.seed == 7);
+  CHECK(id.env_steps == 1536);
+  CHECK(id.same_run(id_of(c)));
+  auto other = id_of(c);
+  other.seed = 8;
+  CHECK_FALSE(id.same_run(other));
+
+  const auto bytes = read_bytes(file);
+  const auto cut = dir / "cut.ckpt";
+  write_bytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + 40));
+  CHECK_THROWS_WITH(peek_checkpoint(cut),
+                    fmt::format(fmt::runtime(messages::checkpoint_truncated), cut.string(), 40, bytes.size()));
+  auto bad = bytes;
+  for (std::size_t i = 28; i < 32; ++i) bad[i] = static_cast<char>(0xff);  // the first name's length: past the end
+  write_bytes(cut, bad);
+  CHECK_THROWS_WITH(peek_checkpoint(cut),
+                    fmt::format(fmt::runtime(messages::checkpoint_bad_record), cut.string(), "<framing>"));
+}
+
+TEST_CASE("saving keeps the newest checkpoints of the run and never touches another run's", "[learners][checkpoint]") {
+  const auto dir = fresh_dir("prune");
+  auto theirs = sample_checkpoint();
+  theirs.seed = 99;
+  theirs.learner.env_steps = 10;
+  write_checkpoint(dir / "checkpoint-000000000010.ckpt", theirs);
+  write_bytes(dir / "checkpoint-000000000011.ckpt", std::vector<char>(50, 'x'));  // unreadable: left alone
+  auto c = sample_checkpoint();
+  for (std::uint64_t steps = 100; steps <= 600; steps += 100) {
+    c.learner.env_steps = steps;
+    CHECK(save_checkpoint(dir, c, 3) == checkpoint_path(dir, steps));
+  }
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"checkpoint-000000000010.ckpt", "checkpoint-000000000011.ckpt",
+                                          "checkpoint-000000000400.ckpt", "checkpoint-000000000500.ckpt",
+                                          "checkpoint-000000000600.ckpt"});
+  // keep 0: all of them.
+  for (std::uint64_t steps = 700; steps <= 900; steps += 100) {
+    c.learner.env_steps = steps;
+    (void)save_checkpoint(dir, c, 0);
+  }
+  CHECK(list_checkpoints(dir).checkpoints.size() == 1 + 6);
+}
+
+TEST_CASE("saving never overwrites a newer checkpoint, another run's, or a directory under its name",
+          "[learners][checkpoint]") {
+  const auto dir = fresh_dir("no-overwrite");
+  auto c = sample_checkpoint();
+  // A checkpoint of 5000 steps misnamed as 1000.
+  c.learner.env_steps = 5000;
+  write_checkpoint(checkpoint_path(dir, 1000), c);
+  c.learner.env_steps = 1000;
+  const auto saved = save_checkpoint(dir, c, 0);
+  CHECK(saved == dir / "checkpoint-000000001000-1.ckpt");
+  CHECK(peek_checkpoint(checkpoint_path(dir, 1000)).env_steps == 5000);
+  CHECK(peek_checkpoint(saved).env_steps == 1000);
+
+  // Another run's checkpoint at the name, and a directory at the next.
+  auto theirs = sample_checkpoint();
+  theirs.env = "acrobot";
+  theirs.learner.env_steps = 1;
+  write_checkpoint(checkpoint_path(dir, 2000), theirs);
+  fs::create_directories(dir / "checkpoint-000000002000-1.ckpt");
+  c.learner.env_steps = 2000;
+  CHECK(save_checkpoint(dir, c, 0) == dir / "checkpoint-000000002000-2.ckpt");
+  CHECK(peek_checkpoint(checkpoint_path(dir, 2000)).env == "acrobot");
+
+  // An older (or as old) checkpoint of the same run is overwritten in place.
+  CHECK(save_checkpoint(dir, c, 0) == dir / "checkpoint-000000002000-2.ckpt");
+  write_checkpoint(checkpoint_path(dir, 2500), c);  // 2000 steps under the name of 2500
+  c.learner.env_steps = 2500;
+  CHECK(save_checkpoint(dir, c, 0) == checkpoint_path(dir, 2500));
+  CHECK(peek_checkpoint(checkpoint_path(dir, 2500)).env_steps == 2500);
+}
+
+TEST_CASE("temporaries left by killed checkpoint writes are removed, and nothing else", "[learners][checkpoint]") {
+  const auto dir = fresh_dir("tmp");
+  write_bytes(dir / "checkpoint-000000000512.ckpt.tmp", {'x'});
+  write_bytes(dir / "checkpoint-000000001024.ckpt.tmp", {'x'});
+  write_bytes(dir / "notes.tmp", {'x'});
+  write_checkpoint(checkpoint_path(dir, 1), sample_checkpoint());
+  CHECK(remove_stale_temporaries(dir) == 2);
+  CHECK_FALSE(fs::exists(dir / "checkpoint-000000000512.ckpt.tmp"));
+  CHECK_FALSE(fs::exists(dir / "checkpoint-000000001024.ckpt.tmp"));
+  CHECK(fs::exists(dir / "notes.tmp"));
+  CHECK(fs::exists(checkpoint_path(dir, 1)));
+  CHECK(remove_stale_temporaries(dir / "absent") == 0);
 }

@@ -1,12 +1,18 @@
 #include "coral/learners/train.hpp"
 
-#include <cstdlib>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -175,9 +181,240 @@ TEST_CASE("a run writes its metrics rows and a learning curve to the run directo
   std::size_t rows = 0;
   for (std::string line; std::getline(csv, line);) ++rows;
   CHECK(rows == r.updates + 1);  // one per update, and the final one
-  if (std::system("command -v gnuplot > /dev/null 2>&1") == 0) {
+  CHECK(r.metrics_written);
+  if (progress.str().find(lm::gnuplot_not_found) == std::string::npos) {  // gnuplot is installed
     CHECK(fs::file_size(dir / "learning_curve.png") > 0);
-  } else {
-    CHECK(progress.str().find("warning: gnuplot not found; no learning_curve.png") != std::string::npos);
   }
+}
+
+namespace {
+
+/// What train() refused `o` with (config_error or checkpoint_error), and what it printed first.
+struct refused_run {
+  std::string what = "(accepted)";
+  std::string progress;
+};
+
+refused_run refused(const train_options& o) {
+  std::ostringstream progress;
+  refused_run r;
+  try {
+    (void)train(o, progress);
+  } catch (const coral::error& e) {
+    r.what = e.what();
+  }
+  r.progress = progress.str();
+  return r;
+}
+
+/// The errno of creating `file` (0 if it could be created; it is then removed).
+int errno_of_creating(const char* file) {
+  const int fd = ::open(file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return errno;
+  ::close(fd);
+  ::unlink(file);
+  return 0;
+}
+
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a run directory with quotes, semicolons, backquotes and $() in its name reaches no shell",
+          "[learners][train][run-dir]") {
+  const auto base = fresh_dir("injection");
+  const std::vector<std::string> markers{"PWNED1", "PWNED2", "PWNED3"};
+  for (const auto& m : markers) fs::remove(m);
+  auto o = small_run(1024);
+  const auto dir = base / "x'; touch PWNED1; echo '`touch PWNED2`$(touch PWNED3)\"";
+  o.run_dir = dir.string();
+  std::ostringstream progress;
+  const auto r = train(o, progress);
+  for (const auto& m : markers) {
+    INFO(m);
+    CHECK_FALSE(fs::exists(m));
+    CHECK_FALSE(fs::exists(base / m));
+  }
+  CHECK(r.metrics_written);
+  if (progress.str().find(lm::gnuplot_not_found) == std::string::npos) {
+    CHECK(progress.str().find("warning") == std::string::npos);
+    CHECK(fs::file_size(dir / "learning_curve.png") > 0);
+  }
+  // The kept script names its files relative to the run directory.
+  const auto script = lines_of(dir / "learning_curve.gp");
+  CHECK(std::find(script.begin(), script.end(), "set output 'learning_curve.png'") != script.end());
+}
+
+TEST_CASE("unusable run and checkpoint directories are refused by name before anything starts",
+          "[learners][train][run-dir]") {
+  const auto base = fresh_dir("dirs");
+  fs::create_directories(base);
+  const auto file = base / "good.toml";
+  std::ofstream(file) << "[train]\n";
+  const auto not_a_dir = std::generic_category().message(ENOTDIR);
+
+  auto o = small_run(1024);
+  o.checkpoint_dir = (file / "sub").string();
+  auto r = refused(o);
+  CHECK(r.what == fmt::format(fmt::runtime(lm::dir_unusable), "--checkpoint-dir", o.checkpoint_dir, not_a_dir));
+  CHECK(r.progress.empty());  // nothing started
+
+  o = small_run(1024);
+  o.run_dir = file.string();
+  r = refused(o);
+  CHECK(r.what == fmt::format(fmt::runtime(lm::dir_unusable), "--run-dir", o.run_dir, lm::not_a_directory));
+  CHECK(r.progress.empty());
+
+  o.run_dir = (file / "sub").string();
+  CHECK(refused(o).what == fmt::format(fmt::runtime(lm::dir_unusable), "--run-dir", o.run_dir, not_a_dir));
+
+  o.run_dir = "/proc";  // a directory nobody may create files in
+  r = refused(o);
+  // The system's reason: ENOENT as root, EACCES otherwise.
+  const int reason = errno_of_creating("/proc/.coral-train-test");
+  CHECK((reason == ENOENT || reason == EACCES));
+  CHECK(r.what == fmt::format(fmt::runtime(lm::dir_unusable), "--run-dir", "/proc",
+                              fmt::format(fmt::runtime(lm::not_writable), std::strerror(reason))));
+  CHECK(r.progress.empty());
+
+  // A usable directory keeps no trace of the test write.
+  o = small_run(1024);
+  o.run_dir = (base / "run").string();
+  o.checkpoint_dir = (base / "ckpt").string();
+  std::ostringstream progress;
+  (void)train(o, progress);
+  for (const auto& d : {base / "run", base / "ckpt"}) {
+    for (const auto& e : fs::directory_iterator(d)) CHECK_FALSE(e.path().filename().string().starts_with(".coral"));
+  }
+}
+
+TEST_CASE("a metrics file that cannot be written is reported and never claimed as written",
+          "[learners][train][run-dir]") {
+  const auto dir = fresh_dir("full");
+  fs::create_directories(dir);
+  fs::create_symlink("/dev/full", dir / "metrics.csv");  // every write fails with ENOSPC
+  auto o = small_run(1024);
+  o.run_dir = dir.string();
+  std::ostringstream progress;
+  const auto r = train(o, progress);
+  CHECK_FALSE(r.metrics_written);
+  CHECK(progress.str().find(fmt::format(fmt::runtime(lm::metrics_write_failed), (dir / "metrics.csv").string(),
+                                        std::strerror(ENOSPC))) != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "learning_curve.png"));
+}
+
+TEST_CASE("a fresh run into a directory holding checkpoints is refused, and killed writes' temporaries are cleared",
+          "[learners][train][checkpoint]") {
+  const auto dir = fresh_dir("in-use");
+  fs::create_directories(dir);
+  std::ofstream(dir / "checkpoint-000000000512.ckpt.tmp") << "cut short";
+  auto o = small_run(1024);
+  o.checkpoint_dir = dir.string();
+  std::ostringstream progress;
+  const auto first = train(o, progress);
+  CHECK_FALSE(fs::exists(dir / "checkpoint-000000000512.ckpt.tmp"));
+  const auto r = refused(o);
+  CHECK(r.what == fmt::format(fmt::runtime(lm::checkpoint_dir_in_use), dir.string(), first.checkpoint));
+  CHECK(r.progress.empty());
+  CHECK(read_checkpoint(first.checkpoint).learner.env_steps == first.env_steps);  // untouched
+}
+
+TEST_CASE("a checkpoint of another run is refused on resume: algo, env, network and seed",
+          "[learners][train][checkpoint]") {
+  const auto dir = fresh_dir("identity");
+  auto o = small_run(1024);
+  o.checkpoint_dir = dir.string();
+  std::ostringstream progress;
+  const auto first = train(o, progress);
+  const auto saved = peek_checkpoint(first.checkpoint);
+  o.resume = true;
+  auto change = [&](auto how) {
+    auto changed = o;
+    how(changed);
+    return refused(changed).what;
+  };
+  const auto& mismatch = lm::checkpoint_mismatch;
+  CHECK(change([](train_options& c) { c.sampler.seed = 7; }) ==
+        fmt::format(fmt::runtime(mismatch), first.checkpoint, "seed", 3, 7));
+  CHECK(change([](train_options& c) { c.sampler.env = "bandit"; }) ==
+        fmt::format(fmt::runtime(mismatch), first.checkpoint, "env", "cartpole", "bandit"));
+  CHECK(change([](train_options& c) { c.hidden = {16}; })
+            .starts_with(fmt::format(fmt::runtime(mismatch), first.checkpoint, "network", saved.network, "")));
+  CHECK(change([](train_options& c) {
+          c.algo = "dqn";
+          c.dqn.replay_capacity = 4096;
+        }) == fmt::format(fmt::runtime(lm::checkpoint_algo), first.checkpoint, "ppo", "dqn"));
+  CHECK(peek_checkpoint(first.checkpoint).env_steps == first.env_steps);  // refused runs wrote nothing
+  CHECK(list_checkpoints(dir).checkpoints.size() == 1);
+}
+
+TEST_CASE("resume continues the checkpoint with the most recorded steps, past a stray file and a directory, and prunes",
+          "[learners][train][checkpoint]") {
+  const auto dir = fresh_dir("recorded-steps");
+  auto o = small_run(2048);
+  o.checkpoint_dir = dir.string();
+  o.checkpoint_every = 512;
+  o.keep_checkpoints = 0;
+  std::ostringstream progress;
+  (void)train(o, progress);
+  CHECK(list_checkpoints(dir).checkpoints.size() == 4);  // 512, 1024, 1536, 2048
+  // The oldest under the greatest name, and a directory named like a checkpoint.
+  fs::rename(checkpoint_path(dir, 512), dir / "checkpoint-999999999999.ckpt");
+  const auto directory = dir / "checkpoint-999999999998.ckpt";
+  fs::create_directories(directory);
+
+  o.resume = true;
+  o.total_steps = 3072;
+  o.keep_checkpoints = 2;
+  std::ostringstream second_progress;
+  const auto second = train(o, second_progress);
+  const auto newest = checkpoint_path(dir, 2048).string();
+  CHECK(second.resumed_from == newest);
+  CHECK(second_progress.str().find("resumed from " + newest + " (2048 env steps") != std::string::npos);
+  CHECK(second_progress.str().find(fmt::format(
+            fmt::runtime(lm::checkpoint_skipped),
+            fmt::format(fmt::runtime(lm::checkpoint_not_a_file), directory.string()))) != std::string::npos);
+  // Kept: the two newest of the run (2560 and 3072); the directory is left alone.
+  const auto listing = list_checkpoints(dir);
+  REQUIRE(listing.checkpoints.size() == 2);
+  CHECK(listing.checkpoints[0].file == checkpoint_path(dir, 3072));
+  CHECK(listing.checkpoints[1].file == checkpoint_path(dir, 2560));
+  CHECK(second.checkpoint == checkpoint_path(dir, 3072).string());
+  CHECK(fs::is_directory(directory));
+}
+
+TEST_CASE("a resumed run appends to metrics.csv and names the checkpoint it continued in its JSON",
+          "[learners][train][checkpoint][run-dir]") {
+  const auto base = fresh_dir("append");
+  auto o = small_run(1024);
+  o.checkpoint_dir = (base / "ckpt").string();
+  o.run_dir = (base / "run").string();
+  std::ostringstream progress;
+  const auto first = train(o, progress);
+  CHECK(first.metrics_written);
+  CHECK(first.to_json(o).ends_with(R"("resumed_from":null})"));
+  const auto csv = base / "run" / "metrics.csv";
+  const auto rows_before = lines_of(csv);
+
+  o.resume = true;
+  o.total_steps = 2048;
+  const auto second = train(o, progress);
+  CHECK(second.metrics_written);
+  CHECK(second.to_json(o).ends_with(fmt::format(R"("resumed_from":"{}"}})", first.checkpoint)));
+  const auto rows = lines_of(csv);
+  REQUIRE(rows.size() > rows_before.size());
+  CHECK(std::equal(rows_before.begin(), rows_before.end(), rows.begin()));  // the first run's rows are kept
+  CHECK(std::count(rows.begin(), rows.end(), rows.front()) == 1);           // one header
+  CHECK(rows.size() == 1 + (first.updates + 1) + (second.updates - first.updates + 1));
+
+  // A run directory with another kind of run's metrics is refused on resume.
+  std::ofstream(csv, std::ios::trunc) << "seconds,env_steps,td_loss\n1,2,3\n";
+  o.total_steps = 3072;
+  CHECK(refused(o).what == fmt::format(fmt::runtime(lm::metrics_header_differs), csv.string()));
+  CHECK(lines_of(csv).size() == 2);
 }

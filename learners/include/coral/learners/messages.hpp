@@ -46,4 +46,30 @@ inline constexpr std::string_view non_finite_weight =
     "{} learner: weight {} is not finite ({}) after update {}: training diverged (lower --learning-rate, or "
     "--allow-non-finite to go on)";
 
+// Run and checkpoint directories (see docs/training.md, "Checkpoints").
+
+/// A --run-dir or --checkpoint-dir that cannot be created or written: flag, path, reason.
+inline constexpr std::string_view dir_unusable = "{}: cannot use '{}': {}";
+/// The reason dir_unusable gives for a path that exists and is not a directory.
+inline constexpr std::string_view not_a_directory = "it exists and is not a directory";
+/// The reason dir_unusable gives when a test file cannot be written: the system's reason.
+inline constexpr std::string_view not_writable = "cannot write a file there: {}";
+/// A fresh run (no --resume) into a directory that holds checkpoints: directory, one of them.
+inline constexpr std::string_view checkpoint_dir_in_use =
+    "--checkpoint-dir: '{}' already holds checkpoints ('{}'); pass --resume to continue that run, or choose another "
+    "directory";
+/// A metrics.csv whose header is not this run's (another algorithm's run): path.
+inline constexpr std::string_view metrics_header_differs =
+    "--run-dir: '{}' holds metrics of another kind of run (its header differs); choose another --run-dir";
+/// A name like a checkpoint's that --resume passes over: why (a checkpoint_* text).
+inline constexpr std::string_view checkpoint_skipped = "warning: {}; skipped";
+/// A name like a checkpoint's on a directory (or anything but a regular file): path.
+inline constexpr std::string_view checkpoint_not_a_file = "checkpoint '{}' is not a regular file";
+/// metrics.csv could not be written (full disk, vanished directory): path, reason.
+inline constexpr std::string_view metrics_write_failed = "warning: could not write '{}': {}; its rows are incomplete";
+/// gnuplot is not installed.
+inline constexpr std::string_view gnuplot_not_found = "warning: gnuplot not found; no learning_curve.png";
+/// gnuplot ran and failed: how it ended.
+inline constexpr std::string_view gnuplot_failed = "warning: gnuplot failed ({}); no learning_curve.png";
+
 }  // namespace coral::learners::messages

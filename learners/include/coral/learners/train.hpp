@@ -33,6 +33,7 @@ struct train_options {
   bool stop_when_solved = true;
   std::string checkpoint_dir;          ///< empty: no checkpoints
   std::uint64_t checkpoint_every = 0;  ///< env steps between checkpoints; 0: only at the end
+  std::size_t keep_checkpoints = 3;    ///< checkpoints of this run kept, the newest; 0: all
   bool resume = false;
   std::string run_dir;                 ///< empty: no metrics files
   double progress_seconds = 2.0;       ///< progress line period; 0: none
@@ -51,6 +52,8 @@ struct train_result {
   std::uint64_t updates = 0;
   std::optional<double> target_return;
   std::string checkpoint;              ///< the last checkpoint written, if any
+  std::string resumed_from;            ///< the checkpoint this run continued, if it resumed
+  bool metrics_written = false;        ///< run_dir/metrics.csv holds every row (false without a run dir)
   /// The final line of `coral train`: one JSON object.
   [[nodiscard]] std::string to_json(const train_options& o) const;
 };
@@ -64,9 +67,11 @@ void validate(const train_options& options);
 
 /// Runs training to the end: solved (when stop_when_solved), total_steps,
 /// or a signal (SIGINT/SIGTERM: a checkpoint is written and the run ends
-/// normally). Progress lines go to `progress`. Throws config_error for bad
-/// options, checkpoint_error for a refused checkpoint, actor_failed if an
-/// actor failed.
+/// normally). Progress lines go to `progress`. Before anything starts, the
+/// run and checkpoint directories are created and test-written, and a fresh
+/// run into a checkpoint directory holding checkpoints is refused. Throws
+/// config_error for bad options or unusable directories, checkpoint_error for
+/// a refused checkpoint, actor_failed if an actor failed.
 train_result train(const train_options& options, std::ostream& progress);
 
 }  // namespace coral::learners
