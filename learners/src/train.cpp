@@ -25,6 +25,7 @@
 #include "coral/learners/network.hpp"
 #include "coral/learners/rollout.hpp"
 #include "dqn_train.hpp"
+#include "memory_budget.hpp"
 #include "train_common.hpp"
 
 namespace coral::learners {
@@ -80,6 +81,7 @@ void validate(const train_options& o) {
   }
   if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
   if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(messages::resume_needs_dir));
+  detail::check_memory_budget(o);  // what the run allocates fits in this machine's memory
   if (o.algo == "dqn") {
     validate_dqn(o);
     return;
