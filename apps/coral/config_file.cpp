@@ -121,12 +121,20 @@ std::string expected_text(value_kind kind) {
   return "?";
 }
 
+// At most 40 characters of `s`, control characters escaped, so that an
+// error stays one line.
+std::string shown(std::string_view s) {
+  std::string out;
+  for (const char c : s.substr(0, 40)) {
+    const auto u = static_cast<unsigned char>(c);
+    out += u < 0x20 || u == 0x7F ? fmt::format("\\x{:02x}", u) : std::string(1, c);
+  }
+  return s.size() > 40 ? out + "..." : out;
+}
+
 // What a value is, for an error: the number or boolean itself, else its kind.
 std::string found_text(const toml::node& n) {
-  if (const auto* s = n.as_string()) {
-    const std::string& v = s->get();
-    return v.size() <= 40 ? fmt::format("a string (\"{}\")", v) : fmt::format("a string (\"{}...\")", v.substr(0, 40));
-  }
+  if (const auto* s = n.as_string()) return fmt::format("a string (\"{}\")", shown(s->get()));
   if (const auto* i = n.as_integer()) return fmt::format("{}", i->get());
   if (const auto* f = n.as_floating_point()) return fmt::format("{}", f->get());
   if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
@@ -230,7 +238,7 @@ struct reader {
       if (v.is_table()) {
         std::vector<std::string> sections;
         collect_sections(root, sections);
-        fail(messages::config_unknown_section, file, at, c.section.empty() ? key : c.section + "." + key,
+        fail(messages::config_unknown_section, file, at, shown(c.section.empty() ? key : c.section + "." + key),
              fmt::format("{}", fmt::join(sections, ", ")));
       }
       if (c.section.empty()) {
@@ -241,7 +249,7 @@ struct reader {
                owner->section);
         }
       }
-      fail(messages::config_unknown_key, file, at, key, place_of(c), unknown_key_hint(c, key));
+      fail(messages::config_unknown_key, file, at, shown(key), place_of(c), unknown_key_hint(c, key));
     }
   }
 
