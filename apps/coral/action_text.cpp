@@ -7,6 +7,7 @@
 
 #include "coral/core/error.hpp"
 #include "coral/envs/messages.hpp"
+#include "coral/messages.hpp"
 
 namespace coral::cli {
 namespace {
@@ -85,7 +86,18 @@ std::vector<step_actions> parse_actions(std::string_view text, const envs::space
     ++number;
     step_actions step{std::vector<std::int32_t>(rows * nd), std::vector<float>(rows * nc)};
     const auto row_texts = split(entry, '/');
-    bool ok = row_texts.size() == 1 || row_texts.size() == rows;
+    if (row_texts.size() != 1 && row_texts.size() != rows) {
+      throw config_error(
+          fmt::format(fmt::runtime(messages::wrong_action_count), entry, number, row_texts.size(), rows));
+    }
+    for (const auto row_text : row_texts) {
+      const std::size_t scalars = split(row_text, ':').size();
+      if (scalars != slots.size()) {
+        throw config_error(fmt::format(fmt::runtime(messages::wrong_scalar_count), entry, number, scalars,
+                                       slots.size(), action_space.to_string()));
+      }
+    }
+    bool ok = true;
     for (std::size_t r = 0; ok && r < rows; ++r) {
       const std::span<std::int32_t> ints(step.discrete.data() + r * nd, nd);
       const std::span<float> floats(step.continuous.data() + r * nc, nc);

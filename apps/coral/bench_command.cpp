@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/actors/memory_budget.hpp"
 #include "coral/actors/sampler.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/interrupts.hpp"
@@ -19,7 +20,9 @@
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/envs/config.hpp"
 #include "coral/core/exit_codes.hpp"
+#include "coral/flag_checks.hpp"
 #include "coral/json.hpp"
+#include "coral/messages.hpp"
 #ifdef CORAL_HAVE_TRAIN
 #include "coral/learners/network.hpp"
 #endif
@@ -73,7 +76,34 @@ struct bench_flags {
   double stall_seconds = 30;
 };
 
-void run_bench(std::ostream& out, const bench_flags& f) {
+/// Flags whose presence matters, not only their value.
+struct given_flags {
+  const CLI::Option* threads = nullptr;
+  const CLI::Option* batch_timeout = nullptr;
+  const CLI::Option* baseline_steps = nullptr;
+};
+
+/// Refuses flags that contradict each other, and a sampler that cannot fit
+/// in this machine's memory (naming --num-envs), before anything is built.
+void check_bench_flags(const bench_flags& f, const given_flags& g, const actors::sampler_options& o) {
+  check_sampler_conflicts(f.executor, *g.threads, f.threads, *g.batch_timeout, f.min_batch_size);
+  if (g.baseline_steps->count() > 0 && f.no_baseline) {
+    throw config_error(fmt::format(fmt::runtime(messages::conflicting_flags), "--baseline-steps", "--no-baseline",
+                                   "the baseline is skipped"));
+  }
+  (void)actors::resolve_wiring(o);  // the flags' own errors first
+  const auto shape = actors::probe_env_shape(o);
+  actors::memory_estimate estimate;
+  actors::add_sampler_memory(estimate, o, shape);
+  auto at_default = o;
+  at_default.num_envs = actors::sampler_options{}.num_envs;
+  actors::memory_estimate smaller;
+  actors::add_sampler_memory(smaller, at_default, shape);
+  actors::check_memory(estimate, {{"--num-envs", fmt::format("{}", o.num_envs), smaller.total()}},
+                       actors::available_memory());
+}
+
+void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given) {
   actors::sampler_options o;
   o.env = f.env;
   o.env_args = envs::parse_env_args(f.env_args);
@@ -98,6 +128,7 @@ void run_bench(std::ostream& out, const bench_flags& f) {
   if (f.steps == 0) {
     throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--steps", 0, "at least 1"));
   }
+  check_bench_flags(f, given, o);
 
   actors::sampler s(o);  // validates every flag before anything starts
   auto pol = make_bench_policy(f.policy, s, f.seed);
@@ -185,11 +216,16 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
                   "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
   cmd->add_option("--min-batch-size", flags->min_batch_size,
                   "dynamic batching: act on this many envs once --batch-timeout-us passed (default off)");
-  cmd->add_option("--batch-timeout-us", flags->batch_timeout_us, "dynamic batching timeout in microseconds");
+  auto* batch_timeout = cmd->add_option("--batch-timeout-us", flags->batch_timeout_us,
+                                        "dynamic batching timeout in microseconds (at most a minute)")
+                            ->check(non_negative_whole())
+                            ->check(at_most(max_batch_timeout_us));
   cmd->add_option("--envs-per-group", flags->envs_per_group, "envs stepped back to back by one actor")
       ->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "sampling threads")->capture_default_str();
-  cmd->add_option("--spin-us", flags->spin_us, "microseconds an idle sampling thread polls before blocking")
+  auto* threads = cmd->add_option("--threads", flags->threads, "sampling threads")->capture_default_str();
+  cmd->add_option("--spin-us", flags->spin_us, "microseconds an idle sampling thread polls before blocking (at most 1 s)")
+      ->check(non_negative_whole())
+      ->check(at_most(max_spin_us))
       ->capture_default_str();
   cmd->add_flag("--pin", flags->pin, "pin sampling threads to cores");
   cmd->add_flag("--inference-thread", flags->inference_thread,
@@ -204,14 +240,16 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
                 "pass NaN/infinite rewards and observations on instead of treating them as env failures");
   cmd->add_option("--seed", flags->seed, "seed of the envs and the policy")->capture_default_str();
   cmd->add_option("--steps", flags->steps, "env steps to sample")->capture_default_str();
-  cmd->add_option("--baseline-steps", flags->baseline_steps, "env steps for the plain loop (default --steps)");
+  auto* baseline_steps =
+      cmd->add_option("--baseline-steps", flags->baseline_steps, "env steps for the plain loop (default --steps)");
   cmd->add_flag("--no-baseline", flags->no_baseline, "skip the plain for-loop baseline");
   cmd->add_flag("--json", flags->json, "end with one JSON object on its own line");
   cmd->add_option("--stall-seconds", flags->stall_seconds,
                   "stop, with a report of every env group and channel, when no env step happened for this long "
                   "(0: never)")
       ->capture_default_str();
-  cmd->callback([&out, flags] { run_bench(out, *flags); });
+  const given_flags given{threads, batch_timeout, baseline_steps};
+  cmd->callback([&out, flags, given] { run_bench(out, *flags, given); });
 }
 
 }  // namespace coral::cli

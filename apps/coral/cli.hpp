@@ -9,15 +9,32 @@
 
 #include <CLI/CLI.hpp>
 
+#include "coral/core/exit_codes.hpp"
+
 namespace coral::cli {
 
+/// The exit codes of `coral` (docs/cli.md).
+namespace exit_code {
+/// The command did its work (`train`: the run finished, solved or not, or
+/// was stopped in order by SIGINT/SIGTERM); also `--help`.
+inline constexpr int ok = exit_codes::ok;
+/// The input was rejected before anything started: an unknown command or
+/// flag, a bad or conflicting value, a config file error, a run that does
+/// not fit in memory.
+inline constexpr int rejected = exit_codes::bad_input;
+/// The command failed after it started: an actor or env failed, a
+/// checkpoint could not be read or written, a stop deadline passed, or any
+/// other error.
+inline constexpr int failed = exit_codes::run_failed;
+// A second SIGINT/SIGTERM ends the process at once: 128 + the signal number.
+}  // namespace exit_code
+
 /// Parses `argv`, runs the chosen subcommand writing to `out`, and returns
-/// the process exit code: 0 on success; CLI11's code for a bad flag (its
-/// message, naming the flag, goes to `err`); 1 for a rejected config or
-/// value (`error: <what>` on `err`).
+/// the process exit code (exit_code). Errors go to `err` as one line,
+/// `error: <what>`.
 ///
-/// Top-level flags: `--config FILE` (TOML; any flag of any subcommand, see
-/// docs/envs.md) and `--log-level LEVEL`.
+/// Top-level flags: `--config FILE` (TOML, also accepted after the command;
+/// see config_file.hpp and docs/cli.md) and `--log-level LEVEL`.
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 /// Adds `coral envs` (list envs, spaces and config keys) and

@@ -10,11 +10,20 @@
 #include <fmt/format.h>
 
 #include "coral/cli.hpp"
+#include "coral/core/error.hpp"
 #include "coral/envs/config.hpp"
+#include "coral/flag_checks.hpp"
 #include "coral/learners/train.hpp"
+#include "coral/messages.hpp"
 
 namespace coral::cli {
 namespace {
+
+// Beyond these bounds the progress period overflows its clock's integer, or
+// (the learning rate) the squared value loss overflows a float within the
+// first updates.
+constexpr double max_learning_rate = 1e6;
+constexpr double max_progress_seconds = 86'400;
 
 struct train_flags {
   learners::train_options o;
@@ -41,7 +50,33 @@ struct train_flags {
   bool no_double_dqn = false;
 };
 
-void run_train(std::ostream& out, train_flags& f, bool target_given, bool run_dir_given) {
+/// Flags whose presence matters, not only their value.
+struct given_flags {
+  const CLI::Option* target_return = nullptr;
+  const CLI::Option* run_dir = nullptr;
+  const CLI::Option* threads = nullptr;
+  const CLI::Option* checkpoint_every = nullptr;
+  const CLI::Option* batch_timeout = nullptr;
+};
+
+/// Flags that contradict each other, rejected before anything starts.
+void check_conflicts(const train_flags& f, const given_flags& g) {
+  auto fail = [](std::string_view format, auto&&... args) {
+    throw config_error(fmt::format(fmt::runtime(format), args...));
+  };
+  if (g.run_dir->count() > 0 && f.no_run_dir) {
+    fail(messages::conflicting_flags, "--run-dir", "--no-run-dir", "give a run dir or none, not both");
+  }
+  check_sampler_conflicts(f.executor, *g.threads, f.o.sampler.threads, *g.batch_timeout, f.o.sampler.min_batch_size);
+  if (g.checkpoint_every->count() > 0 && f.o.checkpoint_dir.empty()) {
+    fail(messages::flag_needs, "--checkpoint-every", "--checkpoint-dir", "checkpoints are written there");
+  }
+}
+
+void run_train(std::ostream& out, train_flags& f, const given_flags& given) {
+  check_conflicts(f, given);
+  const bool target_given = given.target_return->count() > 0;
+  const bool run_dir_given = given.run_dir->count() > 0;
   auto& o = f.o;
   o.sampler.env = f.env;
   o.sampler.env_args = envs::parse_env_args(f.env_args);
@@ -99,10 +134,15 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   cmd->add_option("--batch-size", o.sampler.batch_size,
                   "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
   cmd->add_option("--min-batch-size", o.sampler.min_batch_size, "dynamic batching minimum (default off)");
-  cmd->add_option("--batch-timeout-us", f->batch_timeout_us, "dynamic batching timeout in microseconds");
-  cmd->add_option("--threads", o.sampler.threads, "sampling threads (the learner has a thread of its own)")
-      ->capture_default_str();
-  cmd->add_option("--spin-us", f->spin_us, "microseconds an idle sampling thread polls before blocking")
+  auto* batch_timeout = cmd->add_option("--batch-timeout-us", f->batch_timeout_us,
+                                        "dynamic batching timeout in microseconds (at most a minute)")
+                            ->check(non_negative_whole())
+                            ->check(at_most(max_batch_timeout_us));
+  auto* threads = cmd->add_option("--threads", o.sampler.threads, "sampling threads (the learner has a thread of its own)")
+                      ->capture_default_str();
+  cmd->add_option("--spin-us", f->spin_us, "microseconds an idle sampling thread polls before blocking (at most 1 s)")
+      ->check(non_negative_whole())
+      ->check(at_most(max_spin_us))
       ->capture_default_str();
   cmd->add_flag("--pin", o.sampler.pin, "pin sampling threads to cores");
   cmd->add_flag("--inference-thread", o.sampler.inference_thread, "run the batcher on a thread of its own");
@@ -116,7 +156,8 @@ void add_train_command(CLI::App& app, std::ostream& out) {
   cmd->add_option("--horizon", o.horizon, "steps per env per rollout segment")->capture_default_str();
   cmd->add_option("--epochs", o.ppo.epochs, "PPO epochs per segment")->capture_default_str();
   cmd->add_option("--minibatch-size", o.ppo.minibatch_size, "samples per minibatch")->capture_default_str();
-  cmd->add_option("--learning-rate", f->learning_rate, "Adam step size (default: ppo 5e-3, dqn 5e-4)");
+  cmd->add_option("--learning-rate", f->learning_rate, "Adam step size, at most 1e6 (default: ppo 5e-3, dqn 5e-4)")
+      ->check(at_most(max_learning_rate));
   cmd->add_flag("--no-anneal-lr", f->no_anneal_lr, "keep the learning rate constant");
   cmd->add_option("--gamma", f->gamma, "discount (default 0.99)");
   cmd->add_option("--gae-lambda", o.ppo.gae_lambda, "GAE lambda")->capture_default_str();
@@ -159,20 +200,23 @@ void add_train_command(CLI::App& app, std::ostream& out) {
       ->capture_default_str();
   cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end, on SIGINT, and every "
                                                         "--checkpoint-every steps)");
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "env steps between checkpoints (0: only at the end)")
-      ->capture_default_str();
+  auto* checkpoint_every =
+      cmd->add_option("--checkpoint-every", o.checkpoint_every, "env steps between checkpoints (0: only at the end)")
+          ->capture_default_str();
   cmd->add_option("--keep-checkpoints", o.keep_checkpoints, "checkpoints kept, the newest (0: all)")->capture_default_str();
   cmd->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
   auto* run_dir = cmd->add_option("--run-dir", f->run_dir,
                                   "metrics.csv and learning_curve.png go here (default runs/<env>-<topology>-seed<S>)");
   cmd->add_flag("--no-run-dir", f->no_run_dir, "write no metrics files");
-  cmd->add_option("--progress-seconds", o.progress_seconds, "seconds between progress lines (0: none)")
+  cmd->add_option("--progress-seconds", o.progress_seconds, "seconds between progress lines (0: none; at most a day)")
+      ->check(at_most(max_progress_seconds))
       ->capture_default_str();
   cmd->add_option("--stall-seconds", o.stall_seconds,
                   "stop the run, with a report of every actor and channel, when no env step and no learner update "
                   "happened for this long (0: never)")
       ->capture_default_str();
-  cmd->callback([&out, f, target, run_dir] { run_train(out, *f, target->count() > 0, run_dir->count() > 0); });
+  const given_flags given{target, run_dir, threads, checkpoint_every, batch_timeout};
+  cmd->callback([&out, f, given] { run_train(out, *f, given); });
 }
 
 }  // namespace coral::cli

@@ -28,6 +28,7 @@
 #include "dqn_train.hpp"
 #include "finite_checks.hpp"
 #include "run_guards.hpp"
+#include "memory_budget.hpp"
 #include "train_common.hpp"
 
 namespace coral::learners {
@@ -86,6 +87,7 @@ void validate(const train_options& o) {
     out_of_range("--stall-seconds", o.stall_seconds, "must be in [0, 1000000] (0: no watchdog)");
   }
   if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(messages::resume_needs_dir));
+  detail::check_memory_budget(o);  // what the run allocates fits in this machine's memory
   if (o.algo == "dqn") {
     validate_dqn(o);
     return;

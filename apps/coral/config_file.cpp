@@ -1,0 +1,375 @@
+#include "coral/config_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include "coral/core/error.hpp"
+#include "coral/messages.hpp"
+
+namespace coral::cli {
+namespace {
+
+// A config_error from one of the formats in messages.hpp.
+template <class... Args>
+[[noreturn]] void fail(std::string_view format, Args&&... args) {
+  throw config_error(fmt::format(fmt::runtime(format), std::forward<Args>(args)...));
+}
+
+// The offset of the first byte that is not part of well-formed UTF-8 text
+// (a NUL counts as not text), or npos.
+std::size_t first_non_text_byte(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t extra = 0;
+    std::uint32_t min = 0;
+    if (c == 0) return i;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      extra = 1;
+      min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2;
+      min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3;
+      min = 0x10000;
+    } else {
+      return i;
+    }
+    if (i + extra >= s.size()) return i;  // cut short by the end
+    std::uint32_t code = c & (0x3F >> extra);
+    for (std::size_t k = 1; k <= extra; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      code = (code << 6) | (d & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return i;
+    i += extra + 1;
+  }
+  return std::string_view::npos;
+}
+
+std::size_t line_of(std::string_view s, std::size_t offset) {
+  return 1 + static_cast<std::size_t>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Where a key is, for an error: `in [train]`, `at the top level`.
+std::string place_of(const command_info& c) { return c.section.empty() ? "at the top level" : "in [" + c.section + "]"; }
+
+std::string key_label(const command_info& c, std::string_view key) {
+  return c.section.empty() ? std::string(key) : fmt::format("[{}] {}", c.section, key);
+}
+
+// "; did you mean 'total-steps'?" for a near miss, else where to look.
+std::string unknown_key_hint(const command_info& c, std::string_view key) {
+  const flag_info* best = nullptr;
+  std::size_t best_distance = 3;  // at most two edits away
+  for (const auto& f : c.flags) {
+    const auto d = edit_distance(key, f.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = &f;
+    }
+  }
+  if (best != nullptr) return fmt::format("; did you mean '{}'?", best->name);
+  return fmt::format("; see `coral {}--help`", c.path.empty() ? "" : c.path + " ");
+}
+
+std::string expected_text(value_kind kind) {
+  switch (kind) {
+    case value_kind::on_off:
+      return "true or false";
+    case value_kind::whole:
+      return "a whole number";
+    case value_kind::unsigned_whole:
+      return "a whole number >= 0";
+    case value_kind::number:
+      return "a finite number";
+    case value_kind::text:
+      return "a string";
+  }
+  return "?";
+}
+
+// At most 40 characters of `s`, control characters escaped, so that an
+// error stays one line.
+std::string shown(std::string_view s) {
+  std::string out;
+  for (const char c : s.substr(0, 40)) {
+    const auto u = static_cast<unsigned char>(c);
+    out += u < 0x20 || u == 0x7F ? fmt::format("\\x{:02x}", u) : std::string(1, c);
+  }
+  return s.size() > 40 ? out + "..." : out;
+}
+
+// What a value is, for an error: the number or boolean itself, else its kind.
+std::string found_text(const toml::node& n) {
+  if (const auto* s = n.as_string()) return fmt::format("a string (\"{}\")", shown(s->get()));
+  if (const auto* i = n.as_integer()) return fmt::format("{}", i->get());
+  if (const auto* f = n.as_floating_point()) return fmt::format("{}", f->get());
+  if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (n.is_array()) return "an array";
+  if (n.is_table()) return "a table";
+  return "a date or time";
+}
+
+std::size_t line_of(const toml::node& n) { return n.source().begin.line; }
+
+struct reader {
+  std::string_view file;
+  config_values values;
+
+  [[noreturn]] void wrong_type(const toml::node& n, const std::string& label, const std::string& expected) const {
+    fail(messages::config_wrong_type, file, line_of(n), label, expected, found_text(n));
+  }
+
+  // One scalar value of `flag` as the text of a command-line token.
+  std::string scalar(const toml::node& n, const flag_info& flag, const std::string& label) const {
+    const auto expected = expected_text(flag.kind);
+    switch (flag.kind) {
+      case value_kind::on_off:
+        break;  // handled by the caller
+      case value_kind::whole:
+      case value_kind::unsigned_whole: {
+        const bool want_unsigned = flag.kind == value_kind::unsigned_whole;
+        if (const auto* i = n.as_integer()) {
+          if (want_unsigned && i->get() < 0) wrong_type(n, label, expected);
+          return fmt::format("{}", i->get());
+        }
+        if (const auto* f = n.as_floating_point()) {
+          const double v = f->get();
+          const double limit = want_unsigned ? 18446744073709551616.0 : 9223372036854775808.0;
+          if (std::isfinite(v) && v == std::floor(v) && v < limit && v >= (want_unsigned ? 0.0 : -limit)) {
+            return fmt::format("{:.0f}", v);
+          }
+        }
+        wrong_type(n, label, expected);
+      }
+      case value_kind::number: {
+        if (const auto* i = n.as_integer()) return fmt::format("{}", i->get());
+        if (const auto* f = n.as_floating_point(); f != nullptr && std::isfinite(f->get())) {
+          return fmt::format("{}", f->get());
+        }
+        wrong_type(n, label, expected);
+      }
+      case value_kind::text: {
+        if (const auto* s = n.as_string()) {
+          if (s->get().find('\0') != std::string::npos) wrong_type(n, label, "a string without NUL characters");
+          return s->get();
+        }
+        wrong_type(n, label, expected);
+      }
+    }
+    wrong_type(n, label, expected);
+  }
+
+  config_flag flag_value(const toml::node& n, const flag_info& flag, const std::string& label) const {
+    config_flag out{flag.name, {}, line_of(n)};
+    if (flag.kind == value_kind::on_off) {
+      const auto* b = n.as_boolean();
+      if (b == nullptr) wrong_type(n, label, expected_text(flag.kind));
+      if (b->get()) out.tokens.push_back("--" + flag.name);
+      return out;
+    }
+    if (const auto* a = n.as_array()) {
+      if (!flag.repeatable) wrong_type(n, label, expected_text(flag.kind));
+      for (std::size_t i = 0; i < a->size(); ++i) {
+        out.tokens.push_back(fmt::format("--{}={}", flag.name, scalar(*a->get(i), flag, fmt::format("{}[{}]", label, i))));
+      }
+      return out;
+    }
+    if (n.is_table()) {
+      wrong_type(n, label, expected_text(flag.kind) + (flag.repeatable ? " or an array of them" : ""));
+    }
+    out.tokens.push_back(fmt::format("--{}={}", flag.name, scalar(n, flag, label)));
+    return out;
+  }
+
+  // Flags of `c` and its sections, from `table`, in file order.
+  void read_table(const toml::table& table, const command_info& c, const command_info& root) {
+    std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+    for (auto&& [k, v] : table) entries.emplace_back(&k, &v);
+    auto line = [](const auto& e) { return std::max<std::size_t>(e.first->source().begin.line, line_of(*e.second)); };
+    std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) { return line(a) < line(b); });
+    for (const auto& e : entries) {
+      const std::string key(e.first->str());
+      const toml::node& v = *e.second;
+      const std::size_t at = e.first->source().begin.line != 0 ? e.first->source().begin.line : line_of(v);
+      if (const auto* f = c.find_flag(key)) {
+        values[c.section].push_back(flag_value(v, *f, key_label(c, key)));
+        continue;
+      }
+      if (const auto* sub = c.find_command(key)) {
+        const auto* t = v.as_table();
+        if (t == nullptr) wrong_type(v, sub->section, "a section ([" + sub->section + "])");
+        read_table(*t, *sub, root);
+        continue;
+      }
+      if (v.is_table()) {
+        std::vector<std::string> sections;
+        collect_sections(root, sections);
+        fail(messages::config_unknown_section, file, at, shown(c.section.empty() ? key : c.section + "." + key),
+             fmt::format("{}", fmt::join(sections, ", ")));
+      }
+      if (c.section.empty()) {
+        if (const auto* owner = command_with_flag(root, key)) {
+          std::vector<std::string> globals;
+          for (const auto& f : root.flags) globals.push_back(f.name);
+          fail(messages::config_top_level_key, file, at, key, fmt::format("{}", fmt::join(globals, ", ")),
+               owner->section);
+        }
+      }
+      fail(messages::config_unknown_key, file, at, shown(key), place_of(c), unknown_key_hint(c, key));
+    }
+  }
+
+  static void collect_sections(const command_info& c, std::vector<std::string>& out) {
+    for (const auto& sub : c.commands) {
+      out.push_back(sub.section);
+      collect_sections(sub, out);
+    }
+  }
+
+  static const command_info* command_with_flag(const command_info& c, std::string_view name) {
+    for (const auto& sub : c.commands) {
+      if (sub.find_flag(name) != nullptr) return &sub;
+      if (const auto* deeper = command_with_flag(sub, name)) return deeper;
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+const flag_info* command_info::find_flag(std::string_view n) const noexcept {
+  for (const auto& f : flags) {
+    if (f.name == n) return &f;
+  }
+  return nullptr;
+}
+
+const command_info* command_info::find_command(std::string_view n) const noexcept {
+  for (const auto& c : commands) {
+    if (c.name == n) return &c;
+  }
+  return nullptr;
+}
+
+value_kind kind_of(const CLI::Option& o) {
+  if (o.get_expected_max() == 0) return value_kind::on_off;  // a switch (add_flag)
+  const std::string type = o.get_type_name();
+  const std::string base = type.substr(0, type.find(':'));
+  if (base == "UINT") return value_kind::unsigned_whole;
+  if (base == "INT") return value_kind::whole;
+  if (base == "FLOAT") return value_kind::number;
+  return value_kind::text;
+}
+
+namespace {
+
+void describe_into(const CLI::App& app, command_info& c) {
+  for (const CLI::Option* o : app.get_options()) {
+    if (o->get_lnames().empty()) continue;
+    const std::string& name = o->get_lnames().front();
+    if (name == "help" || name == "config") continue;
+    c.flags.push_back({.name = name,
+                       .kind = kind_of(*o),
+                       .repeatable = o->get_items_expected_max() > 1,
+                       .extra_values = o->get_items_expected_max() > 1 && o->get_allow_extra_args()});
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    command_info s;
+    s.name = sub->get_name();
+    s.path = c.path.empty() ? s.name : c.path + " " + s.name;
+    s.section = c.section.empty() ? s.name : c.section + "." + s.name;
+    describe_into(*sub, s);
+    c.commands.push_back(std::move(s));
+  }
+}
+
+}  // namespace
+
+command_info describe_commands(const CLI::App& app) {
+  command_info root;
+  describe_into(app, root);
+  return root;
+}
+
+config_values parse_config(std::string_view text, std::string_view file, const command_info& root) {
+  if (const auto bad = first_non_text_byte(text); bad != std::string_view::npos) {
+    fail(messages::config_not_text, file, line_of(text, bad), static_cast<unsigned char>(text[bad]));
+  }
+  toml::table table;
+  try {
+    table = toml::parse(text, file);
+  } catch (const toml::parse_error& e) {
+    fail(messages::config_syntax, file, e.source().begin.line, e.source().begin.column, e.description());
+  }
+  reader r{file, {}};
+  r.read_table(table, root, root);
+  return std::move(r.values);
+}
+
+config_values read_config(const std::string& path, const command_info& root) {
+  auto reason = [](int code) { return std::error_code(code, std::generic_category()).message(); };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(messages::config_unreadable, path, reason(errno));
+  std::string text;
+  int error = 0;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error = errno;
+  } else if (S_ISDIR(st.st_mode)) {
+    error = EISDIR;
+  } else {
+    // Read at most one byte past the limit: enough to know the file is too
+    // large, and never endless on a device such as /dev/zero.
+    char buffer[65536];
+    while (text.size() <= max_config_bytes) {
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        error = errno;
+        break;
+      }
+      if (n == 0) break;
+      text.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  if (error != 0) fail(messages::config_unreadable, path, reason(error));
+  if (text.size() > max_config_bytes) fail(messages::config_too_large, path, max_config_bytes);
+  return parse_config(text, path, root);
+}
+
+}  // namespace coral::cli

@@ -1,0 +1,130 @@
+#include "coral/flag_checks.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "coral/config_file.hpp"
+#include "coral/core/error.hpp"
+#include "coral/messages.hpp"
+
+namespace coral::cli {
+namespace {
+
+template <class... Args>
+std::string text(std::string_view format, Args&&... args) {
+  return fmt::format(fmt::runtime(format), std::forward<Args>(args)...);
+}
+
+// The whole value of `s` as a double, when it is a finite number with no
+// fractional part (`1e6`, `2.5e3`); strtod's full syntax.
+std::optional<double> whole_double(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v) || v != std::floor(v)) return std::nullopt;
+  return v;
+}
+
+// Checks and rewrites `s` as a decimal whole number of type T.
+template <class T>
+std::string check_whole(std::string& s, bool must_be_non_negative) {
+  const char* first = s.data();
+  const char* last = s.data() + s.size();
+  if (first != last && *first == '+') ++first;
+  T value{};
+  const auto [ptr, ec] = std::from_chars(first, last, value);
+  if (first != last && ec == std::errc{} && ptr == last) {
+    if constexpr (std::is_signed_v<T>) {
+      if (must_be_non_negative && value < 0) return text(messages::negative_value, s);
+    }
+    s = fmt::format("{}", value);  // decimal: CLI11 would read 010 as octal
+    return {};
+  }
+  const auto v = whole_double(s);
+  if (!v) {
+    // `-1.5` or `-abc` for an unsigned flag: the sign is the first thing wrong.
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (must_be_non_negative && !s.empty() && end == s.c_str() + s.size() && d < 0) {
+      return text(messages::negative_value, s);
+    }
+    return text(messages::not_whole_number, s);
+  }
+  if (must_be_non_negative && *v < 0) return text(messages::negative_value, s);
+  // 2^64 and 2^63 are exact doubles; the largest values below them are not,
+  // so compare against the powers themselves.
+  const double limit = std::is_signed_v<T> ? 9223372036854775808.0 : 18446744073709551616.0;
+  if (*v >= limit) return text(messages::number_too_large, s, std::numeric_limits<T>::max());
+  if (*v < -limit) return text(messages::number_too_large, s, std::numeric_limits<T>::min());
+  s = fmt::format("{:.0f}", *v);
+  return {};
+}
+
+std::string check_finite(std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) return text(messages::not_a_number, s);
+  if (!std::isfinite(v)) return text(messages::not_finite, s);
+  return {};
+}
+
+void add_checks(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    switch (kind_of(*o)) {
+      case value_kind::unsigned_whole:
+        o->check(CLI::Validator([](std::string& s) { return check_whole<std::uint64_t>(s, true); }, ""));
+        break;
+      case value_kind::whole:
+        o->check(CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, false); }, ""));
+        break;
+      case value_kind::number:
+        o->check(CLI::Validator(check_finite, ""));
+        break;
+      case value_kind::on_off:
+      case value_kind::text:
+        break;
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) add_checks(*sub);
+}
+
+}  // namespace
+
+void add_value_checks(CLI::App& app) { add_checks(app); }
+
+CLI::Validator non_negative_whole() {
+  return CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, true); }, "");
+}
+
+void check_sampler_conflicts(std::string_view executor, const CLI::Option& threads_flag, std::size_t threads,
+                             const CLI::Option& batch_timeout_flag, std::size_t min_batch_size) {
+  if (executor == "single" && threads_flag.count() > 0 && threads > 1) {
+    throw config_error(text(messages::conflicting_flags, fmt::format("--threads {}", threads), "--executor single",
+                            "the single executor runs every actor on one thread"));
+  }
+  if (batch_timeout_flag.count() > 0 && min_batch_size == 0) {
+    throw config_error(text(messages::flag_needs, "--batch-timeout-us", "--min-batch-size",
+                            "the timeout applies only to dynamic batching"));
+  }
+}
+
+CLI::Validator at_most(double limit) {
+  return CLI::Validator(
+      [limit](std::string& s) {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || !(v > limit)) return std::string();
+        return text(messages::number_too_large, s, limit);
+      },
+      "");
+}
+
+}  // namespace coral::cli

@@ -1,0 +1,67 @@
+#pragma once
+/// \file
+/// Error texts of the `coral` command (fmt format strings); tests assert
+/// them exactly. The command prints each as `error: <text>` and exits with
+/// the code docs/cli.md gives.
+
+#include <string_view>
+
+namespace coral::cli::messages {
+
+/// A word where a command was expected: the command path typed, the commands there.
+inline constexpr std::string_view unknown_command = "unknown command '{}'; commands: {}";
+/// No command given: the commands.
+inline constexpr std::string_view missing_command = "a command is required; commands: {}";
+
+/// Number flags (CLI11 prefixes the flag: `--seed: -1 is negative: ...`).
+/// A negative value for a flag that counts or sizes something: the value.
+inline constexpr std::string_view negative_value = "{} is negative: it must be >= 0";
+/// Not a whole number: the value.
+inline constexpr std::string_view not_whole_number = "'{}' is not a whole number";
+/// A whole number beyond the flag's type: the value, the largest allowed.
+inline constexpr std::string_view number_too_large = "{} is too large (at most {})";
+/// Not a number: the value.
+inline constexpr std::string_view not_a_number = "'{}' is not a number";
+/// NaN or infinite: the value.
+inline constexpr std::string_view not_finite = "{} is not a finite number";
+
+/// Two flags that cannot be given together: flag (with value), other flag, why.
+inline constexpr std::string_view conflicting_flags = "{} conflicts with {}: {}";
+/// A flag that means nothing without another: flag, the flag it needs, why.
+inline constexpr std::string_view flag_needs = "{} needs {}: {}";
+
+/// `--config` without a file name.
+inline constexpr std::string_view config_needs_file = "--config: expected a file name";
+/// `--config` given twice: first file, second file.
+inline constexpr std::string_view config_twice = "--config: given twice ('{}' and '{}'); give one file";
+/// A config file that cannot be opened or read: file, reason.
+inline constexpr std::string_view config_unreadable = "config file '{}': cannot read it: {}";
+/// A config file larger than any config: file, its size limit.
+inline constexpr std::string_view config_too_large = "config file '{}': larger than {} bytes; not a config file";
+/// A config file with bytes that are not UTF-8 text: file, line, the byte.
+inline constexpr std::string_view config_not_text =
+    "config file '{}', line {}: not a TOML text file (byte 0x{:02x} is not UTF-8 text)";
+/// TOML syntax error: file, line, column, toml++'s description.
+inline constexpr std::string_view config_syntax = "config file '{}', line {}, column {}: {}";
+/// A key no command takes: file, line, key, where (`in [train]`, `at the top level`), hint.
+inline constexpr std::string_view config_unknown_key = "config file '{}', line {}: unknown key '{}' {}{}";
+/// A table that is not a command's section: file, line, section, the sections.
+inline constexpr std::string_view config_unknown_section =
+    "config file '{}', line {}: unknown section [{}] (sections: {})";
+/// A command flag outside any section: file, line, key, global keys, a section that takes it.
+inline constexpr std::string_view config_top_level_key =
+    "config file '{}', line {}: key '{}' is not a global flag (global keys: {}); put it in a section such as [{}]";
+/// A value of the wrong type: file, line, section and key, what was expected, what was found.
+inline constexpr std::string_view config_wrong_type = "config file '{}', line {}: {}: expected {}, got {}";
+
+/// `coral envs rollout --actions` for a multi-agent env with the wrong
+/// number of row actions: the entry, its position (from 1), actions given,
+/// rows of the env.
+inline constexpr std::string_view wrong_action_count =
+    "--actions: action '{}' (number {}) gives {} row actions, expected {} (one per agent row, separated by '/') "
+    "or 1 for every row";
+/// A row action with the wrong number of scalars: the entry, its position, scalars given, scalars expected, the space.
+inline constexpr std::string_view wrong_scalar_count =
+    "--actions: action '{}' (number {}) has {} scalars separated by ':', expected {} for the action space {}";
+
+}  // namespace coral::cli::messages

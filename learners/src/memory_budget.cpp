@@ -1,0 +1,142 @@
+#include "memory_budget.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace coral::learners::detail {
+namespace {
+
+// A tanh MLP in -> hidden... -> out: weights and biases, and the sum of its
+// layer widths (one float per width and sample for activations).
+double mlp_parameters(double in, const std::vector<std::size_t>& hidden, double out) {
+  double params = 0;
+  double width = in;
+  for (auto h : hidden) {
+    params += (width + 1) * static_cast<double>(h);
+    width = static_cast<double>(h);
+  }
+  return params + (width + 1) * out;
+}
+
+double mlp_widths(double in, const std::vector<std::size_t>& hidden, double out) {
+  double sum = in + out;
+  for (auto h : hidden) sum += static_cast<double>(h);
+  return sum;
+}
+
+// Bytes per network parameter: the parameter, its gradient and Adam's two
+// moments (16), plus the flat copies that travel to the policy: the
+// learner's flat weights, the published cell and the acting policy's (12).
+constexpr double ppo_bytes_per_parameter = 16 + 12;
+// DQN adds its target network.
+constexpr double dqn_bytes_per_parameter = ppo_bytes_per_parameter + 4;
+
+void add_ppo(actors::memory_estimate& e, const train_options& o, const actors::env_shape& s) {
+  const double rows = static_cast<double>(o.sampler.num_envs) * static_cast<double>(s.agents);
+  const double horizon = static_cast<double>(o.horizon);
+  const double d = static_cast<double>(s.obs_dim) * static_cast<double>(std::max<std::size_t>(o.frames, 1));
+  const double nd = static_cast<double>(s.discrete_action_dim);
+  const double nc = static_cast<double>(s.continuous_action_dim);
+  // One segment: T + 1 observations per row, then per step the actions, log
+  // probability, value, reward (floats), two flags and the policy version.
+  const double segment = rows * ((horizon + 1) * 4 * d + horizon * (4 * nd + 4 * nc + 4 + 4 + 4 + 1 + 1 + 8));
+  // Segments open under the lag gate: up to max_policy_lag + 1 (counted
+  // without the learner's, to stay a lower bound), never more than the run has.
+  const double run_segments = std::ceil(static_cast<double>(o.total_steps) / std::max(1.0, rows * horizon));
+  const double live = std::min(static_cast<double>(o.max_policy_lag) + 1, std::max(1.0, run_segments));
+  e.add("rollout segments", live * segment);
+  const double samples = rows * horizon;
+  // The update's tensors: observations, advantages, returns, order (int64)
+  // and actions as int64.
+  e.add("PPO update tensors", samples * (4 * d + 4 + 4 + 8 + 8 * nd + 4 * nc));
+  if (o.frames > 1) e.add("frame stacks", 2 * rows * 4 * d);
+  const double actor = mlp_parameters(d, o.hidden, static_cast<double>(s.action_choices) + nc) + nc;
+  const double critic = mlp_parameters(d, o.hidden, 1);
+  e.add("network", (actor + critic) * ppo_bytes_per_parameter);
+  const double widths = mlp_widths(d, o.hidden, static_cast<double>(s.action_choices) + nc) + mlp_widths(d, o.hidden, 1);
+  const double minibatch = std::min(static_cast<double>(o.ppo.minibatch_size), samples);
+  // Forward and backward of a minibatch, and the acting batch's forward.
+  e.add("activations", (3 * minibatch + 2 * rows) * widths * 4);
+}
+
+void add_dqn(actors::memory_estimate& e, const train_options& o, const actors::env_shape& s) {
+  const auto& q = o.dqn;
+  const double rows = static_cast<double>(o.sampler.num_envs) * static_cast<double>(s.agents);
+  const double d = static_cast<double>(s.obs_dim);
+  const double nd = static_cast<double>(s.discrete_action_dim);
+  const double nc = static_cast<double>(s.continuous_action_dim);
+  // Slots: the capacity rounded up to whole streams; per slot the
+  // observation and action, return, discount (floats), steps (uint16),
+  // state (byte), pending priority (double) and the priority tree's leaf
+  // (float). Generations and the tree's inner nodes are left out: their
+  // pages are touched lazily (measured: 49.5 bytes a slot on cartpole, this
+  // counts 43).
+  const double slots = std::ceil(static_cast<double>(q.replay_capacity) / std::max(1.0, rows)) * std::max(1.0, rows);
+  e.add("replay", slots * (4 * d + 4 * nd + 4 * nc + 4 + 4 + 2 + 1 + 8 + 4));
+  const double batch = static_cast<double>(q.batch_size);
+  // Prefetched batches and the one being learned from: observation and next
+  // observation, action, return, discount, weight, key and probability.
+  e.add("replay batches", (static_cast<double>(q.prefetch) + 1) * batch * (8 * d + 4 * nd + 4 * nc + 4 + 4 + 4 + 16 + 8));
+  e.add("n-step assembly", rows * (static_cast<double>(q.n_step) + 1) * (4 * d + 16));
+  const double out = static_cast<double>(s.action_choices);
+  e.add("network", mlp_parameters(d, o.hidden, out) * dqn_bytes_per_parameter);
+  // Online network on o and o', target on o': forward and backward.
+  e.add("activations", (6 * batch + 2 * rows) * mlp_widths(d, o.hidden, out) * 4);
+}
+
+std::string join(const std::vector<std::size_t>& values) { return fmt::format("{}", fmt::join(values, " ")); }
+
+}  // namespace
+
+actors::memory_estimate estimate_memory(const train_options& o, const actors::env_shape& shape) {
+  actors::memory_estimate e;
+  actors::add_sampler_memory(e, o.sampler, shape);
+  if (o.algo == "dqn") {
+    add_dqn(e, o, shape);
+  } else {
+    add_ppo(e, o, shape);
+  }
+  return e;
+}
+
+void check_memory_budget(const train_options& o) {
+  const auto shape = actors::probe_env_shape(o.sampler);
+  const auto estimate = estimate_memory(o, shape);
+  const double available = actors::available_memory();
+  if (estimate.total() <= available) return;
+  // Which flag is at fault: the one whose default saves the most.
+  const train_options defaults;
+  std::vector<actors::sizing_flag> flags;
+  auto flag = [&](std::string name, std::string value, const std::function<void(train_options&)>& reset) {
+    train_options changed = o;
+    reset(changed);
+    flags.push_back({std::move(name), std::move(value), estimate_memory(changed, shape).total()});
+  };
+  flag("--num-envs", fmt::format("{}", o.sampler.num_envs),
+       [&](train_options& c) { c.sampler.num_envs = defaults.sampler.num_envs; });
+  flag("--hidden", join(o.hidden), [&](train_options& c) { c.hidden = defaults.hidden; });
+  if (o.algo == "dqn") {
+    flag("--replay-capacity", fmt::format("{}", o.dqn.replay_capacity),
+         [&](train_options& c) { c.dqn.replay_capacity = defaults.dqn.replay_capacity; });
+    flag("--replay-batch", fmt::format("{}", o.dqn.batch_size),
+         [&](train_options& c) { c.dqn.batch_size = defaults.dqn.batch_size; });
+    flag("--prefetch", fmt::format("{}", o.dqn.prefetch), [&](train_options& c) { c.dqn.prefetch = defaults.dqn.prefetch; });
+    flag("--n-step", fmt::format("{}", o.dqn.n_step), [&](train_options& c) { c.dqn.n_step = defaults.dqn.n_step; });
+  } else {
+    flag("--horizon", fmt::format("{}", o.horizon), [&](train_options& c) { c.horizon = defaults.horizon; });
+    flag("--max-policy-lag", fmt::format("{}", o.max_policy_lag),
+         [&](train_options& c) { c.max_policy_lag = defaults.max_policy_lag; });
+    flag("--frames", fmt::format("{}", o.frames), [&](train_options& c) { c.frames = defaults.frames; });
+    flag("--minibatch-size", fmt::format("{}", o.ppo.minibatch_size),
+         [&](train_options& c) { c.ppo.minibatch_size = defaults.ppo.minibatch_size; });
+  }
+  actors::check_memory(estimate, flags, available);
+}
+
+}  // namespace coral::learners::detail

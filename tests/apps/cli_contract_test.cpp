@@ -1,0 +1,325 @@
+#include "coral/messages.hpp"
+
+// The `coral` command's contract, tested on the real binary as a user runs
+// it: a table of bad inputs, each with the exact message on stderr and the
+// exit code (docs/cli.md), none of which may start anything or live longer
+// than a few seconds.
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "child_process.hpp"
+#include "coral/actors/memory_budget.hpp"
+#include "coral/actors/messages.hpp"
+#include "coral/cli.hpp"
+#include "coral/core/error.hpp"
+
+namespace fs = std::filesystem;
+namespace cm = coral::cli::messages;
+using coral::cli::exit_code::failed;
+using coral::cli::exit_code::ok;
+using coral::cli::exit_code::rejected;
+
+namespace {
+
+// Every child is killed past this; each takes well under a second alone
+// (most of it libtorch's start-up).
+constexpr std::chrono::milliseconds child_limit{8000};
+constexpr std::size_t parallel_children = 4;
+
+template <class... Args>
+std::string text(std::string_view format, Args&&... args) {
+  return fmt::format(fmt::runtime(format), std::forward<Args>(args)...);
+}
+
+std::string error_line(const std::string& message) { return "error: " + message + "\n"; }
+
+struct bad_input {
+  std::vector<std::string> args;
+  std::string err;  // the whole of stderr
+  int exit_code = rejected;
+};
+
+// A fresh working directory for the children, so that anything a run would
+// write (runs/, checkpoints) shows up there.
+fs::path fresh_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("coral-cli-contract-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::vector<coral::test::outcome> run_all(const std::vector<std::vector<std::string>>& args, const fs::path& cwd) {
+  std::vector<coral::test::invocation> all;
+  for (const auto& a : args) {
+    coral::test::invocation inv;
+    inv.argv.push_back(CORAL_BINARY);
+    inv.argv.insert(inv.argv.end(), a.begin(), a.end());
+    // A fixed figure, so that memory errors read the same on every machine.
+    inv.extra_env = {"CORAL_MEMORY_AVAILABLE=1GiB"};
+    inv.cwd = cwd.string();
+    all.push_back(std::move(inv));
+  }
+  return coral::test::run_children(all, parallel_children, child_limit);
+}
+
+std::string last_line(const std::string& text) {
+  const auto end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return {};
+  const auto start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+// Config files for the table, by name; each bad in one way.
+const std::vector<std::pair<std::string, std::string>> bad_files = {
+    {"header.toml", "[train\ntotal-steps = 100\n"},
+    {"double_equals.toml", "[train]\ntotal-steps = = 20000\n"},
+    {"open_array.toml", "[train]\nhidden = [64, 64\n"},
+    {"typo.toml", "[train]\nseed = 1\ntotal-stepz = 20000\n"},
+    {"far_typo.toml", "[train]\nsteps-in-all = 20000\n"},
+    {"section.toml", "[trian]\nseed = 1\n"},
+    {"subsection.toml", "[train]\nseed = 1\n[train.network]\nwidth = 64\n"},
+    {"top_level.toml", "total-steps = 20000\n"},
+    {"top_level_unknown.toml", "colour = \"blue\"\n"},
+    {"section_value.toml", "train = 5\n"},
+    {"binary.toml", std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10)},
+    {"latin1.toml", "[train]\n# caf\xe9\nseed = 1\n"},
+    {"string_for_number.toml", "[train]\ntotal-steps = \"20000\"\n"},
+    {"array_for_scalar.toml", "[train]\nseed = [1, 2]\n"},
+    {"negative.toml", "[train]\nnum-envs = -1\n"},
+    {"fraction.toml", "[train]\nnum-envs = 2.5\n"},
+    {"nan.toml", "[train]\nlearning-rate = nan\n"},
+    {"array_element.toml", "[train]\nhidden = [64, \"wide\"]\n"},
+    {"switch_number.toml", "[train]\nkeep-going = 1\n"},
+    {"table_for_flag.toml", "[train.hidden]\nwidth = 64\n"},
+    {"string_for_switch.toml", "[bench]\njson = \"yes\"\n"},
+    {"rollout_key.toml", "[envs.rollout]\nenv = \"cartpole\"\nstep = 2\n"},
+    {"bad_value.toml", "[train]\ntopology = \"ring\"\n"},
+    {"conflict.toml", "[train]\nexecutor = \"single\"\nthreads = 2\n"},
+};
+
+std::string file_error(std::string_view format, const std::string& file, auto&&... args) {
+  return error_line(text(format, file, args...));
+}
+
+std::vector<bad_input> bad_inputs() {
+  const auto single_with_threads = error_line(text(cm::conflicting_flags, "--threads 2", "--executor single",
+                                                   "the single executor runs every actor on one thread"));
+  const auto batch_timeout_alone = error_line(text(cm::flag_needs, "--batch-timeout-us", "--min-batch-size",
+                                                   "the timeout applies only to dynamic batching"));
+  return {
+      // Commands and flags CLI11 parses.
+      {{"nosuchcmd"}, error_line(text(cm::unknown_command, "nosuchcmd", "envs, bench, train"))},
+      {{}, error_line(text(cm::missing_command, "envs, bench, train"))},
+      {{"--log-level", "debug"}, error_line(text(cm::missing_command, "envs, bench, train"))},
+      {{"envs", "rolout"}, error_line(text(cm::unknown_command, "envs rolout", "envs rollout"))},
+      {{"train", "--foo"}, error_line("The following argument was not expected: --foo")},
+      {{"envs", "rollout"}, error_line("--env is required")},
+      {{"--log-level", "loud", "envs"},
+       error_line("--log-level: loud not in {trace,debug,info,warn,error,critical,off}")},
+      {{"train", "--seed", "1", "--seed", "2"}, error_line("--seed: At Most 1 required but received 2")},
+      // Numbers: negative, fractional, too large, not finite (item 5, 12).
+      {{"train", "--seed", "-1"}, error_line("--seed: " + text(cm::negative_value, "-1"))},
+      {{"train", "--total-steps", "-5"}, error_line("--total-steps: " + text(cm::negative_value, "-5"))},
+      {{"train", "--num-envs", "-1"}, error_line("--num-envs: " + text(cm::negative_value, "-1"))},
+      {{"bench", "--num-envs", "-1"}, error_line("--num-envs: " + text(cm::negative_value, "-1"))},
+      {{"envs", "rollout", "--env", "cartpole", "--seed", "-1"},
+       error_line("--seed: " + text(cm::negative_value, "-1"))},
+      {{"train", "--hidden", "64", "-64"}, error_line("--hidden: " + text(cm::negative_value, "-64"))},
+      {{"train", "--seed", "1.5"}, error_line("--seed: " + text(cm::not_whole_number, "1.5"))},
+      {{"bench", "--num-envs", "many"}, error_line("--num-envs: " + text(cm::not_whole_number, "many"))},
+      {{"train", "--total-steps", "99999999999999999999"},
+       error_line("--total-steps: " + text(cm::number_too_large, "99999999999999999999", "18446744073709551615"))},
+      {{"train", "--target-return", "nan"}, error_line("--target-return: " + text(cm::not_finite, "nan"))},
+      {{"train", "--target-return", "inf"}, error_line("--target-return: " + text(cm::not_finite, "inf"))},
+      {{"train", "--gamma", "fast"}, error_line("--gamma: " + text(cm::not_a_number, "fast"))},
+      {{"train", "--learning-rate", "1e300"},
+       error_line("--learning-rate: " + text(cm::number_too_large, "1e300", "1000000"))},
+      {{"train", "--learning-rate", "-inf"}, error_line("--learning-rate: " + text(cm::not_finite, "-inf"))},
+      {{"train", "--progress-seconds", "1e300"},
+       error_line("--progress-seconds: " + text(cm::number_too_large, "1e300", "86400"))},
+      {{"bench", "--spin-us", "99999999999"},
+       error_line("--spin-us: " + text(cm::number_too_large, "99999999999", "1000000"))},
+      {{"train", "--batch-timeout-us", "-5", "--min-batch-size", "2"},
+       error_line("--batch-timeout-us: " + text(cm::negative_value, "-5"))},
+      // Runs that cannot fit in memory (1 GiB here), refused before anything is allocated.
+      {{"train", "--num-envs", "100000000"},
+       error_line(text(coral::actors::messages::memory_over_budget, "--num-envs", "100000000", "1.0 TiB",
+                       "envs 429.2 GiB, rollout segments 251.8 GiB, PPO update tensors 238.4 GiB", "1.0 GiB"))},
+      {{"train", "--horizon", "100000000"},
+       error_line(text(coral::actors::messages::memory_over_budget, "--horizon", "100000000", "61.1 GiB",
+                       "rollout segments 31.3 GiB, PPO update tensors 29.8 GiB, activations 425.7 KiB", "1.0 GiB"))},
+      {{"train", "--hidden", "100000", "100000"},
+       error_line(text(coral::actors::messages::memory_over_budget, "--hidden", "100000 100000", "522.7 GiB",
+                       "network 521.6 GiB, activations 1.2 GiB, envs 36.0 KiB", "1.0 GiB"))},
+      {{"train", "--algo", "dqn", "--replay-capacity", "1000000000"},
+       error_line(text(coral::actors::messages::memory_over_budget, "--replay-capacity", "1000000000", "40.0 GiB",
+                       "replay 40.0 GiB, activations 214.4 KiB, replay batches 45.0 KiB", "1.0 GiB"))},
+      {{"train", "--num-envs", "18446744073709551615"},
+       error_line(text(coral::actors::messages::memory_over_budget, "--num-envs", "18446744073709551615",
+                       "176560.0 EiB", "envs 73728.0 EiB, rollout segments 43264.0 EiB, PPO update tensors 40960.0 EiB",
+                       "1.0 GiB"))},
+      {{"bench", "--num-envs", "100000000"},
+       error_line(text(coral::actors::messages::memory_over_budget, "--num-envs", "100000000", "433.9 GiB",
+                       "envs 429.2 GiB, env batch slabs 4.7 GiB", "1.0 GiB"))},
+      // Flags that contradict each other (item 12).
+      {{"train", "--run-dir", "x", "--no-run-dir"},
+       error_line(text(cm::conflicting_flags, "--run-dir", "--no-run-dir", "give a run dir or none, not both"))},
+      {{"train", "--executor", "single", "--threads", "2"},
+       single_with_threads},
+      {{"bench", "--executor", "single", "--threads", "2"},
+       single_with_threads},
+      {{"train", "--checkpoint-every", "5000"},
+       error_line(text(cm::flag_needs, "--checkpoint-every", "--checkpoint-dir", "checkpoints are written there"))},
+      {{"train", "--batch-timeout-us", "100"},
+       batch_timeout_alone},
+      {{"bench", "--batch-timeout-us", "100"},
+       batch_timeout_alone},
+      {{"bench", "--no-baseline", "--baseline-steps", "5"},
+       error_line(text(cm::conflicting_flags, "--baseline-steps", "--no-baseline", "the baseline is skipped"))},
+      // Actions of `envs rollout`.
+      {{"envs", "rollout", "--env", "race", "--actions", "0/1"},
+       error_line(text(cm::wrong_action_count, "0/1", 1, 2, 4))},
+      {{"envs", "rollout", "--env", "cartpole", "--actions", "1,0:1"},
+       error_line(text(cm::wrong_scalar_count, "0:1", 2, 2, 1, "Discrete(2)"))},
+      // Config files (item 4); the file is named as typed.
+      {{"--config", "header.toml", "train"},
+       file_error(cm::config_syntax, "header.toml", 1, 7, "Error while parsing table header: expected ']', saw '\\n'")},
+      {{"--config", "double_equals.toml", "train"},
+       file_error(cm::config_syntax, "double_equals.toml", 2, 15, "Error while parsing value: could not determine value type")},
+      {{"--config", "open_array.toml", "train"},
+       file_error(cm::config_syntax, "open_array.toml", 2, 18, "Error while parsing array: encountered end-of-file")},
+      {{"--config", "typo.toml", "train"},
+       file_error(cm::config_unknown_key, "typo.toml", 3, "total-stepz", "in [train]", "; did you mean 'total-steps'?")},
+      {{"train", "--config", "typo.toml"},  // the form users type
+       file_error(cm::config_unknown_key, "typo.toml", 3, "total-stepz", "in [train]", "; did you mean 'total-steps'?")},
+      {{"train", "--config=far_typo.toml"},
+       file_error(cm::config_unknown_key, "far_typo.toml", 2, "steps-in-all", "in [train]", "; see `coral train --help`")},
+      {{"--config", "section.toml", "train"},
+       file_error(cm::config_unknown_section, "section.toml", 1, "trian", "envs, envs.rollout, bench, train")},
+      {{"--config", "subsection.toml", "train"},
+       file_error(cm::config_unknown_section, "subsection.toml", 3, "train.network", "envs, envs.rollout, bench, train")},
+      {{"--config", "top_level.toml", "train"},
+       file_error(cm::config_top_level_key, "top_level.toml", 1, "total-steps", "log-level", "train")},
+      {{"--config", "top_level_unknown.toml", "train"},
+       file_error(cm::config_unknown_key, "top_level_unknown.toml", 1, "colour", "at the top level", "; see `coral --help`")},
+      {{"--config", "section_value.toml", "train"},
+       file_error(cm::config_wrong_type, "section_value.toml", 1, "train", "a section ([train])", "5")},
+      {{"--config", "binary.toml", "train"}, file_error(cm::config_not_text, "binary.toml", 1, 0x00)},
+      {{"--config", "latin1.toml", "train"}, file_error(cm::config_not_text, "latin1.toml", 2, 0xe9)},
+      {{"--config", "string_for_number.toml", "train"},
+       file_error(cm::config_wrong_type, "string_for_number.toml", 2, "[train] total-steps", "a whole number >= 0",
+                  "a string (\"20000\")")},
+      {{"--config", "array_for_scalar.toml", "train"},
+       file_error(cm::config_wrong_type, "array_for_scalar.toml", 2, "[train] seed", "a whole number >= 0", "an array")},
+      {{"--config", "negative.toml", "train"},
+       file_error(cm::config_wrong_type, "negative.toml", 2, "[train] num-envs", "a whole number >= 0", "-1")},
+      {{"--config", "fraction.toml", "train"},
+       file_error(cm::config_wrong_type, "fraction.toml", 2, "[train] num-envs", "a whole number >= 0", "2.5")},
+      {{"--config", "nan.toml", "train"},
+       file_error(cm::config_wrong_type, "nan.toml", 2, "[train] learning-rate", "a finite number", "nan")},
+      {{"--config", "array_element.toml", "train"},
+       file_error(cm::config_wrong_type, "array_element.toml", 2, "[train] hidden[1]", "a whole number >= 0",
+                  "a string (\"wide\")")},
+      {{"--config", "switch_number.toml", "train"},
+       file_error(cm::config_wrong_type, "switch_number.toml", 2, "[train] keep-going", "true or false", "1")},
+      {{"--config", "table_for_flag.toml", "train"},
+       file_error(cm::config_wrong_type, "table_for_flag.toml", 1, "[train] hidden",
+                  "a whole number >= 0 or an array of them", "a table")},
+      {{"--config", "string_for_switch.toml", "train"},  // every section is checked, not only the command's
+       file_error(cm::config_wrong_type, "string_for_switch.toml", 2, "[bench] json", "true or false",
+                  "a string (\"yes\")")},
+      {{"envs", "rollout", "--config", "rollout_key.toml"},
+       file_error(cm::config_unknown_key, "rollout_key.toml", 3, "step", "in [envs.rollout]",
+                  "; did you mean 'steps'?")},
+      {{"--config", "bad_value.toml", "train"},
+       error_line(text(coral::messages::bad_value, "--topology", "ring", "sync, double-buffer, pool"))},
+      {{"--config", "conflict.toml", "train"},
+       single_with_threads},
+      {{"--config", "missing.toml", "train"},
+       file_error(cm::config_unreadable, "missing.toml", "No such file or directory")},
+      {{"--config", ".", "train"}, file_error(cm::config_unreadable, ".", "Is a directory")},
+      {{"--config", "/dev/zero", "train"}, file_error(cm::config_too_large, "/dev/zero", 1 << 20)},
+      {{"train", "--config"}, error_line(std::string(cm::config_needs_file))},
+      {{"--config", "typo.toml", "train", "--config", "nan.toml"},
+       error_line(text(cm::config_twice, "typo.toml", "nan.toml"))},
+      // The run starts, then fails: exit 2 (a checkpoint that is not one).
+      {{"train", "--resume", "--checkpoint-dir", "stray", "--no-run-dir"},
+       error_line("checkpoint 'stray/checkpoint-000000001000.ckpt' is not a coral checkpoint"), failed},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("every bad input is refused before anything starts, with its exact message and exit code",
+          "[apps][cli][contract]") {
+  const auto dir = fresh_dir("bad");
+  for (const auto& [name, bytes] : bad_files) write_file(dir / name, bytes);
+  fs::create_directories(dir / "stray");
+  write_file(dir / "stray" / "checkpoint-000000001000.ckpt", "not a checkpoint\n");
+
+  const auto table = bad_inputs();
+  std::vector<std::vector<std::string>> args;
+  for (const auto& b : table) args.push_back(b.args);
+  const auto results = run_all(args, dir);
+
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const auto& r = results[i];
+    INFO("coral " << fmt::format("{}", fmt::join(table[i].args, " ")));
+    CHECK_FALSE(r.killed);
+    CHECK(r.seconds < 8.0);
+    CHECK(r.exit_code == table[i].exit_code);
+    CHECK(r.err == table[i].err);
+    if (table[i].exit_code == rejected) CHECK(r.out.empty());  // nothing started, nothing printed
+  }
+  CHECK_FALSE(fs::exists(dir / "runs"));  // no run wrote metrics
+  UNSCOPED_INFO(table.size() << " bad inputs");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a config file works before or after the command, and typed flags win over it", "[apps][cli][contract]") {
+  const auto dir = fresh_dir("good");
+  write_file(dir / "run.toml",
+             "log-level = \"warn\"\n"
+             "[train]\n"
+             "env = \"bandit\"\n"
+             "total-steps = 256\n"
+             "hidden = [8, 8]\n"
+             "executor = \"single\"\n"
+             "progress-seconds = 0\n"
+             "no-run-dir = true\n"
+             "[envs.rollout]\n"
+             "env = \"cartpole\"\n"
+             "steps = 2\n"
+             "env-arg = [\"max_steps=1\"]\n");
+  const auto results = run_all({{"--config", "run.toml", "train"},
+                                {"train", "--config", "run.toml", "--seed", "7", "--hidden", "4"},
+                                {"train", "--config", "run.toml", "--run-dir", "typed"},
+                                {"envs", "rollout", "--config", "run.toml"},
+                                {"train", "--help"}},
+                               dir);
+  for (const auto& r : results) {
+    INFO(r.err);
+    CHECK_FALSE(r.killed);
+    CHECK(r.exit_code == ok);
+  }
+  CHECK(last_line(results[0].out).starts_with(R"({"solved":false,"interrupted":false,"env":"bandit",)"));
+  CHECK(results[0].out.find(" 221 parameters") != std::string::npos);  // hidden 8 8 from the file
+  CHECK(last_line(results[1].out).find(R"("seed":7,)") != std::string::npos);
+  CHECK(results[1].out.find(" 41 parameters") != std::string::npos);  // --hidden 4 replaced the file's list
+  CHECK(fs::exists(dir / "typed" / "metrics.csv"));  // --run-dir typed wins over the file's no-run-dir
+  CHECK(results[3].out.find(R"("step":2,)") != std::string::npos);
+  CHECK(results[3].out.find(R"("truncated":true)") != std::string::npos);  // max_steps=1 from the file
+  CHECK(results[4].out.find("--config") != std::string::npos);
+  fs::remove_all(dir);
+}
