@@ -10,6 +10,8 @@
 #include "coral/action_text.hpp"
 #include "coral/core/error.hpp"
 #include "coral/cli.hpp"
+#include "coral/core/interrupts.hpp"
+#include "coral/messages.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
@@ -137,7 +139,11 @@ void rollout(std::ostream& out, const rollout_options& o) {
   auto flag = [](std::uint8_t x) { return std::string(x != 0 ? "true" : "false"); };
   const bool multi = rows > 1;
 
-  slice.reset_all();
+  try {
+    slice.reset_all();
+  } catch (const envs::env_failed& e) {
+    throw error(fmt::format(fmt::runtime(cli::messages::rollout_env_failed), o.env, 0, e.what()));
+  }
   out << fmt::format(R"({{"step":0,"observation":{}{}}})", per_row(rows, obs),
                      multi ? fmt::format(R"(,"active":{})", per_row(rows, [&](std::size_t row) {
                                return flag(batch.active()[row]);
@@ -145,7 +151,10 @@ void rollout(std::ostream& out, const rollout_options& o) {
                            : std::string())
       << '\n';
 
-  for (std::int64_t t = 1; t <= o.steps; ++t) {
+  // A first SIGINT/SIGTERM ends the rollout after the step in progress, with
+  // every line so far printed; a second one ends the process at once.
+  interrupt_scope interrupts([] {});
+  for (std::int64_t t = 1; t <= o.steps && !interrupted(); ++t) {
     if (plan.empty()) {
       for (std::size_t row = 0; row < rows; ++row) {
         envs::sample_action(action_space, action_rng, batch.discrete_actions().row(row),
@@ -164,7 +173,11 @@ void rollout(std::ostream& out, const rollout_options& o) {
                                                        batch.continuous_actions().row(row)));
     });
 
-    slice.step_all();
+    try {
+      slice.step_all();
+    } catch (const envs::env_failed& e) {
+      throw error(fmt::format(fmt::runtime(cli::messages::rollout_env_failed), o.env, t, e.what()));
+    }
 
     std::string line = fmt::format(
         R"({{"step":{},"action":{},"observation":{},"reward":{},"terminated":{},"truncated":{})", t, action,

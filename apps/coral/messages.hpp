@@ -64,4 +64,7 @@ inline constexpr std::string_view wrong_action_count =
 inline constexpr std::string_view wrong_scalar_count =
     "--actions: action '{}' (number {}) has {} scalars separated by ':', expected {} for the action space {}";
 
+/// `coral envs rollout`: the env threw or produced a non-finite value: env name, step, what.
+inline constexpr std::string_view rollout_env_failed = "env '{}' failed at step {}: {}";
+
 }  // namespace coral::cli::messages

@@ -183,4 +183,81 @@ inline std::vector<outcome> run_children(const std::vector<invocation>& all, std
   return results;
 }
 
+/// One child driven step by step: read its output until a text appears,
+/// send it signals, wait for its end. Killed (SIGKILL) at its limit, and by
+/// the destructor if still alive.
+class child {
+ public:
+  child(const invocation& inv, std::chrono::milliseconds limit) : r_(detail::start(inv, limit)) {}
+  child(const child&) = delete;
+  child& operator=(const child&) = delete;
+  ~child() {
+    if (!r_.exited) {
+      ::kill(r_.pid, SIGKILL);
+      ::waitpid(r_.pid, nullptr, 0);
+    }
+    for (int fd : {r_.out, r_.err, r_.pidfd}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+
+  /// Reads until `text` appears in stdout + stderr: true; false if the child
+  /// ended or its limit passed first.
+  bool wait_for_output(std::string_view text) {
+    for (;;) {
+      if (seen().find(text) != std::string::npos) return true;
+      if ((r_.out < 0 && r_.err < 0) || std::chrono::steady_clock::now() >= r_.deadline) return false;
+      pump();
+    }
+  }
+
+  /// Sends `signo` to the child.
+  void signal(int signo) { ::kill(r_.pid, signo); }
+
+  /// Waits for the end (killing the child at its limit) and returns the outcome.
+  outcome finish() {
+    while (!(r_.exited && r_.out < 0 && r_.err < 0)) {
+      if (std::chrono::steady_clock::now() >= r_.deadline && !r_.result.killed) {
+        if (!r_.exited) ::kill(r_.pid, SIGKILL);
+        r_.result.killed = true;
+      }
+      pump();
+    }
+    return r_.result;
+  }
+
+  /// Seconds since the child started.
+  [[nodiscard]] double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - r_.started).count();
+  }
+
+ private:
+  std::string seen() const { return r_.result.out + r_.result.err; }
+
+  void pump() {
+    std::vector<pollfd> fds;
+    std::vector<int> which;
+    if (r_.out >= 0) fds.push_back({r_.out, POLLIN, 0}), which.push_back(0);
+    if (r_.err >= 0) fds.push_back({r_.err, POLLIN, 0}), which.push_back(1);
+    if (r_.pidfd >= 0) fds.push_back({r_.pidfd, POLLIN, 0}), which.push_back(2);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(r_.deadline - std::chrono::steady_clock::now());
+    const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 1000)));
+    if (n < 0 && errno != EINTR) detail::check(false, "poll");
+    for (std::size_t k = 0; n > 0 && k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      if (which[k] == 0) detail::drain(r_.out, r_.result.out);
+      if (which[k] == 1) detail::drain(r_.err, r_.result.err);
+      if (which[k] == 2) detail::reap(r_);
+    }
+    if (r_.result.killed) {
+      for (int* fd : {&r_.out, &r_.err}) {
+        if (*fd >= 0) ::close(*fd);
+        *fd = -1;
+      }
+    }
+  }
+
+  detail::running r_;
+};
+
 }  // namespace coral::test

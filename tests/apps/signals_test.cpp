@@ -1,0 +1,256 @@
+// Stops as a user makes them, on the real binary: SIGINT during `train`,
+// `bench` (in the sampler and in its baseline loop) and `envs rollout`; a
+// second SIGINT; SIGKILL while checkpoints are written, then --resume; an env
+// that blocks past the stop deadline; and the faults of the `faulty` env
+// reported with exit code 2 (docs/cli.md). Every child is killed, and the
+// test failed, if it outlives its limit.
+
+#include <csignal>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "child_process.hpp"
+#include "coral/cli.hpp"
+
+namespace fs = std::filesystem;
+using coral::cli::exit_code::failed;
+using coral::cli::exit_code::ok;
+using namespace std::chrono_literals;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("coral-signals-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+coral::test::invocation coral_with(std::vector<std::string> args, const fs::path& cwd) {
+  coral::test::invocation inv;
+  inv.argv.push_back(CORAL_BINARY);
+  inv.argv.insert(inv.argv.end(), args.begin(), args.end());
+  inv.cwd = cwd.string();
+  return inv;
+}
+
+std::string last_line(const std::string& text) {
+  const auto end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return {};
+  const auto start = text.rfind('\n', end);
+  const auto from = start == std::string::npos ? 0 : start + 1;
+  return text.substr(from, end - from + 1);
+}
+
+/// The number after `"key":` in a JSON line, or -1.
+long long json_number(const std::string& line, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(line, m, std::regex("\"" + key + "\":(-?[0-9]+)"))) return -1;
+  return std::stoll(m[1].str());
+}
+
+coral::test::outcome run_to_end(std::vector<std::string> args, const fs::path& cwd, std::chrono::milliseconds limit) {
+  coral::test::child c(coral_with(std::move(args), cwd), limit);
+  return c.finish();
+}
+
+}  // namespace
+
+TEST_CASE("SIGINT stops coral train within seconds with a checkpoint, and --resume continues it",
+          "[apps][signals][train]") {
+  const auto dir = fresh_dir("train");
+  coral::test::child c(coral_with({"train", "--total-steps", "100000000", "--keep-going", "--checkpoint-dir", "ck",
+                                   "--run-dir", "run", "--progress-seconds", "0.2"},
+                                  dir),
+                       60s);
+  REQUIRE(c.wait_for_output("s] steps"));
+  const double signalled = c.seconds();
+  c.signal(SIGINT);
+  const auto first = c.finish();
+  INFO(first.err);
+  REQUIRE_FALSE(first.killed);
+  CHECK(first.exit_code == ok);
+  CHECK(first.seconds - signalled < 10.0);
+  const auto json = last_line(first.out);
+  CHECK_THAT(json, Catch::Contains("\"interrupted\":true"));
+  CHECK_THAT(json, Catch::Contains("\"checkpoint\":\"ck/checkpoint-"));
+  const auto steps = json_number(json, "env_steps");
+  REQUIRE(steps > 0);
+
+  const auto resumed = run_to_end({"train", "--total-steps", std::to_string(steps + 1024), "--keep-going",
+                                   "--checkpoint-dir", "ck", "--resume", "--run-dir", "run", "--progress-seconds", "0"},
+                                  dir, 60s);
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == ok);
+  CHECK_THAT(last_line(resumed.out), Catch::Contains("\"resumed_from\":\"ck/checkpoint-"));
+  CHECK(json_number(last_line(resumed.out), "env_steps") >= steps);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGKILL while checkpoints are being written leaves a run that --resume continues",
+          "[apps][signals][train]") {
+  const auto dir = fresh_dir("kill");
+  // A checkpoint after every update: a kill often lands inside a write.
+  const std::vector<std::string> run = {"train",      "--total-steps",      "100000000",
+                                        "--keep-going", "--checkpoint-dir", "ck",
+                                        "--checkpoint-every", "512",        "--no-run-dir",
+                                        "--progress-seconds", "0.1"};
+  for (int round = 1; round <= 3; ++round) {
+    CAPTURE(round);
+    auto args = run;
+    if (round > 1) args.push_back("--resume");
+    coral::test::child c(coral_with(args, dir), 60s);
+    // Later rounds run a little longer before the kill.
+    for (int line = 0; line < round; ++line) REQUIRE(c.wait_for_output("s] steps"));
+    c.signal(SIGKILL);
+    const auto killed = c.finish();
+    CHECK(killed.exit_code == 128 + SIGKILL);
+  }
+  const auto resumed = run_to_end({"train", "--total-steps", "1", "--checkpoint-dir", "ck", "--resume",
+                                   "--no-run-dir", "--progress-seconds", "0"},
+                                  dir, 60s);
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == ok);
+  CHECK_THAT(last_line(resumed.out), Catch::Contains("\"resumed_from\":\"ck/checkpoint-"));
+  for (const auto& e : fs::directory_iterator(dir / "ck")) {
+    CHECK_FALSE(e.path().extension() == ".tmp");  // leftovers of killed writes are gone
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGINT stops coral bench's sampler and prints what it measured; a second SIGINT exits at once",
+          "[apps][signals][bench]") {
+  const auto dir = fresh_dir("bench");
+  SECTION("one SIGINT: the sampler's figures, no baseline, exit 0") {
+    coral::test::child c(coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=1000", "--steps", "100000000",
+                                     "--json"},
+                                    dir),
+                         30s);
+    REQUIRE(c.wait_for_output("coral bench:"));
+    c.signal(SIGINT);
+    const auto r = c.finish();
+    INFO(r.err);
+    CHECK(r.exit_code == ok);
+    CHECK_THAT(r.out, Catch::Contains("(interrupted)"));
+    CHECK_THAT(last_line(r.out), Catch::Contains("\"baseline_steps_per_second\":null"));
+    CHECK_THAT(last_line(r.out), Catch::EndsWith("\"interrupted\":true}"));
+  }
+  SECTION("SIGINT in the baseline loop: both figures, exit 0") {
+    coral::test::child c(coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=100", "--steps", "2000",
+                                     "--baseline-steps", "100000000", "--json"},
+                                    dir),
+                         30s);
+    REQUIRE(c.wait_for_output("sampler:"));
+    c.signal(SIGINT);
+    const auto r = c.finish();
+    INFO(r.err);
+    CHECK(r.exit_code == ok);
+    CHECK(json_number(last_line(r.out), "env_steps") == 2000);
+    CHECK_THAT(last_line(r.out), !Catch::Contains("\"baseline_steps_per_second\":null"));
+    CHECK_THAT(last_line(r.out), Catch::EndsWith("\"interrupted\":true}"));
+  }
+  SECTION("a second SIGINT while the first stop waits: exit 130 at once") {
+    // Steps of 1 s: the first stop waits for them; the second does not.
+    coral::test::child c(coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=1000000", "--num-envs", "2",
+                                     "--steps", "1000"},
+                                    dir),
+                         30s);
+    REQUIRE(c.wait_for_output("coral bench:"));
+    c.signal(SIGINT);
+    REQUIRE(c.wait_for_output("interrupted: stopping"));
+    const double second = c.seconds();
+    c.signal(SIGINT);
+    const auto r = c.finish();
+    CHECK(r.exit_code == 128 + SIGINT);
+    CHECK(r.seconds - second < 0.9);  // sooner than the step in progress would end
+    CHECK_THAT(r.out, Catch::EndsWith("interrupted again: exiting with what was measured so far\n"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an env step that ignores a stop ends the command at the stop deadline, with exit code 2",
+          "[apps][signals][bench]") {
+  const auto dir = fresh_dir("deadline");
+  coral::test::child c(
+      coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=10000000", "--num-envs", "2", "--steps", "100"}, dir),
+      30s);
+  REQUIRE(c.wait_for_output("coral bench:"));
+  const double signalled = c.seconds();
+  c.signal(SIGINT);
+  const auto r = c.finish();
+  CHECK(r.exit_code == failed);
+  CHECK(r.seconds - signalled < 4.0);  // the 1 s deadline, not the 10 s step
+  CHECK_THAT(last_line(r.err), Catch::StartsWith("error: actors did not stop within 1000 ms: "));
+  CHECK_THAT(last_line(r.err), Catch::EndsWith(" (abandoned; exiting)"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGINT ends coral envs rollout after the step in progress, every line printed whole",
+          "[apps][signals][envs]") {
+  const auto dir = fresh_dir("rollout");
+  coral::test::child c(
+      coral_with({"envs", "rollout", "--env", "delay", "--env-arg", "mean_us=100000", "--steps", "1000"}, dir), 30s);
+  REQUIRE(c.wait_for_output("\"step\":2,"));
+  c.signal(SIGINT);
+  const auto r = c.finish();
+  CHECK(r.exit_code == ok);
+  std::size_t lines = 0;
+  for (std::size_t at = 0, end; (end = r.out.find('\n', at)) != std::string::npos; at = end + 1, ++lines) {
+    CHECK(r.out.compare(end - 1, 1, "}") == 0);
+  }
+  CHECK(lines >= 3);
+  CHECK(lines < 1001);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("faults injected with the faulty env are reported by the env that caused them, with exit code 2",
+          "[apps][faults]") {
+  const auto dir = fresh_dir("faults");
+  const std::vector<std::string> train = {"train", "--env", "faulty", "--no-run-dir", "--progress-seconds", "0",
+                                          "--total-steps", "4000"};
+  auto with = [&](std::vector<std::string> more) {
+    auto args = train;
+    args.insert(args.end(), more.begin(), more.end());
+    return run_to_end(args, dir, 60s);
+  };
+  SECTION("a throwing step") {
+    const auto r = with({"--env-arg", "env=3", "--env-arg", "throw_step=100"});
+    CHECK(r.exit_code == failed);
+    CHECK(last_line(r.err) ==
+          "error: actor 'env-group-3' failed: env 3 in group 'env-group-3' failed: injected fault: step 100");
+  }
+  SECTION("a throwing reset, under --on-env-error reset: no recovery possible") {
+    const auto r = with({"--env-arg", "env=2", "--env-arg", "throw_reset=2", "--env-arg", "repeat=true",
+                         "--on-env-error", "reset"});
+    CHECK(r.exit_code == failed);
+    CHECK_THAT(last_line(r.err), Catch::StartsWith("error: actor 'env-group-2' failed: env 2 in group 'env-group-2' "
+                                                   "failed and could not be reset: reset failed: injected fault: reset "));
+  }
+  SECTION("a NaN observation") {
+    const auto r = with({"--env-arg", "env=5", "--env-arg", "nan_obs=30"});
+    CHECK(r.exit_code == failed);
+    CHECK(last_line(r.err) == "error: actor 'env-group-5' failed: env 5 in group 'env-group-5' failed: wrote a "
+                              "non-finite observation (element 0 = nan)");
+  }
+  SECTION("faults survived under --on-env-error reset, the run finishes") {
+    const auto r = with({"--env-arg", "env=-1", "--env-arg", "throw_step=300", "--env-arg", "repeat=true",
+                         "--on-env-error", "reset"});
+    INFO(r.err);
+    CHECK(r.exit_code == ok);
+    CHECK(json_number(last_line(r.out), "env_steps") >= 4000);
+  }
+  SECTION("a stalled env: the watchdog reports every actor and stops the run") {
+    const auto r = with({"--env-arg", "env=-1", "--env-arg", "stall_step=50", "--env-arg", "stall_ms=60000",
+                         "--stall-seconds", "1", "--topology", "sync"});
+    CHECK(r.exit_code == failed);
+    CHECK(r.seconds < 20.0);
+    CHECK_THAT(r.err, Catch::Contains("run stalled: nothing moved for 1 s (--stall-seconds):"));
+    CHECK_THAT(r.err, Catch::Contains("actor 'env-group-0': 49 steps, stepping its envs (in env code)"));
+    CHECK_THAT(last_line(r.err), Catch::EndsWith(" (abandoned; exiting)"));
+  }
+  fs::remove_all(dir);
+}
