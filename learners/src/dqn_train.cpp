@@ -248,8 +248,8 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
       so.env, actors::to_string(so.topo), so.num_envs, wiring.groups, so.envs_per_group, wiring.batch_size, so.threads,
       so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads", fmt::join(widths, ","),
       d.prioritized ? "prioritized" : "uniform", rc.buffer.capacity, d.n_step, d.replay_ratio, d.batch_size,
-      d.prefetch, ape_x_epsilon(rows - 1, rows, d.epsilon_base, d.epsilon_alpha),
-      ape_x_epsilon(0, rows, d.epsilon_base, d.epsilon_alpha), d.exploration_steps, target ? number(*target) : "none");
+      d.prefetch, policy.schedule().rung(rows - 1), policy.schedule().rung(0), d.exploration_steps,
+      target ? number(*target) : "none");
 
   // Checkpoints: the learner's state with a copy of the replay taken by the
   // replay actor itself (a visit), so that the buffer is never shared.

@@ -65,13 +65,6 @@ std::string without_wall_time(std::string json) {
 
 }  // namespace
 
-TEST_CASE("the Ape-X ladder runs from base for env 0 to base^(1 + alpha) for the last env", "[learners][dqn]") {
-  CHECK(ape_x_epsilon(0, 8, 0.4, 7) == Approx(0.4));
-  CHECK(ape_x_epsilon(7, 8, 0.4, 7) == Approx(std::pow(0.4, 8)));
-  CHECK(ape_x_epsilon(3, 8, 0.4, 7) == Approx(std::pow(0.4, 4)));
-  CHECK(ape_x_epsilon(0, 1, 0.4, 7) == Approx(0.4));
-}
-
 TEST_CASE("the DQN policy explores from epsilon 1 down to each env's rung and acts greedily on Q", "[learners][dqn]") {
   coral::envs::space obs = coral::envs::space::box({2}, -1, 1);
   coral::envs::space act = coral::envs::space::discrete(3);
