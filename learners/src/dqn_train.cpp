@@ -135,6 +135,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   use_one_torch_thread();
   dqn_learner learner(spec, d, so.seed);
   const std::size_t rows = batch.rows();
+  const auto bo = gated_batcher_options(so, wiring);
   replay::replay_actor_config rc;
   rc.buffer = {.capacity = stream_capacity(o, rows) * rows,
                .num_streams = rows,
@@ -147,6 +148,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   rc.samples_per_insert = d.replay_ratio;
   rc.min_size = d.learning_starts;
   rc.max_group_steps = so.envs_per_group;
+  rc.batcher_hold = replay::batcher_hold(wiring, bo, so.envs_per_group);
   rc.batch_size = d.batch_size;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;
@@ -186,7 +188,6 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   sampler.announce_to(feeder.ready());
   // A resumed run draws fresh actions: the policy's streams depend on the steps done.
   q_policy policy(spec, rows, so.seed ^ (start_steps * 0x9E3779B97F4A7C15ULL), d, start_steps);
-  const auto bo = gated_batcher_options(so, wiring);
 
   // Metrics.
   auto csv = detail::open_metrics(o.run_dir, csv_header);
@@ -251,10 +252,12 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
       d.prefetch, policy.schedule().rung(rows - 1), policy.schedule().rung(0), d.exploration_steps,
       target ? number(*target) : "none");
 
-  // Checkpoints: the learner's state with a copy of the replay taken by the
-  // replay actor itself (a visit), so that the buffer is never shared.
+  // Checkpoints: the learner's state with a copy of the replay that the
+  // replay actor takes of itself on a snapshot_request and sends back by
+  // value, so that the buffer is never shared and no code of ours runs on
+  // the replay actor. The learner writes periodic checkpoints on its own
+  // thread, the final one is written after the run: one thread at a time.
   std::string last_checkpoint;
-  std::mutex checkpoint_mutex;  // last_checkpoint: written by the replay actor's visits
   auto make_checkpoint = [&] {
     learner.set_env_steps(feeder.env_steps());
     checkpoint c;
@@ -266,11 +269,9 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
     c.target_parameters = learner.target_weights();
     return c;
   };
-  auto write = [&](checkpoint& c, const replay::replay_actor& r) {
-    c.replay = r.save();
+  auto write = [&](const checkpoint& c) {
     const auto file = checkpoint_path(o.checkpoint_dir, c.learner.env_steps);
     write_checkpoint(file, c);
-    std::lock_guard lock(checkpoint_mutex);
     last_checkpoint = file.string();
   };
   std::uint64_t next_checkpoint =
@@ -312,12 +313,14 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
         next_record = (steps / record_every + 1) * record_every;
       }
       if (next_checkpoint != 0 && !o.checkpoint_dir.empty() && steps >= next_checkpoint) {
-        auto c = std::make_shared<checkpoint>(make_checkpoint());
-        const bool queued =
-            co_await replay.inbox().async_send(replay::replay_msg(replay::replay_visit([c, &write](const auto& r) {
-              write(*c, r);
-            })));
-        if (!queued) co_return;
+        auto c = make_checkpoint();
+        replay::replay_msg ask(replay::snapshot_request{c.learner.env_steps});
+        const bool asked = co_await replay.inbox().async_send(std::move(ask));
+        if (!asked) co_return;
+        auto snapshot = co_await replay.snapshots().async_receive();
+        if (!snapshot) co_return;  // stopping: the final checkpoint follows the run
+        c.replay = std::move(snapshot->state);
+        write(c);
         next_checkpoint = (steps / o.checkpoint_every + 1) * o.checkpoint_every;
       }
     }
@@ -331,7 +334,8 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   record();
   if (!o.checkpoint_dir.empty()) {
     auto c = make_checkpoint();
-    write(c, replay);
+    c.replay = replay.save();
+    write(c);
   }
   auto result = detail::make_result(stats.read(), target, finished.load() < 0, feeder.env_steps(), learner.updates(),
                                     last_checkpoint, wall);
