@@ -115,6 +115,34 @@ void validate_dqn(const train_options& o) {
     out_of_range("--replay-capacity", d.replay_capacity,
                  fmt::format("must hold at least n-step + 2 = {} transitions per env ({} envs)", d.n_step + 2, rows));
   }
+  // Settings under which the learner could never (or barely ever) train:
+  // refused here, by the numbers, rather than found out as 0 updates at the end.
+  auto why = [](std::string_view text, const auto&... args) { return fmt::format(fmt::runtime(text), args...); };
+  if (d.learning_starts >= o.total_steps) {
+    out_of_range("--learning-starts", d.learning_starts, why(messages::dqn_starts_too_late, o.total_steps));
+  }
+  // The rate limiter lets the learner sample replay_ratio transitions per
+  // env step inserted after learning starts (give or take its window).
+  const double grant = d.replay_ratio * static_cast<double>(o.total_steps - d.learning_starts);
+  const auto batch = static_cast<double>(d.batch_size);
+  if (d.batch_size > d.replay_capacity) {
+    out_of_range("--replay-batch", d.batch_size, why(messages::dqn_batch_over_capacity, d.replay_capacity));
+  }
+  if (batch > grant) {
+    out_of_range("--replay-batch", d.batch_size,
+                 why(messages::dqn_batch_over_grant, number(grant), number(d.replay_ratio), o.total_steps,
+                     d.learning_starts));
+  }
+  const double in_flight = batch * static_cast<double>(d.prefetch);
+  if (in_flight > static_cast<double>(d.replay_capacity)) {
+    out_of_range("--prefetch", d.prefetch,
+                 why(messages::dqn_prefetch_over_capacity, d.batch_size, number(in_flight), d.replay_capacity));
+  }
+  if (in_flight > grant) {
+    out_of_range("--prefetch", d.prefetch,
+                 why(messages::dqn_prefetch_over_grant, d.batch_size, number(in_flight), number(grant),
+                     number(d.replay_ratio), o.total_steps, d.learning_starts));
+  }
 }
 
 train_result train_dqn(const train_options& o, std::ostream& progress) {

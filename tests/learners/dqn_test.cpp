@@ -144,6 +144,49 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_frames), 2));
 }
 
+TEST_CASE("DQN settings under which the learner could never train are refused before start, saying why",
+          "[learners][dqn]") {
+  auto refused = [](std::string_view flag, auto value, const std::string& requirement) {
+    return fmt::format(fmt::runtime(coral::actors::messages::flag_out_of_range), flag, value, requirement);
+  };
+  auto o = small_dqn(1000);  // ratio 4, batch 32, prefetch 4, learning starts 500, capacity 4096
+  REQUIRE(refusal(o) == "(accepted)");
+
+  auto late = o;
+  late.dqn.learning_starts = 1000;
+  CHECK(refusal(late) ==
+        refused("--learning-starts", 1000, fmt::format(fmt::runtime(lm::dqn_starts_too_late), 1000)));
+
+  auto huge_batch = o;
+  huge_batch.dqn.batch_size = 1'000'000;
+  CHECK(refusal(huge_batch) ==
+        refused("--replay-batch", 1'000'000, fmt::format(fmt::runtime(lm::dqn_batch_over_capacity), 4096)));
+
+  // 4 x (1000 - 500) = 2000 transitions sampled over the whole run.
+  auto starved = o;
+  starved.dqn.batch_size = 4000;
+  starved.dqn.replay_capacity = 8192;
+  CHECK(refusal(starved) ==
+        refused("--replay-batch", 4000, fmt::format(fmt::runtime(lm::dqn_batch_over_grant), 2000, 4, 1000, 500)));
+
+  auto deep = o;
+  deep.dqn.prefetch = 100'000;
+  CHECK(refusal(deep) ==
+        refused("--prefetch", 100'000,
+                fmt::format(fmt::runtime(lm::dqn_prefetch_over_capacity), 32, 3'200'000, 4096)));
+
+  auto hungry = o;
+  hungry.dqn.prefetch = 100;  // 3200 in flight: within the replay, beyond the 2000 granted
+  CHECK(refusal(hungry) ==
+        refused("--prefetch", 100,
+                fmt::format(fmt::runtime(lm::dqn_prefetch_over_grant), 32, 3200, 2000, 4, 1000, 500)));
+
+  // The defaults of coral train are far inside every bound.
+  train_options defaults;
+  defaults.algo = "dqn";
+  CHECK(refusal(defaults) == "(accepted)");
+}
+
 TEST_CASE("DQN refuses an action space that is not one Discrete", "[learners][dqn]") {
   coral::test::register_test_envs();
   auto o = small_dqn(1000);
