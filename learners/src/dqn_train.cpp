@@ -18,10 +18,13 @@
 #include "coral/actors/sampler.hpp"
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
+#include "coral/core/stall_watchdog.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/rollout.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "coral/replay/replay_feeder.hpp"
+#include "finite_checks.hpp"
+#include "run_guards.hpp"
 #include "train_common.hpp"
 
 namespace coral::learners {
@@ -115,6 +118,34 @@ void validate_dqn(const train_options& o) {
     out_of_range("--replay-capacity", d.replay_capacity,
                  fmt::format("must hold at least n-step + 2 = {} transitions per env ({} envs)", d.n_step + 2, rows));
   }
+  // Settings under which the learner could never (or barely ever) train:
+  // refused here, by the numbers, rather than found out as 0 updates at the end.
+  auto why = [](std::string_view text, const auto&... args) { return fmt::format(fmt::runtime(text), args...); };
+  if (d.learning_starts >= o.total_steps) {
+    out_of_range("--learning-starts", d.learning_starts, why(messages::dqn_starts_too_late, o.total_steps));
+  }
+  // The rate limiter lets the learner sample replay_ratio transitions per
+  // env step inserted after learning starts (give or take its window).
+  const double grant = d.replay_ratio * static_cast<double>(o.total_steps - d.learning_starts);
+  const auto batch = static_cast<double>(d.batch_size);
+  if (d.batch_size > d.replay_capacity) {
+    out_of_range("--replay-batch", d.batch_size, why(messages::dqn_batch_over_capacity, d.replay_capacity));
+  }
+  if (batch > grant) {
+    out_of_range("--replay-batch", d.batch_size,
+                 why(messages::dqn_batch_over_grant, number(grant), number(d.replay_ratio), o.total_steps,
+                     d.learning_starts));
+  }
+  const double in_flight = batch * static_cast<double>(d.prefetch);
+  if (in_flight > static_cast<double>(d.replay_capacity)) {
+    out_of_range("--prefetch", d.prefetch,
+                 why(messages::dqn_prefetch_over_capacity, d.batch_size, number(in_flight), d.replay_capacity));
+  }
+  if (in_flight > grant) {
+    out_of_range("--prefetch", d.prefetch,
+                 why(messages::dqn_prefetch_over_grant, d.batch_size, number(in_flight), number(grant),
+                     number(d.replay_ratio), o.total_steps, d.learning_starts));
+  }
 }
 
 train_result train_dqn(const train_options& o, std::ostream& progress) {
@@ -135,6 +166,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   use_one_torch_thread();
   dqn_learner learner(spec, d, so.seed);
   const std::size_t rows = batch.rows();
+  const auto bo = gated_batcher_options(so, wiring);
   replay::replay_actor_config rc;
   rc.buffer = {.capacity = stream_capacity(o, rows) * rows,
                .num_streams = rows,
@@ -147,6 +179,7 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   rc.samples_per_insert = d.replay_ratio;
   rc.min_size = d.learning_starts;
   rc.max_group_steps = so.envs_per_group;
+  rc.batcher_hold = replay::batcher_hold(wiring, bo, so.envs_per_group);
   rc.batch_size = d.batch_size;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;
@@ -188,7 +221,6 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   sampler.announce_to(feeder.ready());
   // A resumed run draws fresh actions: the policy's streams depend on the steps done.
   q_policy policy(spec, rows, so.seed ^ (start_steps * 0x9E3779B97F4A7C15ULL), d, start_steps);
-  const auto bo = gated_batcher_options(so, wiring);
 
   // Metrics.
   detail::metrics_file csv(o.run_dir, csv_header, o.resume);
@@ -250,13 +282,15 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
       so.env, actors::to_string(so.topo), so.num_envs, wiring.groups, so.envs_per_group, wiring.batch_size, so.threads,
       so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads", fmt::join(widths, ","),
       d.prioritized ? "prioritized" : "uniform", rc.buffer.capacity, d.n_step, d.replay_ratio, d.batch_size,
-      d.prefetch, ape_x_epsilon(rows - 1, rows, d.epsilon_base, d.epsilon_alpha),
-      ape_x_epsilon(0, rows, d.epsilon_base, d.epsilon_alpha), d.exploration_steps, target ? number(*target) : "none");
+      d.prefetch, policy.schedule().rung(rows - 1), policy.schedule().rung(0), d.exploration_steps,
+      target ? number(*target) : "none");
 
-  // Checkpoints: the learner's state with a copy of the replay taken by the
-  // replay actor itself (a visit), so that the buffer is never shared.
+  // Checkpoints: the learner's state with a copy of the replay that the
+  // replay actor takes of itself on a snapshot_request and sends back by
+  // value, so that the buffer is never shared and no code of ours runs on
+  // the replay actor. The learner writes periodic checkpoints on its own
+  // thread, the final one is written after the run: one thread at a time.
   std::string last_checkpoint;
-  std::mutex checkpoint_mutex;  // last_checkpoint: written by the replay actor's visits
   auto make_checkpoint = [&] {
     learner.set_env_steps(feeder.env_steps());
     checkpoint c;
@@ -268,10 +302,8 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
     c.target_parameters = learner.target_weights();
     return c;
   };
-  auto write = [&](checkpoint& c, const replay::replay_actor& r) {
-    c.replay = r.save();
+  auto write = [&](const checkpoint& c) {
     const auto file = save_checkpoint(o.checkpoint_dir, c, o.keep_checkpoints);
-    std::lock_guard lock(checkpoint_mutex);
     last_checkpoint = file.string();
   };
   std::uint64_t next_checkpoint =
@@ -280,7 +312,10 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   std::uint64_t next_record = start_steps + record_every;
 
   std::atomic<int> finished{-1};  // a feed_end, or -1 (stopped otherwise)
-  runtime rt({.mode = so.executor, .handle_signals = true, .stop_deadline = std::chrono::seconds(60)});
+  runtime rt({.mode = so.executor,
+              .handle_signals = true,
+              .stop_deadline = detail::train_stop_deadline,
+              .on_stop_timeout = detail::exit_on_stop_timeout(progress)});
   rt.on_stop([&] {
     feeder.close();
     replay.close();
@@ -304,7 +339,12 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
       auto b = std::move(*got);
       const auto st = learner.update(*b);
       stats.record_update(st, learner.updates());
-      if (learner.updates() % d.publish_every == 0) weights.publish(learner.weights());
+      if (so.check_finite) detail::check_loss_terms("dqn", learner.updates(), {{"td loss", st.td_loss}});
+      if (learner.updates() % d.publish_every == 0) {
+        auto w = learner.weights();
+        if (so.check_finite) detail::check_weights("dqn", learner.updates(), w);
+        weights.publish(std::move(w));
+      }
       const bool sent = co_await replay.inbox().async_send(replay::replay_msg(std::move(b)));
       if (!sent) co_return;
       const auto steps = feeder.env_steps();
@@ -313,17 +353,29 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
         next_record = (steps / record_every + 1) * record_every;
       }
       if (next_checkpoint != 0 && !o.checkpoint_dir.empty() && steps >= next_checkpoint) {
-        auto c = std::make_shared<checkpoint>(make_checkpoint());
-        const bool queued =
-            co_await replay.inbox().async_send(replay::replay_msg(replay::replay_visit([c, &write](const auto& r) {
-              write(*c, r);
-            })));
-        if (!queued) co_return;
+        auto c = make_checkpoint();
+        replay::replay_msg ask(replay::snapshot_request{c.learner.env_steps});
+        const bool asked = co_await replay.inbox().async_send(std::move(ask));
+        if (!asked) co_return;
+        auto snapshot = co_await replay.snapshots().async_receive();
+        if (!snapshot) co_return;  // stopping: the final checkpoint follows the run
+        c.replay = std::move(snapshot->state);
+        write(c);
         next_checkpoint = (steps / o.checkpoint_every + 1) * o.checkpoint_every;
       }
     }
   });
   detail::spawn_progress(rt, o.progress_seconds, report);
+  stall_watchdog stall(detail::stall_limit(o.stall_seconds));
+  stall.watch("env steps", [&] { return sampler.stats().env_steps.load(); });
+  stall.watch("learner updates", [&] { return stats.read().updates; });
+  stall.describe([&](std::string& out) {
+    sampler.describe(out);
+    out += fmt::format("  replay: {} message(s) in its inbox, {} batch(es) waiting for the learner, {} env group(s) "
+                       "held by the rate limiter\n",
+                       replay.inbox().size(), replay.samples().size(), feeder.held_groups());
+  });
+  if (o.stall_seconds > 0) rt.spawn_daemon("stall-watchdog", rt.pool("watchdog", 1), stall.run());
   rt.run();
   replay.drain();  // inserts still in flight belong in the final checkpoint
 
@@ -332,7 +384,8 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
   record();
   if (!o.checkpoint_dir.empty()) {
     auto c = make_checkpoint();
-    write(c, replay);
+    c.replay = replay.save();
+    write(c);
   }
   auto result = detail::make_result(stats.read(), target, finished.load() < 0, feeder.env_steps(), learner.updates(),
                                     last_checkpoint, wall);

@@ -1,7 +1,6 @@
 // The DQN acting policy: torch-free (dense kernels over the flat weights).
 
 #include <algorithm>
-#include <cmath>
 
 #include <fmt/format.h>
 
@@ -12,11 +11,6 @@
 #include "dense.hpp"
 
 namespace coral::learners {
-
-double ape_x_epsilon(std::size_t i, std::size_t n, double base, double alpha) noexcept {
-  if (n <= 1) return base;
-  return std::pow(base, 1.0 + alpha * static_cast<double>(i) / static_cast<double>(n - 1));
-}
 
 std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_view action_space) {
   if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
@@ -29,20 +23,21 @@ std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_
 }
 
 struct q_policy::impl {
+  impl(std::size_t rows, const dqn_config& c, std::uint64_t steps_done)
+      : schedule(rows, c.epsilon_base, c.epsilon_alpha, c.exploration_steps, steps_done) {}
+
   std::vector<std::size_t> widths;
   std::size_t actions = 0;
   detail::dense_mlp net;
   std::vector<envs::rng> rngs;
-  std::vector<double> rungs;  // e_r
-  std::uint64_t exploration_steps = 0;
-  std::uint64_t steps = 0;    // env steps acted on
+  actors::epsilon_schedule schedule;  // advanced here, read by the progress line on its own thread
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
 };
 
 q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
                    std::uint64_t steps_done)
-    : impl_(std::make_unique<impl>()) {
+    : impl_(std::make_unique<impl>(rows, config, steps_done)) {
   auto& m = *impl_;
   if (spec.frames != 1) throw config_error(fmt::format(fmt::runtime(messages::dqn_no_frames), spec.frames));
   m.widths = q_network_widths(spec, fmt::format("{} actions", fmt::join(spec.nvec, ",")));
@@ -50,12 +45,7 @@ q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t see
   const std::vector<float> zeros(detail::dense_parameter_count(m.widths), 0.0f);
   m.net.load_flat(zeros, m.widths);
   constexpr std::uint64_t policy_salt = 0x712D706F6C696379ULL;  // "q-policy"
-  for (std::size_t r = 0; r < rows; ++r) {
-    m.rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
-    m.rungs.push_back(ape_x_epsilon(r, rows, config.epsilon_base, config.epsilon_alpha));
-  }
-  m.exploration_steps = config.exploration_steps;
-  m.steps = steps_done;
+  for (std::size_t r = 0; r < rows; ++r) m.rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
   m.scratch_a.resize(m.net.widest());
   m.scratch_b.resize(m.net.widest());
 }
@@ -70,22 +60,19 @@ void q_policy::load_weights(std::span<const float> weights) {
   impl_->net.load_flat(weights, impl_->widths);
 }
 
-double q_policy::epsilon(std::size_t row) const noexcept {
-  const auto& m = *impl_;
-  const double rung = m.rungs[row];
-  if (m.exploration_steps == 0 || m.steps >= m.exploration_steps) return rung;
-  const double left = 1.0 - static_cast<double>(m.steps) / static_cast<double>(m.exploration_steps);
-  return rung + (1.0 - rung) * left;
-}
+double q_policy::epsilon(std::size_t row) const noexcept { return impl_->schedule.epsilon(row); }
+
+const actors::epsilon_schedule& q_policy::schedule() const noexcept { return impl_->schedule; }
 
 void q_policy::act(const actors::policy_rows& rows) {
   auto& m = *impl_;
   auto& batch = rows.batch;
+  const std::uint64_t steps = m.schedule.steps();  // the whole batch acts at one point of the schedule
   std::uint64_t acted = 0;
   for (const auto& range : rows.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       auto& rng = m.rngs[r];
-      const bool explore = rng.uniform() < epsilon(r);
+      const bool explore = rng.uniform() < m.schedule.epsilon(r, steps);
       std::size_t pick = 0;
       if (explore) pick = static_cast<std::size_t>(rng.below(m.actions));
       if (!explore || !rows.values.empty()) {
@@ -99,7 +86,7 @@ void q_policy::act(const actors::policy_rows& rows) {
       ++acted;
     }
   }
-  m.steps += acted;
+  m.schedule.advance(acted);
 }
 
 }  // namespace coral::learners

@@ -15,6 +15,11 @@
 
 namespace coral::learners::detail {
 
+/// How long a training run's actors may take to finish after a stop: a
+/// learner in the middle of an update, or the replay actor in a large insert,
+/// finishes that first.
+inline constexpr std::chrono::milliseconds train_stop_deadline{10'000};
+
 /// --stall-seconds as the watchdog's limit (at least 1 ms; unused when 0).
 inline std::chrono::milliseconds stall_limit(double seconds) {
   return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(seconds * 1e3)));

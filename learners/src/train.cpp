@@ -217,7 +217,7 @@ train_result train(const train_options& o, std::ostream& progress) {
   std::atomic<int> finished{-1};  // a finish_reason, or -1 (stopped otherwise)
   runtime rt({.mode = so.executor,
               .handle_signals = true,
-              .stop_deadline = std::chrono::seconds(60),
+              .stop_deadline = detail::train_stop_deadline,
               .on_stop_timeout = detail::exit_on_stop_timeout(progress)});
   rt.on_stop([&] { assembler.close(); });  // the sampler closes its own channels
   sampler.spawn(rt, policy, bo, &assembler, &weights);

@@ -12,9 +12,19 @@
 namespace coral::replay {
 namespace {
 
+// The env steps the sampling side may always have on the way on top of the
+// inserts: one group being let through, and what the batcher keeps waiting
+// for a full batch (unknown: every stream but one group).
+std::uint64_t in_flight_of(const replay_actor_config& c) {
+  const std::size_t group = std::max<std::size_t>(c.max_group_steps, 1);
+  const std::size_t streams = c.buffer.num_streams;
+  const std::size_t hold = c.batcher_hold.value_or(streams > group ? streams - group : 0);
+  return group + hold;
+}
+
 double error_buffer_of(const replay_actor_config& c) {
-  const double needed = static_cast<double>(c.batch_size) +
-                        static_cast<double>(std::max<std::size_t>(c.max_group_steps, 1)) * c.samples_per_insert;
+  const double needed =
+      static_cast<double>(c.batch_size) + static_cast<double>(in_flight_of(c)) * c.samples_per_insert;
   return c.error_buffer > 0 ? c.error_buffer : needed;
 }
 
@@ -33,8 +43,10 @@ rate_limiter_config limiter_config(const replay_actor_config& c) {
 
 // Every forwarded env step can be in the inbox at most once, and the feeder
 // forwards no more than the allowance: min_size + 2 × error_buffer / ratio
-// steps are in flight at most (see replay_feeder), each block holding at
-// least one. The channel never refuses a block for want of room.
+// steps are in flight at most (see replay_feeder; the floor while nothing is
+// sampleable, max_group_steps + batcher_hold, is below error_buffer / ratio),
+// each block holding at least one. The channel never refuses a block for
+// want of room.
 std::size_t inbox_capacity(const replay_actor_config& c) {
   const double window = 2.0 * error_buffer_of(c) / c.samples_per_insert;
   return static_cast<std::size_t>(c.min_size) + static_cast<std::size_t>(std::ceil(window)) + c.max_group_steps +
@@ -77,8 +89,10 @@ replay_actor::replay_actor(const replay_actor_config& config)
       rng_(envs::env_seed{config.seed ^ 0x7265706C6179ULL, 0}),  // "replay": apart from the envs' streams
       inbox_(inbox_capacity(config)),
       samples_(config.prefetch),
-      free_blocks_(inbox_capacity(config)) {
-  allowance_.store(limiter_.max_diff() < 0 ? 0 : static_cast<std::uint64_t>(limiter_.max_diff() / config_.samples_per_insert));
+      free_blocks_(inbox_capacity(config)),
+      snapshots_(1),
+      in_flight_(in_flight_of(config)) {
+  raise_allowance();
 }
 
 std::unique_ptr<sample_batch> replay_actor::make_request() const {
@@ -100,6 +114,7 @@ void replay_actor::close() noexcept {
   inbox_.close();
   samples_.close();
   free_blocks_.close();
+  snapshots_.close();
 }
 
 double replay_actor::beta() const noexcept {
@@ -115,10 +130,40 @@ bool replay_actor::wait_for_allowance(std::uint64_t needed) noexcept {
   return true;
 }
 
+// Why one side can always move. Write I for the env steps inserted (the
+// limiter's count), S for the transitions sampled, F for the env steps the
+// feeder let through, A for the allowance (F <= A), k = max_group_steps,
+// h = batcher_hold, m = max(min_size, 1), r = samples_per_insert and
+// e = error_buffer = batch + (k + h) r, so the limiter's window is
+// [r m − e, r m + e]. The feeder lets the group at the front through when
+// F + k <= A; the actor serves a waiting request when the buffer holds a
+// sampleable transition, I >= m and I r − S − batch >= r m − e.
+//
+// Take a state where nothing is on the way: every env step let through was
+// either inserted or is kept by the batcher waiting for a full batch (at
+// most h, batcher_hold()), the learner holds no batch (it hands each one
+// back) and the inbox is empty. Suppose neither side can move.
+// - Nothing sampleable: the last insert set A >= I + k + h (the floor
+//   below), so F + k > A gives F − I > h: more than h steps on the way.
+// - I < m: then no sample was ever served (the count only grows), S = 0 and
+//   A >= floor((r m + e) / r) >= m + k + h, so F − I > m + h − I > h.
+// - Otherwise the window refuses the batch: S > I r − batch − r m + e, and
+//   A >= floor((S + r m + e) / r) > I + (2e − batch) / r − 1
+//          = I + batch / r + 2 (k + h) − 1,
+//   so F > A − k > I + 2h + k − 1 + batch / r >= I + h.
+// Each case contradicts "at most h on the way": one side can always move.
+// A batcher that acts on every group at once (h = 0) and the first inserts
+// (nothing sampleable for the first 2 n + 1 steps of a stream: a transition
+// completes when the one n steps later is written) were where it failed
+// before: with a small min_size the window closed before any transition was
+// sampleable, and neither side ever moved again.
 void replay_actor::raise_allowance() noexcept {
   // inserts × ratio − samples <= max_diff  <=>  inserts <= (samples + max_diff) / ratio
   const double allowed = (static_cast<double>(limiter_.samples()) + limiter_.max_diff()) / config_.samples_per_insert;
-  const auto a = static_cast<std::uint64_t>(std::max(0.0, allowed));
+  auto a = static_cast<std::uint64_t>(std::max(0.0, allowed));
+  // Nothing to sample yet: the learner cannot move, so the sampling side must.
+  if (buffer_.size() == 0) a = std::max(a, limiter_.inserts() + in_flight_);
+  a = std::max(a, allowance_.load());
   allowance_.store(a);
   // The feeder stores what it waits for, then reads the allowance; we store
   // the allowance, then read what it waits for (both sequentially
@@ -222,8 +267,13 @@ void replay_actor::handle(replay_msg& msg) {
     insert(**block);
     (*block)->clear();
     (void)free_blocks_.try_send(std::move(*block));  // full or closed: let it go
-  } else if (auto* visit = std::get_if<replay_visit>(&msg)) {
-    (*visit)(*this);
+    if (buffer_.size() == 0) raise_allowance();
+  } else if (auto* ask = std::get_if<snapshot_request>(&msg)) {
+    replay_snapshot answer{.tag = ask->tag, .state = {}};
+    save(answer.state);
+    if (!snapshots_.try_send(std::move(answer)) && !snapshots_.is_closed()) {
+      throw usage_error(std::string(messages::snapshot_unclaimed));
+    }
   } else {
     auto& b = std::get<std::unique_ptr<sample_batch>>(msg);
     if (!b->td_errors.empty()) {
@@ -249,7 +299,7 @@ asio::awaitable<void> replay_actor::run() {
 
 void replay_actor::drain() {
   while (auto msg = inbox_.try_receive()) {
-    if (std::holds_alternative<replay_visit>(*msg)) continue;  // the run is over; nobody waits for it
+    if (std::holds_alternative<snapshot_request>(*msg)) continue;  // the run is over; nobody waits for it
     handle(*msg);
   }
 }

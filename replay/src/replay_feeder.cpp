@@ -11,6 +11,20 @@
 
 namespace coral::replay {
 
+std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options,
+                         std::size_t envs_per_group) {
+  const std::size_t per_group = std::max<std::size_t>(envs_per_group, 1);
+  const std::size_t channels = std::max<std::size_t>(wiring.ready_channels, 1);
+  const std::size_t groups_wanted = std::max<std::size_t>(options.batch_size / per_group, 1);
+  // As inference_batcher::collect counts: the groups that let it act.
+  std::size_t groups_needed = groups_wanted;
+  if (options.min_batch_size > 0) {
+    groups_needed = std::min(groups_wanted, std::max<std::size_t>((options.min_batch_size + per_group - 1) / per_group, 1));
+  }
+  const std::size_t groups_per_channel = wiring.groups / channels;
+  return per_group * ((groups_needed - 1) + (channels - 1) * groups_per_channel);
+}
+
 replay_feeder::replay_feeder(envs::env_batch& batch, std::vector<actors::row_range> group_rows, replay_actor& replay,
                              episode_callback on_episode, options opts)
     : batch_(&batch),
@@ -58,10 +72,10 @@ void replay_feeder::consume(const actors::step_batch& step) {
       const std::span<float> prev_obs(previous_obs_.data() + r * od, od);
       const std::span<std::int32_t> prev_disc(previous_discrete_.data() + r * dd, dd);
       const std::span<float> prev_cont(previous_continuous_.data() + r * cd, cd);
-      if (has_previous_[r] != 0 && b.episode_lengths()[r] == 0) {
-        // A step always leaves an episode length of at least 1: this row's
-        // env failed and was reset (--on-env-error reset). Its episode ended
-        // with no outcome to record; drop the steps waiting for one.
+      if (has_previous_[r] != 0 && b.failed()[r] != 0) {
+        // This row's env failed and was reset (--on-env-error reset): its
+        // episode ended with no outcome to record; drop the steps waiting
+        // for one.
         assemblers_[r].clear();
         block->cuts.push_back(r);
         has_previous_[r] = 0;

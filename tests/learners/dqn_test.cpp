@@ -1,5 +1,7 @@
 #include "coral/learners/dqn_learner.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -9,12 +11,14 @@
 #include <fmt/format.h>
 
 #include "coral/actors/messages.hpp"
+#include "coral/actors/topology.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/messages.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/replay/replay_actor.hpp"
+#include "../support/watchdog.hpp"
 #include "test_envs.hpp"
 
 namespace fs = std::filesystem;
@@ -43,6 +47,18 @@ train_options small_dqn(std::uint64_t total_steps) {
   return o;
 }
 
+/// small_dqn(total_steps) on topology `t` with executor `mode` (two sampling threads).
+train_result run_small(actors::topology t, executor_mode mode, std::uint64_t total_steps,
+                       std::uint64_t learning_starts = 500) {
+  auto o = small_dqn(total_steps);
+  o.dqn.learning_starts = learning_starts;
+  o.sampler.topo = t;
+  o.sampler.executor = mode;
+  o.sampler.threads = 2;
+  std::ostringstream progress;
+  return train(o, progress);
+}
+
 std::string refusal(const train_options& o) {
   try {
     validate(o);
@@ -64,13 +80,6 @@ std::string without_wall_time(std::string json) {
 }
 
 }  // namespace
-
-TEST_CASE("the Ape-X ladder runs from base for env 0 to base^(1 + alpha) for the last env", "[learners][dqn]") {
-  CHECK(ape_x_epsilon(0, 8, 0.4, 7) == Approx(0.4));
-  CHECK(ape_x_epsilon(7, 8, 0.4, 7) == Approx(std::pow(0.4, 8)));
-  CHECK(ape_x_epsilon(3, 8, 0.4, 7) == Approx(std::pow(0.4, 4)));
-  CHECK(ape_x_epsilon(0, 1, 0.4, 7) == Approx(0.4));
-}
 
 TEST_CASE("the DQN policy explores from epsilon 1 down to each env's rung and acts greedily on Q", "[learners][dqn]") {
   coral::envs::space obs = coral::envs::space::box({2}, -1, 1);
@@ -135,6 +144,49 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_frames), 2));
 }
 
+TEST_CASE("DQN settings under which the learner could never train are refused before start, saying why",
+          "[learners][dqn]") {
+  auto refused = [](std::string_view flag, auto value, const std::string& requirement) {
+    return fmt::format(fmt::runtime(coral::actors::messages::flag_out_of_range), flag, value, requirement);
+  };
+  auto o = small_dqn(1000);  // ratio 4, batch 32, prefetch 4, learning starts 500, capacity 4096
+  REQUIRE(refusal(o) == "(accepted)");
+
+  auto late = o;
+  late.dqn.learning_starts = 1000;
+  CHECK(refusal(late) ==
+        refused("--learning-starts", 1000, fmt::format(fmt::runtime(lm::dqn_starts_too_late), 1000)));
+
+  auto huge_batch = o;
+  huge_batch.dqn.batch_size = 1'000'000;
+  CHECK(refusal(huge_batch) ==
+        refused("--replay-batch", 1'000'000, fmt::format(fmt::runtime(lm::dqn_batch_over_capacity), 4096)));
+
+  // 4 x (1000 - 500) = 2000 transitions sampled over the whole run.
+  auto starved = o;
+  starved.dqn.batch_size = 4000;
+  starved.dqn.replay_capacity = 8192;
+  CHECK(refusal(starved) ==
+        refused("--replay-batch", 4000, fmt::format(fmt::runtime(lm::dqn_batch_over_grant), 2000, 4, 1000, 500)));
+
+  auto deep = o;
+  deep.dqn.prefetch = 100'000;
+  CHECK(refusal(deep) ==
+        refused("--prefetch", 100'000,
+                fmt::format(fmt::runtime(lm::dqn_prefetch_over_capacity), 32, 3'200'000, 4096)));
+
+  auto hungry = o;
+  hungry.dqn.prefetch = 100;  // 3200 in flight: within the replay, beyond the 2000 granted
+  CHECK(refusal(hungry) ==
+        refused("--prefetch", 100,
+                fmt::format(fmt::runtime(lm::dqn_prefetch_over_grant), 32, 3200, 2000, 4, 1000, 500)));
+
+  // The defaults of coral train are far inside every bound.
+  train_options defaults;
+  defaults.algo = "dqn";
+  CHECK(refusal(defaults) == "(accepted)");
+}
+
 TEST_CASE("DQN refuses an action space that is not one Discrete", "[learners][dqn]") {
   coral::test::register_test_envs();
   auto o = small_dqn(1000);
@@ -153,12 +205,7 @@ TEST_CASE("coral train --algo dqn runs on every topology and executor, updating 
   auto t = GENERATE(actors::topology::sync, actors::topology::double_buffer, actors::topology::pool);
   auto mode = GENERATE(executor_mode::single, executor_mode::threads);
   CAPTURE(actors::to_string(t), mode == executor_mode::single ? "single" : "threads");
-  auto o = small_dqn(3000);
-  o.sampler.topo = t;
-  o.sampler.executor = mode;
-  o.sampler.threads = 2;
-  std::ostringstream progress;
-  const auto r = train(o, progress);
+  const auto r = run_small(t, mode, 3000);
   CHECK(r.env_steps >= 3000);
   CHECK(r.episodes > 0);
   // After 500 steps, 4 sampled transitions per step in batches of 32: an update per 8 steps.
@@ -213,4 +260,84 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   p.algo = "ppo";
   std::ostringstream third;
   CHECK_THROWS_WITH(train(p, third), Catch::Contains("was written by --algo dqn"));
+}
+
+TEST_CASE("learning starts at any point, even before a transition is complete: the run does not stall",
+          "[learners][dqn]") {
+  // learning_starts 0 once stopped at 6 env steps for ever: the rate limiter
+  // let the learner sample before the replay held a sampleable transition
+  // and the feeder wait until it had.
+  auto starts = GENERATE(0, 1, 8, 32);
+  auto t = GENERATE(actors::topology::sync, actors::topology::pool);
+  auto mode = GENERATE(executor_mode::single, executor_mode::threads);
+  CAPTURE(starts, actors::to_string(t), mode == executor_mode::single ? "single" : "threads");
+  coral::test::watchdog dog("dqn run with a small learning start", std::chrono::seconds(60));
+  const auto r = run_small(t, mode, 1500, static_cast<std::uint64_t>(starts));
+  CHECK(r.env_steps >= 1500);
+  CHECK(r.updates > 100);
+}
+
+TEST_CASE("periodic DQN checkpoints taken while the run goes on hold the replay, and a run resumes from one",
+          "[learners][dqn][checkpoint]") {
+  // Periodic checkpoints once freed the checkpoint under the replay actor
+  // (a lambda built inside a co_await expression, destroyed twice by GCC 12)
+  // and failed with std::bad_alloc or a double free.
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  CAPTURE(mode == executor_mode::single ? "single" : "threads");
+  const auto dir = fresh_dir("periodic");
+  auto o = small_dqn(4000);
+  o.sampler.executor = mode;
+  o.sampler.threads = 2;
+  o.checkpoint_dir = dir.string();
+  o.checkpoint_every = 1000;
+  std::ostringstream first;
+  const auto r1 = train(o, first);
+  REQUIRE(r1.env_steps >= 4000);
+
+  coral::replay::replay_actor_config rc;
+  rc.buffer = {.capacity = 4096, .num_streams = 8, .obs_dim = 4, .discrete_action_dim = 1, .n_step = 3};
+  rc.batch_size = 32;
+  std::vector<checkpoint> periodic;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".ckpt") continue;
+    auto c = read_checkpoint(entry.path());
+    if (c.learner.env_steps < r1.env_steps) periodic.push_back(std::move(c));
+  }
+  REQUIRE(!periodic.empty());
+  std::ranges::sort(periodic, {}, [](const checkpoint& c) { return c.learner.env_steps; });
+  std::uint64_t inserts = 0;
+  for (const auto& c : periodic) {
+    CAPTURE(c.learner.env_steps);
+    CHECK(c.algo == "dqn");
+    CHECK(c.learner.env_steps >= 1000);
+    CHECK(c.learner.updates > 0);
+    CHECK(c.target_parameters.size() == c.learner.parameters.size());
+    coral::replay::replay_actor saved(rc);
+    saved.load(c.replay);
+    // The replay copy was taken just after the learner's state: it has
+    // served every batch the learner trained on, and later copies saw more.
+    CHECK(saved.buffer().size() > 0);
+    CHECK(saved.limiter().samples() >= c.learner.updates * 32);
+    CHECK(saved.limiter().inserts() >= inserts);
+    CHECK(saved.limiter().inserts() <= r1.env_steps);
+    inserts = saved.limiter().inserts();
+  }
+
+  // Resume from the earliest periodic checkpoint alone.
+  const auto& from = periodic.front();
+  const auto resume_dir = fresh_dir("periodic-resume");
+  fs::create_directories(resume_dir);
+  write_checkpoint(checkpoint_path(resume_dir, from.learner.env_steps), from);
+  coral::replay::replay_actor saved(rc);
+  saved.load(from.replay);
+  auto again = o;
+  again.checkpoint_dir = resume_dir.string();
+  again.checkpoint_every = 0;
+  again.resume = true;
+  std::ostringstream second;
+  const auto r2 = train(again, second);
+  CHECK(second.str().find(fmt::format("({} env steps, {} updates, {} transitions in replay)", from.learner.env_steps,
+                                      from.learner.updates, saved.buffer().size())) != std::string::npos);
+  CHECK(r2.env_steps >= 4000);
+  CHECK(r2.updates > from.learner.updates);
 }

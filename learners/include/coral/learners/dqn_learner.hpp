@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "coral/actors/epsilon_schedule.hpp"
 #include "coral/actors/policy.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/ppo_learner.hpp"
@@ -46,9 +47,6 @@ struct dqn_config {
   std::uint64_t exploration_steps = 20'000;  ///< env steps over which every env's epsilon falls from 1 to its rung
   std::size_t publish_every = 1;      ///< updates between weight publications to the policy
 };
-
-/// Env i's epsilon on Ape-X's ladder of `n` envs: base^(1 + alpha i / (n − 1)) (base for n = 1).
-[[nodiscard]] double ape_x_epsilon(std::size_t i, std::size_t n, double base, double alpha) noexcept;
 
 /// The widths of the Q network of `spec` (input, hidden..., actions). Throws
 /// config_error (messages::dqn_needs_discrete) unless the action space is
@@ -97,15 +95,18 @@ class dqn_learner {
 /// The acting side: epsilon-greedy on the Q network, run row by row on the
 /// CPU with the dense kernels (no torch call, no allocation).
 ///
-/// Row r (env r) explores with epsilon_r(t) = e_r + (1 − e_r) · max(0, 1 −
-/// t / exploration_steps), e_r = ape_x_epsilon(r, rows, base, alpha), t the
-/// env steps acted on (the policy counts them; a resumed run passes its
-/// count). Random actions and the coin come from the row's own generator,
-/// seeded from (seed, row) in a family apart from the envs', so the actions
-/// of a row do not depend on which rows share its batch. values[r], when
-/// asked for, is max_a Q(o, a).
+/// Row r (env r) explores with the actors::epsilon_schedule of (rows,
+/// epsilon_base, epsilon_alpha, exploration_steps): epsilon_r(t) = e_r +
+/// (1 − e_r) · max(0, 1 − t / exploration_steps), e_r =
+/// ape_x_epsilon(r, rows, base, alpha), t the env steps acted on (the policy
+/// counts them; a resumed run passes its count). Random actions and the coin
+/// come from the row's own generator, seeded from (seed, row) in a family
+/// apart from the envs', so the actions of a row do not depend on which rows
+/// share its batch. values[r], when asked for, is max_a Q(o, a).
 ///
-/// Thread safety: one batcher at a time, as for every policy.
+/// Thread safety: act() and load_weights() from one batcher at a time, as
+/// for every policy; epsilon() and schedule() from any thread (the progress
+/// line reads them while the batcher acts).
 class q_policy final : public actors::policy {
  public:
   /// Weights are zero until load_weights(); the learner publishes its own first.
@@ -118,8 +119,10 @@ class q_policy final : public actors::policy {
   void act(const actors::policy_rows& rows) override;
   /// Throws usage_error if the size is not the Q network's.
   void load_weights(std::span<const float> weights) override;
-  /// Row r's epsilon now.
+  /// Row r's epsilon now (any thread).
   [[nodiscard]] double epsilon(std::size_t row) const noexcept;
+  /// The exploration schedule the policy advances (readable from any thread).
+  [[nodiscard]] const actors::epsilon_schedule& schedule() const noexcept;
 
  private:
   struct impl;

@@ -34,6 +34,28 @@ inline constexpr std::string_view dqn_needs_discrete =
     "--algo dqn: the action space must be one Discrete, not {}";
 /// A flag that `--algo dqn` does not take: the flag.
 inline constexpr std::string_view dqn_no_frames = "--frames: --algo dqn takes 1 (stacked frames are PPO-only), not {}";
+/// Requirement (flag_out_of_range) of `--learning-starts` at or past the end: --total-steps.
+inline constexpr std::string_view dqn_starts_too_late =
+    "must be below --total-steps {}: no update could happen before the run ends";
+/// Requirement of `--replay-batch` above the replay's size: --replay-capacity.
+inline constexpr std::string_view dqn_batch_over_capacity =
+    "must be at most --replay-capacity {}: every batch would draw transitions over and over";
+/// Requirement of `--replay-batch` above what the rate limiter grants over the
+/// run: the grant, --replay-ratio, --total-steps, --learning-starts.
+inline constexpr std::string_view dqn_batch_over_grant =
+    "must be at most the {} transitions the rate limiter lets the learner sample over the run "
+    "(--replay-ratio {} x (--total-steps {} - --learning-starts {}))";
+/// Requirement of `--prefetch` whose batches in flight exceed the replay:
+/// --replay-batch, the transitions in flight, --replay-capacity.
+inline constexpr std::string_view dqn_prefetch_over_capacity =
+    "--prefetch x --replay-batch {} = {} transitions in flight must be at most --replay-capacity {}";
+/// Requirement of `--prefetch` whose batches in flight exceed what the rate
+/// limiter grants over the run: --replay-batch, in flight, the grant,
+/// --replay-ratio, --total-steps, --learning-starts.
+inline constexpr std::string_view dqn_prefetch_over_grant =
+    "--prefetch x --replay-batch {} = {} transitions in flight must be at most the {} the rate limiter lets the "
+    "learner sample over the run (--replay-ratio {} x (--total-steps {} - --learning-starts {})); the learner "
+    "would wait for batches that are never filled";
 /// A checkpoint written by another algorithm: path, its algo, this run's.
 inline constexpr std::string_view checkpoint_algo = "checkpoint '{}' was written by --algo {}, this run is --algo {}";
 

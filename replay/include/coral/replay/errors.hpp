@@ -70,6 +70,9 @@ inline constexpr std::string_view feeder_streams =
     "replay_feeder: the replay has {} streams, the batch {} rows (one stream per row)";
 /// The replay actor's inbox refused a block: it is sized so that this cannot happen.
 inline constexpr std::string_view inbox_full = "replay_feeder: the replay inbox is full ({} blocks); inserts would be lost";
+/// A snapshot request answered while the previous answer still waits in snapshots().
+inline constexpr std::string_view snapshot_unclaimed =
+    "replay_actor: a snapshot was asked for before the previous one was taken from snapshots()";
 /// A replay actor state that load() cannot read: what was wrong.
 inline constexpr std::string_view actor_state_malformed = "replay_actor: saved state is malformed ({})";
 }  // namespace coral::replay::messages

@@ -8,7 +8,13 @@
 ///
 /// - an `insert_block` from the sampling side (the replay_feeder) carries
 ///   n-step transitions and the env steps they account for;
-/// - a `replay_visit` runs a function on the actor (a checkpoint's copy);
+/// - a `snapshot_request` asks for a copy of the actor's state (save()),
+///   which the actor sends back on snapshots(): how a checkpoint gets the
+///   replay while the run goes on. It is data, not code: nothing but the
+///   actor's own state is touched on the actor's thread, and the copy goes
+///   back by value (an earlier version ran a caller's closure here, and a
+///   closure built inside a co_await expression is destroyed twice by
+///   GCC 12, which freed the checkpoint it pointed to);
 /// - a `sample_batch` from the learner is a request: "fill me". The learner
 ///   keeps `prefetch` of them in flight, so the next batches are sampled
 ///   while it trains on this one. When it is done with a batch it hands the
@@ -20,21 +26,23 @@
 /// transitions per env step) is enforced on both sides without dropping
 /// anything: a request waits in the actor until the limiter allows a batch,
 /// and the feeder holds env groups back while insert_allowance() is used up.
-/// The actor raises the allowance after every batch it serves and wakes the
-/// feeder if it was waiting.
+/// The actor raises the allowance after every batch it serves (and after
+/// every insert while nothing is sampleable) and wakes the feeder if it was
+/// waiting. Why one side can always move is worked out in replay_actor.cpp,
+/// above raise_allowance().
 ///
-/// Thread safety: run() is one actor. inbox(), samples(), the counters in
-/// stats() and insert_allowance() may be used from any thread. buffer(),
-/// limiter() and the save/load functions only while the actor is not
-/// running.
+/// Thread safety: run() is one actor. inbox(), samples(), snapshots(), the
+/// counters in stats() and insert_allowance() may be used from any thread.
+/// buffer(), limiter() and the save/load functions only while the actor is
+/// not running.
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <variant>
 #include <vector>
@@ -98,15 +106,20 @@ struct sample_batch {
   std::uint64_t sequence = 0;            ///< 0, 1, 2, ... in the order served
 };
 
-class replay_actor;
+/// Asks the replay actor for a copy of its state, taken between two
+/// messages; the answer is a replay_snapshot on snapshots() with the same tag.
+struct snapshot_request {
+  std::uint64_t tag = 0;  ///< the caller's label (e.g. the env steps of the checkpoint), echoed back
+};
 
-/// A function the replay actor runs on its own executor with read access to
-/// itself, between two messages: how another actor takes a consistent copy
-/// of the buffer (a checkpoint) while the run goes on.
-using replay_visit = std::function<void(const replay_actor&)>;
+/// The replay actor's state as save() writes it, at the moment it handled a snapshot_request.
+struct replay_snapshot {
+  std::uint64_t tag = 0;    ///< the request's tag
+  std::vector<char> state;  ///< replay_actor::save(); replay_actor::load() takes it
+};
 
 /// What the replay actor's inbox takes.
-using replay_msg = std::variant<std::unique_ptr<insert_block>, std::unique_ptr<sample_batch>, replay_visit>;
+using replay_msg = std::variant<std::unique_ptr<insert_block>, std::unique_ptr<sample_batch>, snapshot_request>;
 
 /// Settings of a replay_actor.
 struct replay_actor_config {
@@ -114,9 +127,14 @@ struct replay_actor_config {
   double samples_per_insert = 8.0;    ///< sampled transitions per inserted env step (the replay ratio)
   std::uint64_t min_size = 1000;      ///< env steps inserted before the first sample
   /// Slack of the ratio, in sampled transitions; 0: the smallest that lets
-  /// both sides always move, batch_size + max_group_steps × samples_per_insert.
+  /// both sides always move, batch_size + (max_group_steps + batcher_hold) ×
+  /// samples_per_insert (see replay_actor.cpp).
   double error_buffer = 0;
   std::size_t max_group_steps = 1;    ///< the most env steps the feeder lets through at once
+  /// The most env steps the feeder let through that the inference batcher
+  /// may keep without acting, waiting for a full batch (batcher_hold());
+  /// unset: the most it could ever be, every stream but one group.
+  std::optional<std::size_t> batcher_hold;
   std::size_t batch_size = 128;       ///< draws per batch
   std::size_t prefetch = 4;           ///< batches the learner keeps in flight
   bool prioritized = true;            ///< false: uniform sampling, weights 1
@@ -151,6 +169,9 @@ class replay_actor {
   [[nodiscard]] channel<replay_msg>& inbox() noexcept { return inbox_; }
   /// Filled batches for the learner (capacity: prefetch).
   [[nodiscard]] channel<std::unique_ptr<sample_batch>>& samples() noexcept { return samples_; }
+  /// Answers to snapshot requests (capacity: one; ask again only after the
+  /// answer came). Closed by close(), so a caller waiting here sees the stop.
+  [[nodiscard]] channel<replay_snapshot>& snapshots() noexcept { return snapshots_; }
   /// Emptied insert blocks for the feeder to reuse.
   [[nodiscard]] channel<std::unique_ptr<insert_block>>& free_blocks() noexcept { return free_blocks_; }
 
@@ -162,12 +183,18 @@ class replay_actor {
   /// Closes every channel.
   void close() noexcept;
   /// After the run: applies the inserts and priority updates still buffered
-  /// in the (closed) inbox, so that a final checkpoint holds them.
+  /// in the (closed) inbox, so that a final checkpoint holds them (snapshot
+  /// requests are dropped: the run is over and nobody waits for them).
   void drain();
 
   /// The total env steps the sampling side may have inserted so far without
-  /// breaking the ratio: min_size + (sampled + error_buffer) / samples_per_insert.
+  /// breaking the ratio: min_size + (sampled + error_buffer) /
+  /// samples_per_insert, and, while nothing is sampleable, at least the
+  /// inserts plus max_group_steps + batcher_hold. Never decreases.
   [[nodiscard]] std::uint64_t insert_allowance() const noexcept { return allowance_.load(); }
+  /// The env steps the sampling side may always have on the way on top of
+  /// what was inserted: max_group_steps + batcher_hold.
+  [[nodiscard]] std::uint64_t steps_in_flight() const noexcept { return in_flight_; }
   /// Makes the actor send `ready_msg{note}` to `waker` when it raises the
   /// allowance to what a waiting feeder needs (see wait_for_allowance).
   void set_waker(channel<actors::ready_msg>* waker, std::uint32_t note) noexcept {
@@ -215,6 +242,7 @@ class replay_actor {
   channel<replay_msg> inbox_;
   channel<std::unique_ptr<sample_batch>> samples_;
   channel<std::unique_ptr<insert_block>> free_blocks_;
+  channel<replay_snapshot> snapshots_;
   std::deque<std::unique_ptr<sample_batch>> waiting_;
   sampled_batch scratch_;
   replay_stats stats_;
@@ -223,6 +251,7 @@ class replay_actor {
   channel<actors::ready_msg>* waker_ = nullptr;
   std::uint32_t note_ = 0;
   std::uint64_t served_ = 0;
+  std::uint64_t in_flight_ = 0;  // max_group_steps + batcher_hold
 };
 
 }  // namespace coral::replay

@@ -39,14 +39,26 @@
 #include <asio/awaitable.hpp>
 
 #include "coral/actors/env_group.hpp"
+#include "coral/actors/inference_batcher.hpp"
 #include "coral/actors/policy.hpp"
 #include "coral/actors/step_consumer.hpp"
+#include "coral/actors/topology.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/replay/nstep_assembler.hpp"
 #include "coral/replay/replay_actor.hpp"
 
 namespace coral::replay {
+
+/// The most env steps that an inference_batcher with `options`, over
+/// `wiring` with groups of `envs_per_group`, can keep without acting: it
+/// takes its ready channels in turn and waits on one until it has a batch
+/// (with dynamic batching, min_batch_size once the timeout passed), so it
+/// may sit on one group short of that on its channel while every other
+/// channel holds all of its groups. 0 when it acts on every group at once.
+/// The replay actor's batcher_hold.
+[[nodiscard]] std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options,
+                                       std::size_t envs_per_group);
 
 /// Why the feeder ended the run.
 enum class feed_end {
