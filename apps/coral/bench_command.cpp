@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -135,20 +136,22 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   const auto& w = s.wires();
   out << fmt::format("coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor\n",
                      o.env, actors::to_string(o.topo), o.num_envs, w.groups, o.envs_per_group, w.batch_size,
-                     o.threads, o.threads == 1 ? "" : "s", f.executor);
+                     o.threads, o.threads == 1 ? "" : "s", f.executor)
+      << std::flush;  // a line to watch while a long run goes on
 
   // A first SIGINT/SIGTERM stops whichever loop runs (the sampler's runtime
   // or the baseline) and the command prints what was measured; a second one
   // prints the sampler's line, if measured, and ends the process at once.
   std::mutex said_mutex;  // the sampler's line: written here, read by the signal watcher
   std::string sampler_line;
-  auto print_and_exit = [&](int code, std::string_view why) {
+  auto fail_now = [&](std::string_view why) {
     {
       std::lock_guard lock(said_mutex);
-      out << sampler_line << why << '\n' << std::flush;
+      out << sampler_line << std::flush;
     }
+    std::cerr << "error: " << why << std::endl;
     std::fflush(nullptr);
-    std::_Exit(code);
+    std::_Exit(exit_codes::run_failed);
   };
   interrupt_scope interrupts([] {}, [&] {
     std::lock_guard lock(said_mutex);
@@ -158,7 +161,7 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   runtime rt({.mode = o.executor,
               .handle_signals = true,
               .on_stop_timeout = [&](const std::string& what) {
-                print_and_exit(exit_codes::run_failed, fmt::format("error: {} (abandoned; exiting)", what));
+                fail_now(fmt::format("{} (abandoned; exiting)", what));
               }});
   s.spawn(rt, *pol, f.steps);
   stall_watchdog stall(std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(f.stall_seconds * 1e3))));
@@ -175,7 +178,7 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
     sampler_line = fmt::format("sampler:  {} env steps in {:.3f} s = {:.0f} steps/s, {:.0f} batches/s, batcher idle {:.1f}%{}\n",
                                st.env_steps.load(), seconds, sps, bps, 100.0 * st.idle_fraction(),
                                interrupted() ? " (interrupted)" : "");
-    out << sampler_line;
+    out << sampler_line << std::flush;
   }
   if (s.env_failures() > 0) out << fmt::format("env failures survived: {}\n", s.env_failures());
 

@@ -8,6 +8,7 @@
 #include "coral/command_line.hpp"
 #include "coral/config_file.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/core/logging.hpp"
 #include "coral/flag_checks.hpp"
 
@@ -44,6 +45,10 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_config_help(app, unused_config);
   add_value_checks(app);
 
+  // From the first moment, SIGINT and SIGTERM ask for a stop rather than kill:
+  // a command checks interrupted() (a runtime stops at once if a signal came
+  // while it was being built), and a second signal ends the process at once.
+  const interrupt_scope interrupts([] {});
   try {
     const command_info commands = describe_commands(app);
     const scanned_command_line line = scan_command_line(argc, argv, commands);
