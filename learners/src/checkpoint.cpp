@@ -1,5 +1,6 @@
 #include "coral/learners/checkpoint.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -111,7 +112,7 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string name = file.string();
   if (bytes.size() < sizeof magic || std::memcmp(bytes.data(), magic, sizeof magic) != 0) {
-    if (bytes.size() < sizeof magic && std::memcmp(bytes.data(), magic, bytes.size()) == 0) {
+    if (bytes.size() < sizeof magic && std::equal(bytes.begin(), bytes.end(), std::begin(magic))) {
       fail(messages::checkpoint_truncated, name, bytes.size(), header_size);
     }
     fail(messages::checkpoint_not_coral, name);
@@ -163,7 +164,7 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
     auto r = record(key);
     if (r.size() % sizeof(float) != 0) fail(messages::checkpoint_bad_record, name, key);
     std::vector<float> v(r.size() / sizeof(float));
-    std::memcpy(v.data(), r.data(), r.size());
+    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());  // an empty vector's data() may be null
     return v;
   };
   auto text = [&](std::string_view key) {
