@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libasio-dev libtbb-dev libspdlog-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev
   libtorch-dev libtomlplusplus-dev gnuplot-nox
+  clang-14 libclang-rt-14-dev  # the fuzz build: clang and its libFuzzer, ASan and UBSan runtimes
 )
 
 missing=()

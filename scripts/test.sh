@@ -2,8 +2,9 @@
 # Installs what is missing, builds, and runs every test: the quick and the
 # long (stress, learning) tests in a release build, the concurrency tests
 # (stress included) under ThreadSanitizer, and the quick tests under
-# AddressSanitizer + UBSan. The sanitizer builds leave out libtorch.
-# This is what CI runs (.ci/run).
+# AddressSanitizer + UBSan, then fuzzes every parser of outside input for a
+# bounded time (clang 14, libFuzzer). The sanitizer and fuzz builds leave out
+# libtorch. This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -29,3 +30,11 @@ cmake --preset asan > /dev/null
 cmake --build --preset asan -j"$jobs"
 step "quick tests under AddressSanitizer + UBSan"
 ctest --preset asan
+
+step "fuzz build (clang 14, libFuzzer + ASan + UBSan) of the parsers of outside input"
+cmake --preset fuzz > /dev/null
+cmake --build --preset fuzz -j"$jobs"
+step "each parser fuzzed for a bounded time, and every input that once crashed"
+ctest --preset fuzz
+# Executions per target, for RELIABILITY.md's count.
+grep -E '^[0-9]+/[0-9]+ Test: fuzz_|stat::number_of_executed_units' build/fuzz/Testing/Temporary/LastTest.log || true

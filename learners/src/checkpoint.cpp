@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -40,7 +41,8 @@ struct header {
 /// min(total, header_size) bytes are at `head`.
 header check_header(const std::string& name, const char* head, std::size_t total) {
   if (total < sizeof magic || std::memcmp(head, magic, sizeof magic) != 0) {
-    if (total < sizeof magic && std::memcmp(head, magic, total) == 0) {
+    // std::equal, not memcmp: an empty file's data() may be null.
+    if (total < sizeof magic && std::equal(head, head + total, std::begin(magic))) {
       fail(messages::checkpoint_truncated, name, total, header_size);
     }
     fail(messages::checkpoint_not_coral, name);
@@ -232,7 +234,7 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
     auto r = record(key);
     if (r.size() % sizeof(float) != 0) fail(messages::checkpoint_bad_record, name, key);
     std::vector<float> v(r.size() / sizeof(float));
-    std::memcpy(v.data(), r.data(), r.size());
+    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());  // an empty vector's data() may be null
     return v;
   };
   auto text = [&](std::string_view key) {

@@ -55,28 +55,6 @@ constexpr std::size_t checksum_size = section_header_size + 8;
   throw config_error(fmt::format(fmt::runtime(messages::malformed_state), reason));
 }
 
-// A 64-bit hash that catches corruption, not adversaries: every step is a
-// bijection of the running value, so any one changed word changes the result.
-std::uint64_t checksum(std::span<const char> bytes) noexcept {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ bytes.size();
-  const auto mix = [&h](std::uint64_t w) {
-    h = (h ^ w) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 32;
-  };
-  std::size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, bytes.data() + i, 8);
-    mix(w);
-  }
-  if (i < bytes.size()) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, bytes.data() + i, bytes.size() - i);
-    mix(w);
-  }
-  return h;
-}
-
 template <class T>
 void put(std::vector<char>& out, const T& value) {
   const auto* p = reinterpret_cast<const char*>(&value);
@@ -123,7 +101,7 @@ class state_writer {
     const auto length = static_cast<std::uint64_t>(out_.size() - start_ + checksum_size);
     std::memcpy(out_.data() + start_ + 16, &length, 8);
     section_header("checksum", 8, 1);
-    put(out_, checksum({out_.data() + start_, out_.size() - start_}));
+    put(out_, saved_state_checksum({out_.data() + start_, out_.size() - start_}));
   }
 
  private:
@@ -191,6 +169,28 @@ double leaf_of(double priority, double alpha) {
 }
 
 }  // namespace
+
+// A 64-bit hash that catches corruption, not adversaries: every step is a
+// bijection of the running value, so any one changed word changes the result.
+std::uint64_t saved_state_checksum(std::span<const char> bytes) noexcept {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ bytes.size();
+  const auto mix = [&h](std::uint64_t w) {
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + i, 8);
+    mix(w);
+  }
+  if (i < bytes.size()) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + i, bytes.size() - i);
+    mix(w);
+  }
+  return h;
+}
 
 replay_buffer::replay_buffer(const replay_config& config)
     : config_(checked(config)),
@@ -377,7 +377,7 @@ void replay_buffer::load(std::span<const char> in) {
   if (length > in.size()) malformed(fmt::format(fmt::runtime(messages::state_truncated), in.size(), length));
   if (length < in.size()) malformed(fmt::format(fmt::runtime(messages::state_trailing), in.size(), length));
   const std::span<const char> checked_part = in.first(in.size() - 8);
-  if (checksum(checked_part) != get_at<std::uint64_t>(in.data() + in.size() - 8)) malformed(messages::state_checksum);
+  if (saved_state_checksum(checked_part) != get_at<std::uint64_t>(in.data() + in.size() - 8)) malformed(messages::state_checksum);
 
   state_reader r(in.subspan(state_header_size));
   const std::size_t cap = config_.capacity;
@@ -409,10 +409,21 @@ void replay_buffer::load(std::span<const char> in) {
   // The checksum catches damage; these catch a blob that was consistent
   // when written by something other than save().
   if (!(saved_alpha >= 0.0 && saved_alpha <= 1.0)) {
-    malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "alpha", saved_alpha, "[0, 1]"));
+    malformed(fmt::format(fmt::runtime(messages::state_bad_value), "alpha", saved_alpha, "[0, 1]"));
   }
-  if (!(max_priority > 0.0 && std::isfinite(max_priority))) {
-    malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "max priority", max_priority, "> 0"));
+  // Every priority^alpha save() writes is a float leaf in [FLT_MIN, FLT_MAX]
+  // (a TD error is a float, and update_priorities keeps leaves at least
+  // FLT_MIN): a complete transition's, the one a pending transition takes
+  // when it completes, and the max leaf new transitions get. A leaf outside
+  // it would make the tree's total infinite or negative, and the draws and
+  // weights with it.
+  constexpr double leaf_min = std::numeric_limits<float>::min();
+  constexpr double leaf_max = std::numeric_limits<float>::max();
+  if (!(max_priority > 0.0 && max_priority <= leaf_max)) {
+    malformed(fmt::format(fmt::runtime(messages::state_bad_value), "max priority", max_priority, "(0, FLT_MAX]"));
+  }
+  if (!(max_leaf >= leaf_min && max_leaf <= leaf_max)) {
+    malformed(fmt::format(fmt::runtime(messages::state_bad_value), "max leaf", max_leaf, "[FLT_MIN, FLT_MAX]"));
   }
   std::uint64_t head_sum = 0;
   for (std::size_t s = 0; s < config_.num_streams; ++s) head_sum += get_at<std::uint64_t>(heads + 8 * s);
@@ -426,11 +437,10 @@ void replay_buffer::load(std::span<const char> in) {
     if (transition && (k < 1 || k > config_.n_step)) {
       malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "steps", slot, k));
     }
-    if (state == state_complete) {
-      ++complete_slots;
-      // A complete transition's leaf is a float of at least FLT_MIN: a present leaf.
+    if (state == state_complete) ++complete_slots;
+    if (state == state_complete || state == state_pending) {
       const auto p = get_at<double>(priorities + 8 * slot);
-      if (!(p >= std::numeric_limits<float>::min() && p <= std::numeric_limits<float>::max())) {
+      if (!(p >= leaf_min && p <= leaf_max)) {
         malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "priority", slot, p));
       }
     }
@@ -461,10 +471,13 @@ void replay_buffer::load(std::span<const char> in) {
       const std::uint8_t state = states_[slot];
       if (state != state_complete && state != state_pending) continue;
       // (p^a)^(a'/a) = p^a'; with a = 0 every leaf is 1 and p is gone.
+      // Within [FLT_MIN, FLT_MAX]: a leaf of a priority above FLT_MAX (a
+      // small saved alpha raised to a large one) is the largest float.
       priorities_[slot] =
           saved_alpha > 0.0
-              ? std::max<double>(static_cast<float>(std::pow(priorities_[slot], config_.alpha / saved_alpha)),
-                                 std::numeric_limits<float>::min())
+              ? std::max<double>(
+                    static_cast<float>(std::min(std::pow(priorities_[slot], config_.alpha / saved_alpha), leaf_max)),
+                    leaf_min)
               : max_leaf_;
     }
   }

@@ -1,8 +1,13 @@
 #include "coral/replay/replay_buffer.hpp"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <set>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -582,6 +587,103 @@ TEST_CASE("load rejects a truncated or garbled state with exact messages and lea
   // An untouched blob still loads.
   target.load(blob);
   require_same_state(saved, target);
+}
+
+namespace {
+
+/// Where the elements of section `name` start in a saved state: after a
+/// 24-byte header come sections of a 24-byte header (the name, zero-padded
+/// to 8 bytes, the element size at +8, the count at +16) and their elements.
+std::size_t section_data(const std::vector<char>& blob, std::string_view name) {
+  for (std::size_t at = 24; at + 24 <= blob.size();) {
+    std::uint32_t size = 0;
+    std::uint64_t count = 0;
+    std::memcpy(&size, blob.data() + at + 8, sizeof size);
+    std::memcpy(&count, blob.data() + at + 16, sizeof count);
+    if (std::string_view(blob.data() + at, 8).substr(0, name.size()) == name &&
+        (name.size() == 8 || blob[at + name.size()] == '\0')) {
+      return at + 24;
+    }
+    at += 24 + size * count;
+  }
+  FAIL("no section '" << name << "'");
+  return 0;
+}
+
+/// Writes `value` at byte `at` of `blob`, then the checksum that lets it pass
+/// again: a crafted state, which the checksum cannot catch.
+void craft(std::vector<char>& blob, std::size_t at, double value) {
+  std::memcpy(blob.data() + at, &value, sizeof value);
+  const std::uint64_t sum = coral::replay::saved_state_checksum(std::span(blob).first(blob.size() - 8));
+  std::memcpy(blob.data() + blob.size() - 8, &sum, sizeof sum);
+}
+
+}  // namespace
+
+TEST_CASE("load rejects a re-checksummed state with priorities no save writes, naming the slot or value",
+          "[replay][buffer][persist][errors]") {
+  const replay_config c = one_step(8);
+  replay_buffer saved(c);
+  insert_one(saved, 0, 1.0f, true);   // slot 0, complete (its frame in slot 1)
+  insert_one(saved, 0, 2.0f, false);  // slot 2, pending
+  std::vector<char> blob;
+  saved.save(blob);
+  const std::size_t priorities = section_data(blob, "priority");
+  replay_buffer target(c);
+  const auto refused = [&](const std::vector<char>& crafted, const std::string& reason) {
+    CHECK_THROWS_MATCHES(target.load(crafted), coral::config_error,
+                         Catch::Message("replay_buffer: saved state is malformed (" + reason + ")"));
+    CHECK(target.inserts() == 0);  // untouched
+  };
+
+  // Found by fuzz/replay_blob_fuzz (fuzz/regressions/replay_blob/): a pending
+  // transition's priority was not checked, and became a negative, infinite
+  // or subnormal tree leaf when the transition completed, so that draws had
+  // probability 0 or weights of 0.
+  std::vector<char> crafted = blob;
+  craft(crafted, priorities + 2 * 8, -14.5);
+  refused(crafted, "priority of slot 2 is -14.5");
+  craft(crafted, priorities + 2 * 8, 1.8971375900641885e+81);
+  refused(crafted, "priority of slot 2 is 1.8971375900641885e+81");
+  craft(crafted, priorities + 2 * 8, 2.938735877055719e-39);
+  refused(crafted, "priority of slot 2 is 2.938735877055719e-39");
+  crafted = blob;
+  craft(crafted, priorities, std::numeric_limits<double>::infinity());
+  refused(crafted, "priority of slot 0 is inf");
+
+  crafted = blob;
+  craft(crafted, section_data(blob, "max_leaf"), std::nan(""));
+  refused(crafted, "max leaf is nan, outside [FLT_MIN, FLT_MAX]");
+  crafted = blob;
+  craft(crafted, section_data(blob, "max_prio"), 1e39);
+  refused(crafted, "max priority is 1e+39, outside (0, FLT_MAX]");
+  crafted = blob;
+  craft(crafted, section_data(blob, "alpha"), 1.5);
+  refused(crafted, "alpha is 1.5, outside [0, 1]");
+  craft(crafted, section_data(blob, "alpha"), 1.0);
+  target.load(crafted);  // the same bytes as saved: loads
+  CHECK(target.size() == 1);
+}
+
+TEST_CASE("load keeps a converted priority within a float when a tiny saved alpha meets a large one",
+          "[replay][buffer][persist]") {
+  replay_config c = one_step(8);
+  c.alpha = 0.01;
+  replay_buffer saved(c);
+  insert_one(saved, 0, 1.0f, true);
+  std::vector<char> blob;
+  saved.save(blob);
+  // A leaf of 1e30 at alpha 0.01 is a priority of 1e3000: no float holds it.
+  craft(blob, section_data(blob, "priority"), 1e30);
+  c.alpha = 1.0;
+  replay_buffer loaded(c);
+  loaded.load(blob);
+  CHECK(loaded.priority(0) == std::numeric_limits<float>::max());
+  CHECK(std::isfinite(loaded.total_priority()));
+  sampled_batch out;
+  rng r(5);
+  loaded.sample_prioritized(r, 4, 0.4, out);
+  for (const double p : out.probabilities) CHECK(p == 1.0);
 }
 
 TEST_CASE("cut makes a stream's pending transitions unsampleable for good and keeps the completed ones",

@@ -56,6 +56,8 @@ inline constexpr std::string_view state_bad_section = "section '{}' of {} x {} b
 inline constexpr std::string_view state_bad_slot = "{} of slot {} is {}";
 /// Reason: a stored counter that disagrees with the slots: counter, its value, the value the slots give.
 inline constexpr std::string_view state_bad_counter = "{} is {} but the slots give {}";
+/// Reason: a stored value outside the range save() writes: what, its value, the range.
+inline constexpr std::string_view state_bad_value = "{} is {}, outside {}";
 /// A rate limiter with a negative or zero ratio.
 inline constexpr std::string_view bad_ratio = "rate_limiter: samples_per_insert {} must be positive";
 /// A rate limiter whose error buffer is too small to ever allow both sides.

@@ -253,4 +253,10 @@ class replay_buffer {
   std::vector<float> scratch_values_;
 };
 
+/// The checksum that ends a saved state (its last 8 bytes) over the bytes
+/// before it; load() refuses a state whose checksum differs. It catches
+/// damage, not adversaries: the fuzz target and the tests of load()'s checks
+/// behind it use it to craft states that pass.
+[[nodiscard]] std::uint64_t saved_state_checksum(std::span<const char> bytes) noexcept;
+
 }  // namespace coral::replay

@@ -1,0 +1,173 @@
+// Writes the seed inputs that come from the code itself, so that they follow
+// every format change: valid checkpoints and replay blobs (with the mode
+// byte their targets read first), one `--env-arg` input per registered env
+// with every key at its default, and one `--actions` input per registered env.
+// Hand-written seeds live in fuzz/corpus/<target>/.
+//
+// Usage: make_seeds DIR   (writes DIR/checkpoint/, DIR/replay_blob/,
+//                          DIR/env_arg/, DIR/actions/)
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "coral/action_text.hpp"
+#include "coral/envs/registry.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/envs/space.hpp"
+#include "coral/learners/checkpoint.hpp"
+#include "coral/replay/replay_buffer.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace replay = coral::replay;
+namespace envs = coral::envs;
+
+// The mode byte of the checkpoint and replay_blob targets: 1 repairs the
+// checksum, so that mutations of a valid seed get past it.
+constexpr char repair = 1;
+
+void write(const fs::path& file, std::string_view bytes) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+void write(const fs::path& file, char mode, const std::vector<char>& bytes) {
+  std::string s(1, mode);
+  s.append(bytes.begin(), bytes.end());
+  write(file, s);
+}
+
+// Inserts `count` transitions on every stream of `b`, episodes of
+// `episode_length`, values drawn from `r`.
+void fill(replay::replay_buffer& b, const replay::replay_config& c, std::size_t count, std::size_t episode_length,
+          envs::rng& r) {
+  std::vector<float> obs(c.obs_dim), next(c.obs_dim), cont(c.continuous_action_dim);
+  std::vector<std::int32_t> disc(c.discrete_action_dim);
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t stream = 0; stream < c.num_streams; ++stream) {
+      for (auto& x : obs) x = static_cast<float>(r.uniform(-1, 1));
+      for (auto& x : next) x = static_cast<float>(r.uniform(-1, 1));
+      for (auto& x : cont) x = static_cast<float>(r.uniform(-1, 1));
+      for (auto& x : disc) x = static_cast<std::int32_t>(r() % 4);
+      const bool last = i % episode_length == episode_length - 1;
+      b.insert(stream, replay::transition{.observation = obs,
+                                          .discrete_action = disc,
+                                          .continuous_action = cont,
+                                          .n_step_return = static_cast<float>(r.uniform(-2, 2)),
+                                          .discount = last ? 0.0f : 0.9f,
+                                          .steps = last ? 1u : static_cast<std::uint32_t>(c.n_step),
+                                          .next_observation = next,
+                                          .last_of_episode = last});
+    }
+  }
+}
+
+std::vector<char> replay_blob(const replay::replay_config& c, std::size_t count, std::size_t episode_length,
+                              bool update, bool cut) {
+  replay::replay_buffer b(c);
+  envs::rng r(count);
+  fill(b, c, count, episode_length, r);
+  if (update && b.size() > 0) {
+    replay::sampled_batch s;
+    b.sample_prioritized(r, 5, 0.4, s);
+    b.update_priorities(s.keys, std::vector<float>{0.5f, 2.0f, 0.0f, 7.0f, 0.125f});
+  }
+  if (cut) b.cut(0);
+  std::vector<char> out;
+  b.save(out);
+  return out;
+}
+
+void replay_seeds(const fs::path& dir) {
+  const replay::replay_config wide{.capacity = 24, .num_streams = 2, .obs_dim = 3, .discrete_action_dim = 1,
+                                   .continuous_action_dim = 1, .n_step = 3, .alpha = 0.6};
+  const replay::replay_config narrow{.capacity = 8, .num_streams = 1, .obs_dim = 1, .discrete_action_dim = 1,
+                                     .continuous_action_dim = 0, .n_step = 1, .alpha = 0.0};
+  const replay::replay_config many{.capacity = 16, .num_streams = 4, .obs_dim = 2, .discrete_action_dim = 2,
+                                   .continuous_action_dim = 2, .n_step = 2, .alpha = 1.0};
+  write(dir / "empty", repair, replay_blob(wide, 0, 1, false, false));
+  write(dir / "partial", repair, replay_blob(wide, 5, 4, true, false));
+  write(dir / "partial-unrepaired", 0, replay_blob(wide, 5, 4, true, false));
+  write(dir / "wrapped-cut", repair, replay_blob(wide, 40, 7, true, true));
+  write(dir / "alpha0", repair, replay_blob(narrow, 6, 3, true, false));
+  write(dir / "streams", repair, replay_blob(many, 9, 2, true, true));
+}
+
+void checkpoint_seeds(const fs::path& dir) {
+  namespace learners = coral::learners;
+  const fs::path tmp = fs::temp_directory_path() / fmt::format("coral-make-seeds-{}.ckpt", ::getpid());
+  auto save = [&](const fs::path& file, const learners::checkpoint& c) {
+    learners::write_checkpoint(tmp, c);
+    std::ifstream in(tmp, std::ios::binary);
+    write(file, repair, std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    fs::remove(tmp);
+  };
+  learners::checkpoint ppo;
+  ppo.env = "cartpole";
+  ppo.network = "mlp obs=4 frames=1 nvec=[2] box=0 hidden=[2] params=5";
+  ppo.seed = 7;
+  ppo.learner = {.parameters = {0.5f, -1.0f, 2.0f, 0.0f, 1e-3f},
+                 .adam_m = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f},
+                 .adam_v = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f},
+                 .adam_steps = 3,
+                 .updates = 3,
+                 .env_steps = 3072,
+                 .rng = 12345};
+  save(dir / "ppo", ppo);
+  learners::checkpoint dqn = ppo;
+  dqn.algo = "dqn";
+  dqn.target_parameters = {0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
+  dqn.replay = replay_blob({.capacity = 8, .num_streams = 2, .obs_dim = 1}, 3, 2, false, false);
+  save(dir / "dqn", dqn);
+  save(dir / "empty", learners::checkpoint{});
+}
+
+void env_seeds(const fs::path& env_arg_dir, const fs::path& actions_dir) {
+  const auto& registry = envs::registry::global();
+  for (const auto& name : registry.names()) {
+    std::string args = name + "\n";
+    for (const auto& key : registry.find(name).keys) args += fmt::format("{}={}\n", key.name, key.default_value);
+    write(env_arg_dir / name, args);
+
+    const auto e = registry.make(name, {}, 0, 0);
+    const auto& space = e->action_space();
+    envs::rng r(1);
+    std::vector<std::int32_t> d(space.discrete_size());
+    std::vector<float> c(space.continuous_size());
+    std::string actions = name + "\n";
+    for (int step = 0; step < 4; ++step) {
+      if (step > 0) actions += ',';
+      for (std::size_t row = 0; row < e->max_agents(); ++row) {
+        envs::sample_action(space, r, d, c);
+        if (row > 0) actions += '/';
+        actions += coral::cli::format_action(space, d, c);
+      }
+    }
+    write(actions_dir / name, actions);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fputs("usage: make_seeds DIR\n", stderr);
+    return 2;
+  }
+  const fs::path dir = argv[1];
+  replay_seeds(dir / "replay_blob");
+  checkpoint_seeds(dir / "checkpoint");
+  env_seeds(dir / "env_arg", dir / "actions");
+  return 0;
+}
