@@ -173,18 +173,20 @@ TEST_CASE("SIGINT stops coral bench's sampler and prints what it measured; a sec
 }
 
 TEST_CASE("an env step that ignores a stop ends the command at the stop deadline, with exit code 2",
-          "[apps][signals][bench]") {
+          "[apps][signals][train]") {
   const auto dir = fresh_dir("deadline");
-  coral::test::child c(
-      coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=10000000", "--num-envs", "2", "--steps", "100"}, dir),
-      30s);
-  REQUIRE(c.wait_for_output("coral bench:"));
+  // Every env blocks 60 s in its first step; a progress line shows the run is in it.
+  coral::test::child c(coral_with({"train", "--env", "faulty", "--env-arg", "env=-1", "--env-arg", "stall_step=1",
+                                   "--env-arg", "stall_ms=60000", "--no-run-dir", "--progress-seconds", "0.2"},
+                                  dir),
+                       60s);
+  REQUIRE(c.wait_for_output("s] steps"));
   const double signalled = c.seconds();
   c.signal(SIGINT);
   const auto r = c.finish();
   CHECK(r.exit_code == failed);
-  CHECK(r.seconds - signalled < 4.0);  // the 1 s deadline, not the 10 s step
-  CHECK_THAT(last_line(r.err), Catch::StartsWith("error: actors did not stop within 1000 ms: "));
+  CHECK(r.seconds - signalled < 20.0);  // train's 10 s deadline, not the 60 s step
+  CHECK_THAT(last_line(r.err), Catch::StartsWith("error: actors did not stop within 10000 ms: env-group-0, "));
   CHECK_THAT(last_line(r.err), Catch::EndsWith(" (abandoned; exiting)"));
   fs::remove_all(dir);
 }
