@@ -185,6 +185,8 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   double baseline_sps = 0;
   const bool run_baseline = !f.no_baseline && !interrupted();
   if (run_baseline) {
+    out << fmt::format("baseline: running the plain for-loop over the same {} envs on 1 thread\n", o.num_envs)
+        << std::flush;
     const auto r = actors::run_plain_loop(o, *pol, f.baseline_steps == 0 ? f.steps : f.baseline_steps, interrupted);
     baseline_sps = r.seconds > 0 ? static_cast<double>(r.env_steps) / r.seconds : 0.0;
     out << fmt::format("baseline: plain for-loop over the same {} envs on 1 thread: {:.0f} steps/s\n", o.num_envs,

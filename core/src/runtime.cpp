@@ -212,11 +212,12 @@ void runtime::run() {
   // Signals are caught from before the first actor can run.
   std::optional<interrupt_scope> signals;
   if (options_.handle_signals) {
-    signals.emplace([this] {
+    auto stop = [this] {
       log::get("runtime")->info("interrupted: stopping (a second signal ends the process at once)");
       request_stop();
-    });
-    if (interrupted()) request_stop();  // came under an enclosing scope, before this run
+    };
+    signals.emplace(stop);
+    if (interrupted()) stop();  // came under an enclosing scope, before this run
   }
   {
     std::lock_guard lock(mutex_);

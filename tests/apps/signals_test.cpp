@@ -122,7 +122,7 @@ TEST_CASE("SIGKILL while checkpoints are being written leaves a run that --resum
   fs::remove_all(dir);
 }
 
-TEST_CASE("SIGINT stops coral bench's sampler and prints what it measured; a second SIGINT exits at once",
+TEST_CASE("SIGINT stops coral bench's sampler or its baseline loop, and bench prints what it measured",
           "[apps][signals][bench]") {
   const auto dir = fresh_dir("bench");
   SECTION("one SIGINT: the sampler's figures, no baseline, exit 0") {
@@ -144,7 +144,7 @@ TEST_CASE("SIGINT stops coral bench's sampler and prints what it measured; a sec
                                      "--baseline-steps", "100000000", "--json"},
                                     dir),
                          30s);
-    REQUIRE(c.wait_for_output("sampler:"));
+    REQUIRE(c.wait_for_output("baseline: running"));
     c.signal(SIGINT);
     const auto r = c.finish();
     INFO(r.err);
@@ -153,22 +153,24 @@ TEST_CASE("SIGINT stops coral bench's sampler and prints what it measured; a sec
     CHECK_THAT(last_line(r.out), !Catch::Contains("\"baseline_steps_per_second\":null"));
     CHECK_THAT(last_line(r.out), Catch::EndsWith("\"interrupted\":true}"));
   }
-  SECTION("a second SIGINT while the first stop waits: exit 130 at once") {
-    // Steps of 1 s: the first stop waits for them; the second does not.
-    coral::test::child c(coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=1000000", "--num-envs", "2",
-                                     "--steps", "1000"},
-                                    dir),
-                         30s);
-    REQUIRE(c.wait_for_output("coral bench:"));
-    c.signal(SIGINT);
-    REQUIRE(c.wait_for_output("interrupted: stopping"));
-    const double second = c.seconds();
-    c.signal(SIGINT);
-    const auto r = c.finish();
-    CHECK(r.exit_code == 128 + SIGINT);
-    CHECK(r.seconds - second < 0.9);  // sooner than the step in progress would end
-    CHECK_THAT(r.out, Catch::EndsWith("interrupted again: exiting with what was measured so far\n"));
-  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a second SIGINT while the first stop waits for a stuck env ends coral train at once with 130",
+          "[apps][signals][train]") {
+  const auto dir = fresh_dir("second");
+  coral::test::child c(coral_with({"train", "--env", "faulty", "--env-arg", "env=-1", "--env-arg", "stall_step=1",
+                                   "--env-arg", "stall_ms=60000", "--no-run-dir", "--progress-seconds", "0.2"},
+                                  dir),
+                       60s);
+  REQUIRE(c.wait_for_output("s] steps"));  // the envs are inside their 60 s step
+  c.signal(SIGINT);
+  REQUIRE(c.wait_for_output("interrupted: stopping"));
+  const double second = c.seconds();
+  c.signal(SIGINT);
+  const auto r = c.finish();
+  CHECK(r.exit_code == 128 + SIGINT);
+  CHECK(r.seconds - second < 5.0);  // not the 10 s stop deadline, not the 60 s step
   fs::remove_all(dir);
 }
 
