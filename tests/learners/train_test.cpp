@@ -1,6 +1,8 @@
 #include "coral/learners/train.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "coral/core/error.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/messages.hpp"
+#include "../../learners/src/finite_checks.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
@@ -417,4 +420,41 @@ TEST_CASE("a resumed run appends to metrics.csv and names the checkpoint it cont
   o.total_steps = 3072;
   CHECK(refused(o).what == fmt::format(fmt::runtime(lm::metrics_header_differs), csv.string()));
   CHECK(lines_of(csv).size() == 2);
+}
+
+TEST_CASE("a learner whose loss or weights stop being finite stops the run naming the learner and the term",
+          "[learners][train][finite]") {
+  // --learning-rate is capped on the command line; in-process nothing stops
+  // 1e30 from blowing the first updates up to inf and NaN.
+  // (DQN's Huber loss and clipped gradients stay finite at any rate; its
+  // checks are the same two calls, tested below on their own.)
+  const std::string algo = "ppo";
+  auto o = small_run(20'000);
+  o.ppo.learning_rate = 1e30;
+  std::ostringstream progress;
+  try {
+    const auto r = train(o, progress);
+    FAIL("the run did not stop: " << r.updates << " updates\n" << progress.str());
+  } catch (const coral::actor_failed& e) {
+    CHECK(e.actor() == "learner");
+    CHECK_THAT(e.what(), Catch::StartsWith("actor 'learner' failed: " + algo + " learner: "));
+    CHECK_THAT(e.what(), Catch::Contains(" is not finite ("));
+    CHECK_THAT(e.what(), Catch::EndsWith("training diverged (lower --learning-rate, or --allow-non-finite to go on)"));
+  }
+  // With the checks off the run goes on to its end.
+  o.sampler.check_finite = false;
+  o.total_steps = 3000;
+  CHECK(train(o, progress).env_steps >= 3000);
+}
+
+TEST_CASE("the learner checks name the first non-finite loss term or weight exactly", "[learners][finite]") {
+  namespace d = coral::learners::detail;
+  CHECK_NOTHROW(d::check_loss_terms("dqn", 3, {{"td loss", 0.5}}));
+  CHECK_THROWS_MATCHES(d::check_loss_terms("dqn", 7, {{"td loss", 1.0}, {"q", std::nan("")}}), d::divergence_error,
+                       Catch::Message(fmt::format(fmt::runtime(lm::non_finite_loss), "dqn", "q", "nan", 7)));
+  const std::vector<float> fine{1.0F, -2.0F, 3.0F};
+  CHECK_NOTHROW(d::check_weights("dqn", 2, fine));
+  const std::vector<float> broken{1.0F, std::numeric_limits<float>::infinity(), std::nanf("")};
+  CHECK_THROWS_MATCHES(d::check_weights("dqn", 9, broken), d::divergence_error,
+                       Catch::Message(fmt::format(fmt::runtime(lm::non_finite_weight), "dqn", 1, "inf", 9)));
 }
