@@ -458,3 +458,17 @@ TEST_CASE("the learner checks name the first non-finite loss term or weight exac
   CHECK_THROWS_MATCHES(d::check_weights("dqn", 9, broken), d::divergence_error,
                        Catch::Message(fmt::format(fmt::runtime(lm::non_finite_weight), "dqn", 1, "inf", 9)));
 }
+
+TEST_CASE("under --on-env-error reset a failed step is no episode: PPO records no phantom episodes",
+          "[learners][train][faults]") {
+  // Every third step of every env throws; a cartpole episode lasts at least
+  // eight steps, so no episode can end normally, and none may be counted.
+  auto o = small_run(3000);
+  o.sampler.env = "faulty";
+  o.sampler.env_args = {{"env", "-1"}, {"throw_step", "3"}, {"repeat", "true"}};
+  o.sampler.on_env_error = actors::env_error_policy::reset;
+  std::ostringstream progress;
+  const auto r = train(o, progress);
+  CHECK(r.env_steps >= 3000);
+  CHECK(r.episodes == 0);
+}
