@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <spdlog/sinks/ostream_sink.h>
 
 #include "../support/watchdog.hpp"
+#include "coral/actors/messages.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/logging.hpp"
 #include "counter_env.hpp"
 
 using namespace coral::actors;
@@ -196,13 +201,21 @@ TEST_CASE("with --on-env-error reset a failing env is reset, counted, and the ru
   o.env_args.push_back({"fail_env", "3"});
   o.env_args.push_back({"fail_step", "10"});
   o.on_env_error = env_error_policy::reset;
+  // The warning goes to the group's logger; catch its lines for the check below.
+  std::ostringstream warnings;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(warnings);
+  sink->set_pattern("%v");
+  auto group_log = coral::log::get("env-group-1");
+  group_log->sinks().push_back(sink);
   sampler s(o);
   auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
   coral::runtime rt({.mode = o.executor});
   s.spawn(rt, *pol, 20'000);
   rt.run();
+  group_log->sinks().pop_back();
   CHECK(s.env_failures() == 1);
   CHECK(s.stats().env_steps.load() >= 20'000);
+  CHECK(warnings.str() == fmt::format(fmt::runtime(coral::actors::messages::env_reset), 3, "env-group-1", 1, "boom") + "\n");
 }
 
 TEST_CASE("a seed reproduces a single-executor run bit for bit, in every topology", "[actors][sampler][determinism]") {

@@ -256,6 +256,11 @@ std::vector<bad_input> bad_inputs() {
       // The run starts, then fails: exit 2 (a checkpoint that is not one).
       {{"train", "--resume", "--checkpoint-dir", "stray", "--no-run-dir"},
        error_line("checkpoint 'stray/checkpoint-000000001000.ckpt' is not a coral checkpoint"), failed},
+      // A rollout whose env fails: exit 2, naming the step (0: the first reset).
+      {{"envs", "rollout", "--env", "faulty", "--env-arg", "throw_step=2", "--steps", "5"},
+       error_line(text(cm::rollout_env_failed, "faulty", 2, "injected fault: step 2")), failed},
+      {{"envs", "rollout", "--env", "faulty", "--env-arg", "throw_reset=1", "--steps", "5"},
+       error_line(text(cm::rollout_env_failed, "faulty", 0, "reset failed: injected fault: reset 1")), failed},
   };
 }
 

@@ -197,6 +197,13 @@ TEST_CASE("actor names must be unique", "[core][runtime][errors]") {
   rt.run();
 }
 
+TEST_CASE("a runtime runs only once", "[core][runtime][errors]") {
+  coral::runtime rt({.mode = executor_mode::single});
+  rt.run();
+  CHECK_THROWS_MATCHES(rt.run(), coral::usage_error,
+                       Catch::Message(std::string(coral::messages::runtime_already_ran)));
+}
+
 TEST_CASE("an actor may spawn another while the runtime runs", "[core][runtime]") {
   coral::test::watchdog dog("spawn from actor", 20s);
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "coral/core/error.hpp"
+#include "coral/envs/messages.hpp"
 
 using coral::envs::space;
 using coral::envs::space_kind;
@@ -111,6 +112,9 @@ TEST_CASE("invalid spaces are rejected with a reason", "[envs][space][errors]") 
                        Catch::Message("Box: every low bound must be at most its high bound"));
   CHECK_THROWS_MATCHES(space::dict({{"a", space::discrete(2)}, {"a", space::discrete(3)}}), coral::usage_error,
                        Catch::Message("Dict: duplicate key 'a'"));
+  CHECK_THROWS_MATCHES(space::multi_discrete({3, 0}), coral::usage_error,
+                       Catch::Message(fmt::format(fmt::runtime(coral::envs::messages::bad_space), "MultiDiscrete",
+                                                  "every component count must be at least 1")));
 }
 
 TEST_CASE("flatten rejects a row of the wrong width and a value of the wrong structure", "[envs][space][errors]") {

@@ -4,10 +4,12 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "coral/core/error.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
+#include "coral/learners/messages.hpp"
 #include "test_envs.hpp"
 
 using namespace coral::learners;
@@ -93,6 +95,13 @@ TEST_CASE("the policy refuses weights of the wrong size", "[learners][network]")
   mlp_policy policy(f.spec, rows, 1);
   const std::vector<float> weights(parameter_count(f.spec) + 1, 0.0f);
   CHECK_THROWS_AS(policy.load_weights(weights), coral::usage_error);
+}
+
+TEST_CASE("a network is refused for an action space with nothing to act in", "[learners][network][errors]") {
+  const auto empty = envs::space::tuple({});
+  CHECK_THROWS_MATCHES(
+      network_spec::from_spaces(envs::space::box({2}, -1.0F, 1.0F), empty, {16}, 1), coral::config_error,
+      Catch::Message(fmt::format(fmt::runtime(coral::learners::messages::unsupported_action_space), empty.to_string())));
 }
 
 TEST_CASE("the policy's samples are independent of what the envs drew", "[learners][network]") {

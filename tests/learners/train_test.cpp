@@ -93,6 +93,17 @@ TEST_CASE("bad PPO flags are rejected naming the flag", "[learners][train]") {
   CHECK(flag([](train_options& o) { o.sampler.num_envs = 0; }) != "(accepted)");  // the sampler's own checks
 }
 
+TEST_CASE("a multi-agent env is refused by both algorithms, naming the env and its agents", "[learners][train]") {
+  auto o = small_run(4096);  // past DQN's default --learning-starts
+  o.sampler.env = "race";
+  o.sampler.env_args = {{"agents", "3"}};
+  const auto algo = GENERATE("ppo", "dqn");
+  o.algo = algo;
+  std::ostringstream progress;
+  CHECK_THROWS_MATCHES(train(o, progress), config_error,
+                       Catch::Message(fmt::format(fmt::runtime(lm::multi_agent_unsupported), "race", 3)));
+}
+
 TEST_CASE("a run ends with a result holding solved, env steps, wall time and mean return", "[learners][train]") {
   std::ostringstream progress;
   const auto o = small_run(4096);

@@ -200,6 +200,55 @@ TEST_CASE("a snapshot is the actor's state after exactly the messages sent befor
   io.run();
 }
 
+TEST_CASE("a replay actor rejects a zero batch size or prefetch with exact messages", "[replay][actor][errors]") {
+  auto c = small_config();
+  c.batch_size = 0;
+  CHECK_THROWS_MATCHES(replay_actor(c), coral::config_error,
+                       Catch::Message("replay_actor: batch_size must be at least 1"));
+  c = small_config();
+  c.prefetch = 0;
+  CHECK_THROWS_MATCHES(replay_actor(c), coral::config_error,
+                       Catch::Message("replay_actor: prefetch must be at least 1"));
+}
+
+TEST_CASE("a replay actor refuses a state that is not its own or is cut short, saying what is wrong",
+          "[replay][actor][snapshot][errors]") {
+  replay_actor saved(small_config());
+  std::vector<char> blob;
+  saved.save(blob);
+  replay_actor target(small_config());
+  const auto malformed = [](const char* what) {
+    return Catch::Message(fmt::format(fmt::runtime(coral::replay::messages::actor_state_malformed), what));
+  };
+  const std::vector<char> garbage(blob.size(), 'x');
+  CHECK_THROWS_MATCHES(target.load(garbage), coral::config_error, malformed("not a replay actor state"));
+  // The magic, then half of the limiter's insert count.
+  CHECK_THROWS_MATCHES(target.load(std::span(blob).first(8 + 4)), coral::config_error, malformed("limiter inserts"));
+  target.load(blob);
+  CHECK(target.limiter().inserts() == 0);
+}
+
+TEST_CASE("a replay feeder needs one replay stream per batch row", "[replay][feeder][errors]") {
+  replay_actor r(small_config());  // one stream
+  coral::envs::env_batch batch(2, 1, 1, 0);
+  CHECK_THROWS_MATCHES(
+      coral::replay::replay_feeder(batch, {{0, 2}}, r, nullptr, {}), coral::config_error,
+      Catch::Message("replay_feeder: the replay has 1 streams, the batch 2 rows (one stream per row)"));
+}
+
+TEST_CASE("a replay feeder whose replay inbox is full fails rather than lose inserts", "[replay][feeder][errors]") {
+  replay_actor r(small_config());
+  coral::envs::env_batch batch(1, 1, 1, 0);
+  coral::replay::replay_feeder feeder(batch, {{0, 1}}, r, nullptr, {.n_step = 1});
+  // Nothing runs the actor here, so its inbox fills up.
+  std::size_t blocks = 0;
+  while (r.inbox().try_send(replay_msg(one_step(static_cast<float>(blocks))))) ++blocks;
+  REQUIRE(blocks > 0);
+  const coral::actors::row_range rows[1] = {{0, 1}};
+  CHECK_THROWS_MATCHES(feeder.consume({.batch = batch, .ranges = rows}), coral::usage_error,
+                       Catch::Message(fmt::format(fmt::runtime(coral::replay::messages::inbox_full), blocks)));
+}
+
 TEST_CASE("closing the replay actor ends a wait for a snapshot", "[replay][actor][snapshot]") {
   coral::test::watchdog dog("replay snapshot close", 30s);
   asio::io_context io;

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/replay/errors.hpp"
 #include "coral/replay/nstep_assembler.hpp"
 
 using coral::envs::rng;
@@ -23,6 +25,7 @@ using coral::replay::replay_config;
 using coral::replay::sample_key;
 using coral::replay::sampled_batch;
 using coral::replay::transition;
+namespace rm = coral::replay::messages;
 
 namespace {
 
@@ -282,6 +285,12 @@ TEST_CASE("a replay buffer rejects bad settings and inserts with exact messages"
   c.alpha = 1.5;
   CHECK_THROWS_MATCHES(replay_buffer(c), coral::config_error,
                        Catch::Message("replay_buffer: alpha 1.5 must be in [0, 1]"));
+  CHECK_THROWS_MATCHES(replay_buffer(one_step(8, 0)), coral::config_error,
+                       Catch::Message("replay_buffer: num_streams must be at least 1"));
+  c = one_step(8);
+  c.epsilon = 0.0;
+  CHECK_THROWS_MATCHES(replay_buffer(c), coral::config_error,
+                       Catch::Message("replay_buffer: epsilon 0 must be positive"));
   replay_buffer b(one_step(8));
   CHECK_THROWS_MATCHES(insert_one(b, 1, 0.0f, false), coral::config_error,
                        Catch::Message("replay_buffer: stream 1 out of range (num_streams 1)"));
@@ -295,6 +304,10 @@ TEST_CASE("a replay buffer rejects bad settings and inserts with exact messages"
   CHECK_THROWS_MATCHES(b.insert(0, t), coral::config_error,
                        Catch::Message("replay_buffer: transition steps 2 not in [1, 1]"));
   CHECK(b.inserts() == 0);
+  const sample_key key{0, 1};
+  const float td_errors[2] = {1.0f, 2.0f};
+  CHECK_THROWS_MATCHES(b.update_priorities({&key, 1}, td_errors), coral::config_error,
+                       Catch::Message("replay_buffer: td_errors has 2 elements, expected 1"));
 }
 
 namespace {
@@ -554,7 +567,7 @@ TEST_CASE("load rejects a truncated or garbled state with exact messages and lea
     return now == before;
   };
   const auto message = [](const std::string& reason) {
-    return Catch::Message("replay_buffer: saved state is malformed (" + reason + ")");
+    return Catch::Message(fmt::format(fmt::runtime(rm::malformed_state), reason));
   };
 
   const std::vector<char> empty;
@@ -612,28 +625,41 @@ std::size_t section_data(const std::vector<char>& blob, std::string_view name) {
 
 /// Writes `value` at byte `at` of `blob`, then the checksum that lets it pass
 /// again: a crafted state, which the checksum cannot catch.
-void craft(std::vector<char>& blob, std::size_t at, double value) {
+template <class T>
+void craft(std::vector<char>& blob, std::size_t at, T value) {
   std::memcpy(blob.data() + at, &value, sizeof value);
   const std::uint64_t sum = coral::replay::saved_state_checksum(std::span(blob).first(blob.size() - 8));
   std::memcpy(blob.data() + blob.size() - 8, &sum, sizeof sum);
+}
+
+/// The saved state of a one_step(8) buffer holding a complete transition
+/// (slot 0, its frame in slot 1) and a pending one (slot 2).
+std::vector<char> two_transition_state() {
+  replay_buffer saved(one_step(8));
+  insert_one(saved, 0, 1.0f, true);
+  insert_one(saved, 0, 2.0f, false);
+  std::vector<char> blob;
+  saved.save(blob);
+  return blob;
+}
+
+/// Checks that the empty buffer `target` refuses `crafted` as malformed for
+/// `reason`, and stays empty.
+void check_refused(replay_buffer& target, const std::vector<char>& crafted, const std::string& reason) {
+  CHECK_THROWS_MATCHES(target.load(crafted), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::malformed_state), reason)));
+  CHECK(target.inserts() == 0);
 }
 
 }  // namespace
 
 TEST_CASE("load rejects a re-checksummed state with priorities no save writes, naming the slot or value",
           "[replay][buffer][persist][errors]") {
-  const replay_config c = one_step(8);
-  replay_buffer saved(c);
-  insert_one(saved, 0, 1.0f, true);   // slot 0, complete (its frame in slot 1)
-  insert_one(saved, 0, 2.0f, false);  // slot 2, pending
-  std::vector<char> blob;
-  saved.save(blob);
+  const std::vector<char> blob = two_transition_state();  // slot 0 complete, slot 2 pending
   const std::size_t priorities = section_data(blob, "priority");
-  replay_buffer target(c);
+  replay_buffer target(one_step(8));
   const auto refused = [&](const std::vector<char>& crafted, const std::string& reason) {
-    CHECK_THROWS_MATCHES(target.load(crafted), coral::config_error,
-                         Catch::Message("replay_buffer: saved state is malformed (" + reason + ")"));
-    CHECK(target.inserts() == 0);  // untouched
+    check_refused(target, crafted, reason);
   };
 
   // Found by fuzz/replay_blob_fuzz (fuzz/regressions/replay_blob/): a pending
@@ -662,6 +688,33 @@ TEST_CASE("load rejects a re-checksummed state with priorities no save writes, n
   refused(crafted, "alpha is 1.5, outside [0, 1]");
   craft(crafted, section_data(blob, "alpha"), 1.0);
   target.load(crafted);  // the same bytes as saved: loads
+  CHECK(target.size() == 1);
+}
+
+TEST_CASE("load rejects a re-checksummed state whose sections or counters disagree, naming them",
+          "[replay][buffer][persist][errors]") {
+  const std::vector<char> blob = two_transition_state();
+  replay_buffer target(one_step(8));
+  const auto refused = [&](const std::vector<char>& crafted, const std::string& reason) {
+    check_refused(target, crafted, reason);
+  };
+
+  std::vector<char> crafted = blob;
+  craft(crafted, section_data(blob, "inserts"), std::uint64_t{5});
+  refused(crafted, fmt::format(fmt::runtime(rm::state_bad_counter), "inserts", 5, 3));  // three slots: slot 0, its frame, slot 2
+  crafted = blob;
+  craft(crafted, section_data(blob, "complete"), std::uint64_t{0});
+  refused(crafted, fmt::format(fmt::runtime(rm::state_bad_counter), "complete", 0, 1));
+  crafted = blob;
+  craft(crafted, section_data(blob, "alpha") - 24, 'b');  // the section's name: "blpha"
+  refused(crafted, fmt::format(fmt::runtime(rm::state_bad_section), "blpha", 1, 8, "alpha", 1, 8));
+  // Eight bytes after the checksum section, with the header's length and the
+  // checksum (the last eight bytes) made to agree.
+  crafted = blob;
+  crafted.resize(blob.size() + 8);
+  craft(crafted, 16, std::uint64_t{crafted.size()});
+  refused(crafted, fmt::format(fmt::runtime(rm::state_extra), 8));
+  target.load(blob);
   CHECK(target.size() == 1);
 }
 
