@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,7 +22,6 @@
 #include "coral/core/error.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/messages.hpp"
-#include "../../learners/src/finite_checks.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
@@ -456,18 +454,6 @@ TEST_CASE("a learner whose loss or weights stop being finite stops the run namin
   o.sampler.check_finite = false;
   o.total_steps = 3000;
   CHECK(train(o, progress).env_steps >= 3000);
-}
-
-TEST_CASE("the learner checks name the first non-finite loss term or weight exactly", "[learners][finite]") {
-  namespace d = coral::learners::detail;
-  CHECK_NOTHROW(d::check_loss_terms("dqn", 3, {{"td loss", 0.5}}));
-  CHECK_THROWS_MATCHES(d::check_loss_terms("dqn", 7, {{"td loss", 1.0}, {"q", std::nan("")}}), d::divergence_error,
-                       Catch::Message(fmt::format(fmt::runtime(lm::non_finite_loss), "dqn", "q", "nan", 7)));
-  const std::vector<float> fine{1.0F, -2.0F, 3.0F};
-  CHECK_NOTHROW(d::check_weights("dqn", 2, fine));
-  const std::vector<float> broken{1.0F, std::numeric_limits<float>::infinity(), std::nanf("")};
-  CHECK_THROWS_MATCHES(d::check_weights("dqn", 9, broken), d::divergence_error,
-                       Catch::Message(fmt::format(fmt::runtime(lm::non_finite_weight), "dqn", 1, "inf", 9)));
 }
 
 TEST_CASE("under --on-env-error reset a failed step is no episode: PPO records no phantom episodes",
