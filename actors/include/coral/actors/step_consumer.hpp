@@ -21,8 +21,8 @@ namespace coral::actors {
 struct step_batch {
   const envs::env_batch& batch;
   std::span<const row_range> ranges;  ///< sorted by first row
-  std::span<const float> log_probs;   ///< one per batch row, or empty
-  std::span<const float> values;      ///< one per batch row, or empty
+  std::span<const float> log_probs = {};  ///< one per batch row, or empty
+  std::span<const float> values = {};     ///< one per batch row, or empty
   std::uint64_t policy_version = 0;   ///< version of the weights that chose the actions
   std::uint64_t batch_index = 0;      ///< 0, 1, 2, ... per batcher
 };
