@@ -1,124 +1,214 @@
-// libFuzzer target: the TOML config (`coral --config FILE`).
+// libFuzzer target: the TOML config (`coral --config FILE`), through the
+// loader `coral` runs (apps/coral/config_file.cpp, command_line.cpp).
 //
-// Input: the file's text. It goes through toml++ (toml::parse), then through
-// load_config() into a CLI11 app with the shape of coral's: the top-level
-// flags, `envs`, `envs rollout`, `bench` and `train`, with options of every
-// kind coral declares (text, signed and unsigned integers, reals, flags,
-// repeated values, lists, choices, ranges) and no callbacks, so nothing runs.
+// Input: the file's text. The app is coral's own: the top-level flags as
+// cli.cpp's run() declares them, then add_envs_command, add_bench_command,
+// add_train_command and add_value_checks; parsing stops before any command
+// runs. Its description (describe_commands)
+// is what parse_config checks the text against, as in run().
 //
-// A text must either be refused (toml::parse_error, CLI::Error,
-// coral::error) or set the app's flags; any other exception, or a sanitizer
-// report, is a crash.
+// A text must either be refused with a config_error that names the file and
+// a line of it, or be TOML (the loader is strict: whatever toml++ refuses,
+// it refuses) and yield only flags of the app, in their commands' sections,
+// as command-line tokens of the flag's value kind. Those tokens, merged
+// into the command line of each command, must then be taken by CLI11: it
+// may refuse a value (a check or conversion of the flag, a required flag
+// missing) but never a token (an unknown flag, a flag given too many
+// values). Any other exception, or a sanitizer report, is a crash.
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "coral/cli.hpp"
+#include "coral/command_line.hpp"
+#include "coral/config_file.hpp"
 #include "coral/core/error.hpp"
+#include "coral/flag_checks.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
 
-/// Where the parsed flags land.
-struct flags {
-  std::string log_level, env, topology = "sync", algo = "ppo", actions, run_dir;
-  std::vector<std::string> env_args;
-  std::uint64_t seed = 0;
-  std::int64_t steps = 10, total_steps = 100000, horizon = 128;
-  std::size_t num_envs = 8, threads = 1, batch_size = 8, replay_capacity = 100000;
-  double learning_rate = 5e-3, gamma = 0.99, priority_alpha = 0.6;
-  std::optional<double> target_return;
-  std::vector<std::size_t> hidden{64, 64};
-  bool pin = false, json = false, keep_going = false, resume = false;
+namespace cli = coral::cli;
+using coral::fuzz::check;
+using coral::fuzz::fail;
+
+constexpr std::string_view file_name = "fuzz.toml";
+
+/// Thrown by the app once CLI11 has taken and checked every token, before
+/// any command runs: the app's own parse-complete callback runs before its
+/// commands' callbacks (which own the flags' storage, so they stay).
+struct tokens_taken {};
+
+/// coral's app, built once: libFuzzer runs one input at a time, and CLI11
+/// clears an app's results before each parse.
+struct coral_app {
+  std::ostringstream out;  // where the commands would write; none runs
+  CLI::App app{"coral", "coral"};
+  cli::command_info commands;
+
+  coral_app() {
+    // cli.cpp's --log-level, minus setting the process's log level.
+    app.add_option_function<std::string>("--log-level", [](const std::string&) {}, "log level")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+    app.require_subcommand(1);
+    cli::add_envs_command(app, out);
+    cli::add_bench_command(app, out);
+    cli::add_train_command(app, out);
+    cli::add_value_checks(app);
+    app.parse_complete_callback([] { throw tokens_taken{}; });
+    commands = cli::describe_commands(app);
+  }
 };
 
-/// An app with coral's shape (apps/coral/*_command.cpp) over `f`.
-void declare(CLI::App& app, flags& f) {
-  app.set_config("--config", "", "read flags from a TOML file");
-  app.add_option("--log-level", f.log_level)
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  app.require_subcommand(1);
-
-  auto* envs = app.add_subcommand("envs", "list envs");
-  envs->add_option("--env", f.env);
-  envs->add_option("--env-arg", f.env_args);
-  envs->add_flag("--json", f.json);
-  auto* rollout = envs->add_subcommand("rollout", "print a trajectory");
-  rollout->add_option("--env", f.env)->required();
-  rollout->add_option("--env-arg", f.env_args);
-  rollout->add_option("--seed", f.seed);
-  rollout->add_option("--steps", f.steps);
-  rollout->add_option("--actions", f.actions);
-
-  auto* bench = app.add_subcommand("bench", "sampling throughput");
-  bench->add_option("--env", f.env);
-  bench->add_option("--env-arg", f.env_args);
-  bench->add_option("--topology", f.topology)->check(CLI::IsMember({"sync", "double-buffer", "pool"}));
-  bench->add_option("--num-envs", f.num_envs)->check(CLI::PositiveNumber);
-  bench->add_option("--threads", f.threads)->check(CLI::Range(1, 1024));
-  bench->add_option("--batch-size", f.batch_size);
-  bench->add_flag("--pin", f.pin);
-  bench->add_flag("--json", f.json);
-
-  auto* train = app.add_subcommand("train", "train an agent");
-  train->add_option("--env", f.env);
-  train->add_option("--env-arg", f.env_args);
-  train->add_option("--algo", f.algo)->check(CLI::IsMember({"ppo", "dqn"}));
-  train->add_option("--seed", f.seed);
-  train->add_option("--total-steps", f.total_steps);
-  train->add_option("--target-return", f.target_return);
-  train->add_flag("--keep-going", f.keep_going);
-  train->add_option("--num-envs", f.num_envs);
-  train->add_option("--horizon", f.horizon);
-  train->add_option("--hidden", f.hidden);
-  train->add_option("--learning-rate", f.learning_rate);
-  train->add_option("--gamma", f.gamma)->check(CLI::Range(0.0, 1.0));
-  train->add_option("--replay-capacity", f.replay_capacity);
-  train->add_option("--priority-alpha", f.priority_alpha);
-  train->add_option("--run-dir", f.run_dir);
-  train->add_flag("--resume", f.resume);
+coral_app& the_app() {
+  static coral_app a;
+  return a;
 }
 
-/// The config loader under test: turns `text`, a TOML file's content, into
-/// the flags of `app`. Today that is CLI11's own reader (what `--config`
-/// runs); the strict loader of apps/coral replaces this body.
-void load_config(CLI::App& app, const std::string& text) {
-  std::istringstream in(text);
-  app.parse_from_stream(in);
+/// The command whose config section is `section` ("" for the top level), or null.
+const cli::command_info* command_of(const cli::command_info& c, std::string_view section) {
+  if (c.section == section) return &c;
+  for (const auto& sub : c.commands) {
+    if (const auto* found = command_of(sub, section)) return found;
+  }
+  return nullptr;
 }
 
-/// Whether load_config() refuses every text toml++ refuses. CLI11's reader
-/// does not (it reads `[train` or `a = = 1` without a word: issue 10, defect
-/// 4); the strict loader must, and then this is true.
-constexpr bool loader_is_strict = false;
+template <class T>
+bool parses_as(std::string_view s) {
+  T v{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+/// Whether `value` is a command-line value of `kind`.
+bool of_kind(std::string_view value, cli::value_kind kind) {
+  switch (kind) {
+    case cli::value_kind::whole:
+      return parses_as<std::int64_t>(value);
+    case cli::value_kind::unsigned_whole:
+      return parses_as<std::uint64_t>(value);
+    case cli::value_kind::number: {
+      const std::string s(value);
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      return !s.empty() && end == s.c_str() + s.size() && std::isfinite(v);
+    }
+    case cli::value_kind::text:
+      return value.find('\0') == std::string_view::npos;
+    case cli::value_kind::on_off:
+      return false;  // a switch has no value
+  }
+  return false;
+}
+
+/// An accepted file sets only flags of the app, each as tokens of its kind
+/// on a line of the file.
+void check_values(const cli::config_values& values, const cli::command_info& root, std::size_t lines) {
+  for (const auto& [section, flags] : values) {
+    const cli::command_info* c = command_of(root, section);
+    if (c == nullptr) fail(fmt::format("the loader accepted section [{}], which no command has", section));
+    for (const auto& f : flags) {
+      const cli::flag_info* info = c->find_flag(f.name);
+      if (info == nullptr) fail(fmt::format("the loader accepted key '{}' in [{}], which is no flag there", f.name, section));
+      check(f.line >= 1 && f.line <= lines, "the loader gave a flag a line outside the file");
+      if (info->kind == cli::value_kind::on_off) {
+        check(f.tokens.empty() || (f.tokens.size() == 1 && f.tokens[0] == "--" + f.name),
+              "the loader gave a switch a value");
+        continue;
+      }
+      // Each value is `--name=value`, or `--name` and an empty text.
+      const std::string flag = "--" + f.name;
+      std::size_t count = 0;
+      for (std::size_t i = 0; i < f.tokens.size(); ++i, ++count) {
+        const std::string_view t = f.tokens[i];
+        if (t == flag && info->kind == cli::value_kind::text && i + 1 < f.tokens.size() && f.tokens[i + 1].empty()) {
+          ++i;
+          continue;
+        }
+        if (!t.starts_with(flag + "=") || t.size() == flag.size() + 1 ||
+            !of_kind(t.substr(flag.size() + 1), info->kind)) {
+          fail(fmt::format("the loader gave [{}] {} the token '{}', not a value of its kind", section, f.name, t));
+        }
+      }
+      check(info->repeatable || count == 1, "the loader gave a flag of one value several, or none");
+    }
+  }
+}
+
+/// A refused file's error names the file and one of its lines.
+void check_refusal(const coral::config_error& e, std::size_t lines) {
+  const std::string_view what = e.what();
+  const std::string head = fmt::format("config file '{}', line ", file_name);
+  if (!what.starts_with(head)) fail(fmt::format("a refusal that does not name the file and line: {}", what));
+  std::size_t line = 0;
+  const auto rest = what.substr(head.size());
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), line);
+  if (ec != std::errc() || line < 1 || line > lines) {
+    fail(fmt::format("a refusal naming no line of the file's {}: {}", lines, what));
+  }
+}
+
+/// The file's flags, merged into the command line of `path` (command words
+/// after `coral`), are taken by CLI11 token for token.
+void check_parse(coral_app& a, const std::vector<const char*>& path, const cli::config_values& values) {
+  std::vector<const char*> argv{"coral"};
+  argv.insert(argv.end(), path.begin(), path.end());
+  const auto line = cli::scan_command_line(static_cast<int>(argv.size()), argv.data(), a.commands);
+  std::vector<std::string> tokens = cli::merge_command_line(line, values);
+  std::reverse(tokens.begin(), tokens.end());
+  try {
+    a.app.parse(tokens);
+    fail("the app parsed without stopping before its commands");
+  } catch (const tokens_taken&) {
+    return;
+  } catch (const CLI::ParseError& e) {
+    // A value refused by the flag's own checks is the command line's
+    // business (it names the flag); a token CLI11 cannot place is the loader's.
+    const std::string name = e.get_name();
+    if (name == "ValidationError" || name == "ConversionError" || name == "RequiredError") return;
+    fail(fmt::format("CLI11 refused the file's flags for `coral {}`: {}: {}", fmt::join(path, " "), name, e.what()));
+  }
+}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  coral_app& a = the_app();
   const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::size_t lines = 1 + static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
   bool valid_toml = true;
   try {
-    const toml::table table = toml::parse(std::string_view(text), std::string_view("fuzz.toml"));
+    const toml::table table = toml::parse(std::string_view(text), file_name);
   } catch (const toml::parse_error&) {
     valid_toml = false;
   }
-  CLI::App app("coral", "coral");
-  flags f;
-  declare(app, f);
+  cli::config_values values;
   try {
-    load_config(app, text);
-  } catch (const CLI::Error&) {
-    return 0;  // refused, naming what is wrong
-  } catch (const coral::error&) {
+    values = cli::parse_config(text, file_name, a.commands);
+  } catch (const coral::config_error& e) {
+    check_refusal(e, lines);
     return 0;
   }
-  coral::fuzz::check(valid_toml || !loader_is_strict, "the config loader accepted a text that is not TOML");
+  check(valid_toml, "the config loader accepted a text that is not TOML");
+  check_values(values, a.commands, lines);
+  check_parse(a, {"envs"}, values);
+  check_parse(a, {"envs", "rollout"}, values);
+  check_parse(a, {"bench"}, values);
+  check_parse(a, {"train"}, values);
   return 0;
 }

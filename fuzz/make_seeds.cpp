@@ -1,14 +1,15 @@
 // Writes the seed inputs that come from the code itself, so that they follow
-// every format change: valid checkpoints and replay blobs (with the mode
-// byte their targets read first), one `--env-arg` input per registered env
+// every format change: valid checkpoints, replay blobs and replay actor
+// states (with the mode byte their targets read first), one `--env-arg` input per registered env
 // with every key at its default, and one `--actions` input per registered env.
 // Hand-written seeds live in fuzz/corpus/<target>/.
 //
 // Usage: make_seeds DIR   (writes DIR/checkpoint/, DIR/replay_blob/,
-//                          DIR/env_arg/, DIR/actions/)
+//                          DIR/replay_actor/, DIR/env_arg/, DIR/actions/)
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -25,6 +26,7 @@
 #include "coral/envs/rng.hpp"
 #include "coral/envs/space.hpp"
 #include "coral/learners/checkpoint.hpp"
+#include "coral/replay/replay_actor.hpp"
 #include "coral/replay/replay_buffer.hpp"
 
 namespace {
@@ -104,6 +106,34 @@ void replay_seeds(const fs::path& dir) {
   write(dir / "streams", repair, replay_blob(many, 9, 2, true, true));
 }
 
+// A replay actor's state (replay_actor::save) with a buffer of `count`
+// transitions per stream and the limiter's counters set to `inserts` and
+// `samples`.
+std::vector<char> actor_state(const replay::replay_config& c, std::size_t count, std::uint64_t inserts,
+                              std::uint64_t samples) {
+  replay::replay_actor actor({.buffer = c, .min_size = 1});
+  envs::rng r(count);
+  fill(actor.buffer(), c, count, 3, r);
+  std::vector<char> out = actor.save();
+  // After the 8-byte magic: inserts, then samples (replay_actor_persist.cpp).
+  std::memcpy(out.data() + 8, &inserts, sizeof inserts);
+  std::memcpy(out.data() + 16, &samples, sizeof samples);
+  return out;
+}
+
+void actor_seeds(const fs::path& dir) {
+  // The mode byte of the replay_actor target: repair, prioritized, a ratio
+  // of 0.5 samples per insert, sampling from 1 insert on, inserts after the load.
+  constexpr char mode = 1 | 2 | (1 << 2) | (1 << 4) | 64;
+  const replay::replay_config small{.capacity = 16, .num_streams = 2, .obs_dim = 2, .discrete_action_dim = 1,
+                                    .continuous_action_dim = 1, .n_step = 2, .alpha = 0.6};
+  write(dir / "empty", mode, actor_state(small, 0, 0, 0));
+  write(dir / "filled", mode, actor_state(small, 6, 12, 4));
+  write(dir / "filled-uniform", static_cast<char>(mode & ~2), actor_state(small, 6, 12, 4));
+  write(dir / "wrapped", mode, actor_state(small, 20, 40, 400));
+  write(dir / "counters-huge", mode, actor_state(small, 6, std::uint64_t{1} << 62, std::uint64_t{1} << 63));
+}
+
 void checkpoint_seeds(const fs::path& dir) {
   namespace learners = coral::learners;
   const fs::path tmp = fs::temp_directory_path() / fmt::format("coral-make-seeds-{}.ckpt", ::getpid());
@@ -167,6 +197,7 @@ int main(int argc, char** argv) {
   }
   const fs::path dir = argv[1];
   replay_seeds(dir / "replay_blob");
+  actor_seeds(dir / "replay_actor");
   checkpoint_seeds(dir / "checkpoint");
   env_seeds(dir / "env_arg", dir / "actions");
   return 0;

@@ -32,54 +32,17 @@
 #include "coral/core/error.hpp"
 #include "coral/replay/replay_buffer.hpp"
 #include "fuzz_support.hpp"
+#include "replay_blob_layout.hpp"
 
 namespace {
 
 namespace replay = coral::replay;
 using coral::fuzz::check;
 
-// The blob's layout (replay_buffer.cpp): a 24-byte header (magic, version,
-// byte order, total length at offset 16), then sections of a 24-byte header
-// and their elements; the first ones are the u64 scalars capacity, streams,
-// obs_dim, disc_dim, cont_dim, n_step and the double alpha, and the last 8
-// bytes are the checksum of everything before them.
-constexpr std::size_t length_offset = 16;
-constexpr std::size_t first_scalar = 24 + 24;
-constexpr std::size_t scalar_stride = 24 + 8;
-
-template <class T>
-std::optional<T> scalar_at(std::span<const char> blob, std::size_t index) {
-  const std::size_t at = first_scalar + index * scalar_stride;
-  if (blob.size() < at + sizeof(T)) return std::nullopt;
-  T v;
-  std::memcpy(&v, blob.data() + at, sizeof v);
-  return v;
-}
-
-// The shape the blob claims, if it is one this target builds (small, so
-// that a run stays fast and within libFuzzer's memory limit).
-std::optional<replay::replay_config> shape_of(std::span<const char> blob) {
-  const auto capacity = scalar_at<std::uint64_t>(blob, 0);
-  const auto streams = scalar_at<std::uint64_t>(blob, 1);
-  const auto obs = scalar_at<std::uint64_t>(blob, 2);
-  const auto disc = scalar_at<std::uint64_t>(blob, 3);
-  const auto cont = scalar_at<std::uint64_t>(blob, 4);
-  const auto n = scalar_at<std::uint64_t>(blob, 5);
-  if (!n || *capacity > 512 || *streams > 64 || *obs > 16 || *disc > 4 || *cont > 4 || *n > 16) return std::nullopt;
-  replay::replay_config c;
-  c.capacity = *capacity;
-  c.num_streams = *streams;
-  c.obs_dim = *obs;
-  c.discrete_action_dim = *disc;
-  c.continuous_action_dim = *cont;
-  c.n_step = *n;
-  return c;
-}
-
 double loading_alpha(std::uint8_t mode, std::span<const char> blob) {
   switch ((mode >> 1) & 3) {
     case 0: {
-      const auto saved = scalar_at<double>(blob, 6);
+      const auto saved = coral::fuzz::blob_scalar<double>(blob, 6);
       return saved && *saved >= 0.0 && *saved <= 1.0 ? *saved : 0.6;
     }
     case 1:
@@ -162,13 +125,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   const std::uint8_t mode = data[0];
   std::vector<char> blob(data + 1, data + size);
-  if ((mode & 1) != 0 && blob.size() >= length_offset + 8 + 8) {
-    const std::uint64_t length = blob.size();
-    std::memcpy(blob.data() + length_offset, &length, sizeof length);
-    const std::uint64_t sum = replay::saved_state_checksum(std::span(blob).first(blob.size() - 8));
-    std::memcpy(blob.data() + blob.size() - 8, &sum, sizeof sum);
-  }
-  auto config = shape_of(blob);
+  if ((mode & 1) != 0) coral::fuzz::repair_blob(blob);
+  auto config = coral::fuzz::blob_shape(blob);
   if (!config) return 0;
   config->alpha = loading_alpha(mode, blob);
   std::optional<replay::replay_buffer> buffer;

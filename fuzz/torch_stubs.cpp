@@ -1,18 +1,38 @@
-// The one libtorch function learners/src/checkpoint.cpp refers to, for the
-// targets that compile checkpoint.cpp without libtorch. It is reached only by
-// network_signature(), which neither the checkpoint reader nor writer calls;
-// if that changes, this abort says so at once instead of giving wrong figures.
+// The libtorch-side functions that the sources the fuzz build compiles
+// without libtorch refer to, each reached by no target; if that changes,
+// the abort says so at once instead of giving wrong figures.
+//
+// - parameter_count(): learners/src/checkpoint.cpp calls it only from
+//   network_signature(), which neither the checkpoint reader nor writer calls.
+// - validate(), train() and train_result::to_json():
+//   apps/coral/train_command.cpp calls them from
+//   `coral train`'s callback, which the config target removes: it parses
+//   flags and runs no command.
 
 #include <cstdio>
 #include <cstdlib>
+#include <ostream>
+#include <string>
 
 #include "coral/learners/network.hpp"
+#include "coral/learners/train.hpp"
 
 namespace coral::learners {
+namespace {
 
-std::size_t parameter_count(const network_spec&) {
-  std::fputs("fuzz: parameter_count() needs libtorch, which the fuzz build leaves out\n", stderr);
+[[noreturn]] void needs_libtorch(const char* what) {
+  std::fprintf(stderr, "fuzz: %s needs libtorch, which the fuzz build leaves out\n", what);
   std::abort();
 }
+
+}  // namespace
+
+std::size_t parameter_count(const network_spec&) { needs_libtorch("parameter_count()"); }
+
+void validate(const train_options&) { needs_libtorch("learners::validate()"); }
+
+train_result train(const train_options&, std::ostream&) { needs_libtorch("learners::train()"); }
+
+std::string train_result::to_json(const train_options&) const { needs_libtorch("train_result::to_json()"); }
 
 }  // namespace coral::learners

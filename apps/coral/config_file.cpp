@@ -193,6 +193,19 @@ struct reader {
     wrong_type(n, label, expected);
   }
 
+  // `--name=value`, which CLI11 takes whatever the value looks like; an
+  // empty value as `--name` and `""`, since CLI11 reads `--name=` as the
+  // flag without its value and would take the next token (a command word)
+  // for it.
+  static void add_value(config_flag& out, std::string value) {
+    if (value.empty()) {
+      out.tokens.push_back("--" + out.name);
+      out.tokens.emplace_back();
+    } else {
+      out.tokens.push_back(fmt::format("--{}={}", out.name, value));
+    }
+  }
+
   config_flag flag_value(const toml::node& n, const flag_info& flag, const std::string& label) const {
     config_flag out{flag.name, {}, line_of(n)};
     if (flag.kind == value_kind::on_off) {
@@ -204,14 +217,14 @@ struct reader {
     if (const auto* a = n.as_array()) {
       if (!flag.repeatable) wrong_type(n, label, expected_text(flag.kind));
       for (std::size_t i = 0; i < a->size(); ++i) {
-        out.tokens.push_back(fmt::format("--{}={}", flag.name, scalar(*a->get(i), flag, fmt::format("{}[{}]", label, i))));
+        add_value(out, scalar(*a->get(i), flag, fmt::format("{}[{}]", label, i)));
       }
       return out;
     }
     if (n.is_table()) {
       wrong_type(n, label, expected_text(flag.kind) + (flag.repeatable ? " or an array of them" : ""));
     }
-    out.tokens.push_back(fmt::format("--{}={}", flag.name, scalar(n, flag, label)));
+    add_value(out, scalar(n, flag, label));
     return out;
   }
 

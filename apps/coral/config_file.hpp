@@ -63,7 +63,8 @@ struct command_info {
 [[nodiscard]] value_kind kind_of(const CLI::Option& option);
 
 /// One flag set by a config file, as command-line tokens (`--seed=5`,
-/// `--hidden=64`, `--hidden=64`, `--keep-going`), and the line it is on.
+/// `--hidden=64`, `--hidden=64`, `--keep-going`; an empty text as
+/// `--actions` and `""`), and the line it is on.
 struct config_flag {
   std::string name;
   std::vector<std::string> tokens;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -159,10 +160,18 @@ bool replay_actor::wait_for_allowance(std::uint64_t needed) noexcept {
 // sampleable, and neither side ever moved again.
 void replay_actor::raise_allowance() noexcept {
   // inserts × ratio − samples <= max_diff  <=>  inserts <= (samples + max_diff) / ratio
+  // Both bounds saturate at 2^64 - 1 instead of wrapping (or, for the
+  // double, converting out of range: undefined): only counters loaded from a
+  // crafted or damaged state get there, and the actor must still run.
+  constexpr std::uint64_t most = std::numeric_limits<std::uint64_t>::max();
+  constexpr double two_to_64 = 18446744073709551616.0;
   const double allowed = (static_cast<double>(limiter_.samples()) + limiter_.max_diff()) / config_.samples_per_insert;
-  auto a = static_cast<std::uint64_t>(std::max(0.0, allowed));
+  auto a = allowed >= two_to_64 ? most : static_cast<std::uint64_t>(std::max(0.0, allowed));
   // Nothing to sample yet: the learner cannot move, so the sampling side must.
-  if (buffer_.size() == 0) a = std::max(a, limiter_.inserts() + in_flight_);
+  if (buffer_.size() == 0) {
+    const std::uint64_t inserts = limiter_.inserts();
+    a = std::max(a, inserts > most - in_flight_ ? most : inserts + in_flight_);
+  }
   a = std::max(a, allowance_.load());
   allowance_.store(a);
   // The feeder stores what it waits for, then reads the allowance; we store

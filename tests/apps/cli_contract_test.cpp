@@ -328,3 +328,27 @@ TEST_CASE("a config file works before or after the command, and typed flags win 
   CHECK(results[4].out.find("--config") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("an empty string in a config file is the flag's empty value, not a flag that takes the next word",
+          "[apps][cli][contract]") {
+  // fuzz/regressions/config/empty-string: the file's `env = ""` became
+  // `--env=`, which CLI11 reads as --env without its value, taking the next
+  // word (here `rollout`) for it or failing with "1 required TEXT missing".
+  const auto dir = fresh_dir("empty-string");
+  write_file(dir / "empty.toml",
+             "[envs]\n"
+             "env = \"\"\n"
+             "[envs.rollout]\n"
+             "env = \"cartpole\"\n"
+             "steps = 2\n"
+             "actions = \"\"\n");
+  const auto results = run_all({{"--config", "empty.toml", "envs", "rollout"}, {"--config", "empty.toml", "envs"}}, dir);
+  for (const auto& r : results) {
+    INFO(r.err);
+    CHECK_FALSE(r.killed);
+    CHECK(r.exit_code == ok);
+  }
+  CHECK(results[0].out.find(R"("step":2,)") != std::string::npos);  // random actions: the empty --actions
+  CHECK(results[1].out.find("cartpole") != std::string::npos);      // every env: the empty --env
+  fs::remove_all(dir);
+}

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -161,6 +163,31 @@ TEST_CASE("the replay actor wakes a waiting feeder once its allowance covers wha
   CHECK(note->group == 77);
   r.close();
   io.run();
+}
+
+TEST_CASE("a loaded state whose limiter counters near 2^64 saturates the insert allowance instead of wrapping",
+          "[replay][actor][snapshot]") {
+  // fuzz/regressions/replay_actor/limiter-counters-past-2-to-64: the
+  // allowance was converted from a double past 2^64 (undefined) or wrapped.
+  auto config = small_config();
+  config.samples_per_insert = 0.5;
+  constexpr auto most = std::numeric_limits<std::uint64_t>::max();
+  // After the 8-byte magic: the limiter's inserts, then its samples (replay_actor_persist.cpp).
+  auto state_with = [&](std::uint64_t inserts, std::uint64_t samples) {
+    std::vector<char> state = replay_actor(config).save();
+    std::memcpy(state.data() + 8, &inserts, sizeof inserts);
+    std::memcpy(state.data() + 16, &samples, sizeof samples);
+    return state;
+  };
+  replay_actor r(config);
+  SECTION("samples past what the allowance can count") {
+    r.load(state_with(4, std::uint64_t{1} << 63));
+  }
+  SECTION("inserts that leave no room for the steps in flight") {
+    r.load(state_with(most - 1, 0));
+  }
+  CHECK(r.insert_allowance() == most);
+  CHECK(r.wait_for_allowance(most));
 }
 
 TEST_CASE("a snapshot is the actor's state after exactly the messages sent before the request", "[replay][actor][snapshot]") {

@@ -87,11 +87,7 @@ class runtime {
   /// unique (usage_error otherwise).
   template <class Body>
     requires std::is_invocable_r_v<asio::awaitable<void>, Body&>
-  void spawn(std::string name, asio::any_io_executor executor, Body&& body) {
-    auto* actor = add_actor(std::move(name), std::move(executor));
-    asio::co_spawn(actor->executor, std::forward<Body>(body), completion(actor));
-    after_spawn(actor);
-  }
+  void spawn(std::string name, asio::any_io_executor executor, Body&& body);
 
   /// Starts actor `name` running an already-created coroutine. Use this form
   /// for coroutine functions whose parameters hold what they use; for lambda
@@ -171,5 +167,15 @@ class runtime {
   bool ran_ = false;
   std::atomic<bool> stop_requested_{false};
 };
+
+// Defined after the class: completion() returns a deduced type, which clang
+// needs to have seen in full before a member template body uses it.
+template <class Body>
+  requires std::is_invocable_r_v<asio::awaitable<void>, Body&>
+void runtime::spawn(std::string name, asio::any_io_executor executor, Body&& body) {
+  auto* actor = add_actor(std::move(name), std::move(executor));
+  asio::co_spawn(actor->executor, std::forward<Body>(body), completion(actor));
+  after_spawn(actor);
+}
 
 }  // namespace coral

@@ -191,6 +191,9 @@ struct park_initiation {
   }
 
   struct cancel_handler {
+    // A constructor, not an aggregate: Asio's slot emplaces it with
+    // parentheses, which clang 14 does not take for aggregates (P0960).
+    cancel_handler(waiter_list* l, waiter* x) noexcept : list(l), w(x) {}
     waiter_list* list;
     waiter* w;
     void operator()(asio::cancellation_type type) {
