@@ -53,6 +53,14 @@ long long json_number(const std::string& line, const std::string& key) {
   return std::stoll(m[1].str());
 }
 
+/// `coral train` on the faulty env, every env blocking 60 s in its first
+/// step; its first progress line shows the run is inside that step.
+coral::test::invocation stalled_train(const fs::path& cwd) {
+  return coral_with({"train", "--env", "faulty", "--env-arg", "env=-1", "--env-arg", "stall_step=1", "--env-arg",
+                     "stall_ms=60000", "--no-run-dir", "--progress-seconds", "0.2"},
+                    cwd);
+}
+
 coral::test::outcome run_to_end(std::vector<std::string> args, const fs::path& cwd, std::chrono::milliseconds limit) {
   coral::test::child c(coral_with(std::move(args), cwd), limit);
   return c.finish();
@@ -159,10 +167,7 @@ TEST_CASE("SIGINT stops coral bench's sampler or its baseline loop, and bench pr
 TEST_CASE("a second SIGINT while the first stop waits for a stuck env ends coral train at once with 130",
           "[apps][signals][train]") {
   const auto dir = fresh_dir("second");
-  coral::test::child c(coral_with({"train", "--env", "faulty", "--env-arg", "env=-1", "--env-arg", "stall_step=1",
-                                   "--env-arg", "stall_ms=60000", "--no-run-dir", "--progress-seconds", "0.2"},
-                                  dir),
-                       60s);
+  coral::test::child c(stalled_train(dir), 60s);
   REQUIRE(c.wait_for_output("s] steps"));  // the envs are inside their 60 s step
   c.signal(SIGINT);
   REQUIRE(c.wait_for_output("interrupted: stopping"));
@@ -177,11 +182,7 @@ TEST_CASE("a second SIGINT while the first stop waits for a stuck env ends coral
 TEST_CASE("an env step that ignores a stop ends the command at the stop deadline, with exit code 2",
           "[apps][signals][train]") {
   const auto dir = fresh_dir("deadline");
-  // Every env blocks 60 s in its first step; a progress line shows the run is in it.
-  coral::test::child c(coral_with({"train", "--env", "faulty", "--env-arg", "env=-1", "--env-arg", "stall_step=1",
-                                   "--env-arg", "stall_ms=60000", "--no-run-dir", "--progress-seconds", "0.2"},
-                                  dir),
-                       60s);
+  coral::test::child c(stalled_train(dir), 60s);
   REQUIRE(c.wait_for_output("s] steps"));
   const double signalled = c.seconds();
   c.signal(SIGINT);
