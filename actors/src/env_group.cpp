@@ -26,16 +26,20 @@ void env_group::step() {
       slice_.step_from(from);
       return;
     } catch (const envs::env_failed& e) {
-      const auto env_index = first_env_ + e.index();
-      if (on_error_ == env_error_policy::fail) {
-        throw error(fmt::format(fmt::runtime(messages::env_failed), env_index, name_, e.what()));
-      }
-      const auto n = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
-      log_->warn(fmt::runtime(messages::env_reset), env_index, name_, n, e.what());
-      recover(e.index());
+      handle_failure(e);
       from = e.index() + 1;
     }
   }
+}
+
+void env_group::handle_failure(const envs::env_failed& e) {
+  const auto env_index = first_env_ + e.index();
+  if (on_error_ == env_error_policy::fail) {
+    throw error(fmt::format(fmt::runtime(messages::env_failed), env_index, name_, e.what()));
+  }
+  const auto n = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
+  log_->warn(fmt::runtime(messages::env_reset), env_index, name_, n, e.what());
+  recover(e.index());
 }
 
 std::string_view env_group::where() const noexcept {
@@ -71,17 +75,11 @@ void env_group::reset_all() {
     try {
       slice_.reset_one(i);
     } catch (const envs::env_failed& e) {
-      if (on_error_ == env_error_policy::fail) {
-        throw error(fmt::format(fmt::runtime(messages::env_failed), first_env_ + i, name_, e.what()));
-      }
-      const auto n = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
-      log_->warn(fmt::runtime(messages::env_reset), first_env_ + i, name_, n, e.what());
-      recover(i);
-      // Nothing was stepped yet: the first batch is a plain start.
-      std::fill_n(slice_.batch().failed().data() + slice_.first_row_of(i), slice_.at(i).max_agents(),
-                  std::uint8_t{0});
+      handle_failure(e);
     }
   }
+  // Nothing was stepped yet: the first batch is a plain start, recovered or not.
+  std::fill_n(slice_.batch().failed().data() + slice_.first_row(), slice_.row_count(), std::uint8_t{0});
 }
 
 asio::awaitable<void> env_group::run() {

@@ -69,6 +69,9 @@ class env_group {
   void step();
   /// The first reset of every env, under the error policy.
   void reset_all();
+  /// Applies the error policy to a failed env: throws under `fail`; under
+  /// `reset` counts, logs and recovers it.
+  void handle_failure(const envs::env_failed& e);
   /// Resets env i after it failed and marks its rows failed; throws if the reset fails too.
   void recover(std::size_t i);
 
