@@ -74,9 +74,8 @@ asio::any_io_executor runtime::pool(pool_options options) {
 
 runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor, bool daemon) {
   std::lock_guard lock(mutex_);
-  for (const auto& a : actors_) {
-    if (a->name == name) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_actor), name));
-  }
+  // A set, not a scan of actors_: a run may spawn a hundred thousand env groups.
+  if (!names_.insert(name).second) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_actor), name));
   // A pool of several threads could run two handlers of one coroutine at
   // once (the coroutine and a cancellation emit): give the actor a strand.
   for (const auto& [pool_name, pool] : pools_) {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include <asio/any_io_executor.hpp>
@@ -157,6 +158,7 @@ class runtime {
 
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<actor_record>> actors_;
+  std::unordered_set<std::string> names_;  ///< of every actor spawned, for uniqueness
   std::vector<std::function<void()>> stop_callbacks_;
   std::size_t running_ = 0;          ///< actors running, daemons not counted
   std::size_t daemons_running_ = 0;
