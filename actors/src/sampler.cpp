@@ -105,6 +105,11 @@ std::uint64_t sampler::env_failures() const noexcept {
   return n;
 }
 
+void sampler::watch_by(stall_watchdog& watchdog) const {
+  watchdog.watch("env steps", [this] { return stats().env_steps.load(); });
+  watchdog.describe([this](std::string& out) { describe(out); });
+}
+
 void sampler::describe(std::string& out) const {
   for (const auto& g : groups_) {
     out += fmt::format("  actor '{}': {} steps, {}\n", g->name(), g->steps(), g->where());

@@ -164,10 +164,9 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
                 fail_now(fmt::format("{} (abandoned; exiting)", what));
               }});
   s.spawn(rt, *pol, f.steps);
-  stall_watchdog stall(std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(f.stall_seconds * 1e3))));
-  stall.watch("env steps", [&s] { return s.stats().env_steps.load(); });
-  stall.describe([&s](std::string& out) { s.describe(out); });
-  if (f.stall_seconds > 0) rt.spawn_daemon("stall-watchdog", rt.pool("watchdog", 1), stall.run());
+  stall_watchdog stall(stall_watchdog::limit_of(f.stall_seconds));
+  s.watch_by(stall);
+  stall.spawn(rt);
   rt.run();
   const auto& st = s.stats();
   const double seconds = static_cast<double>(st.run_ns.load()) * 1e-9;

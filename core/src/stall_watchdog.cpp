@@ -8,13 +8,24 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/runtime.hpp"
 
 namespace coral {
 
 using clock = std::chrono::steady_clock;
 
 stall_watchdog::stall_watchdog(std::chrono::milliseconds limit) : limit_(limit) {
-  if (limit_.count() <= 0) throw usage_error("stall_watchdog: the limit must be positive");
+  if (limit_.count() < 0) throw usage_error("stall_watchdog: the limit must not be negative");
+}
+
+std::chrono::milliseconds stall_watchdog::limit_of(double seconds) {
+  if (!(seconds > 0)) return std::chrono::milliseconds(0);
+  return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(seconds * 1e3)));
+}
+
+void stall_watchdog::spawn(runtime& rt) {
+  if (limit_.count() == 0) return;
+  rt.spawn_daemon("stall-watchdog", rt.pool("watchdog", 1), run());
 }
 
 void stall_watchdog::watch(std::string name, std::function<std::uint64_t()> counter) {

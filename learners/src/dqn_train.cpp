@@ -366,16 +366,15 @@ train_result train_dqn(const train_options& o, std::ostream& progress) {
     }
   });
   detail::spawn_progress(rt, o.progress_seconds, report);
-  stall_watchdog stall(detail::stall_limit(o.stall_seconds));
-  stall.watch("env steps", [&] { return sampler.stats().env_steps.load(); });
+  stall_watchdog stall(stall_watchdog::limit_of(o.stall_seconds));
+  sampler.watch_by(stall);
   stall.watch("learner updates", [&] { return stats.read().updates; });
   stall.describe([&](std::string& out) {
-    sampler.describe(out);
     out += fmt::format("  replay: {} message(s) in its inbox, {} batch(es) waiting for the learner, {} env group(s) "
                        "held by the rate limiter\n",
                        replay.inbox().size(), replay.samples().size(), feeder.held_groups());
   });
-  if (o.stall_seconds > 0) rt.spawn_daemon("stall-watchdog", rt.pool("watchdog", 1), stall.run());
+  stall.spawn(rt);
   rt.run();
   replay.drain();  // inserts still in flight belong in the final checkpoint
 

@@ -1,6 +1,6 @@
 #pragma once
-// Private: what a training run sets up so that it never hangs: the stall
-// watchdog's limit and the way out when actors ignore a stop.
+// Private: what a training run sets up so that it never hangs: the stop
+// deadline and the way out when actors ignore a stop.
 
 #include <algorithm>
 #include <chrono>
@@ -19,11 +19,6 @@ namespace coral::learners::detail {
 /// learner in the middle of an update, or the replay actor in a large insert,
 /// finishes that first.
 inline constexpr std::chrono::milliseconds train_stop_deadline{10'000};
-
-/// --stall-seconds as the watchdog's limit (at least 1 ms; unused when 0).
-inline std::chrono::milliseconds stall_limit(double seconds) {
-  return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(seconds * 1e3)));
-}
 
 /// The runtime's on_stop_timeout for a command-line run: an actor stuck in
 /// code that never yields (an env step that blocks) would make the runtime

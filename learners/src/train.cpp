@@ -251,15 +251,14 @@ train_result train(const train_options& o, std::ostream& progress) {
     }
   });
   detail::spawn_progress(rt, o.progress_seconds, report);
-  stall_watchdog stall(detail::stall_limit(o.stall_seconds));
-  stall.watch("env steps", [&] { return sampler.stats().env_steps.load(); });
+  stall_watchdog stall(stall_watchdog::limit_of(o.stall_seconds));
+  sampler.watch_by(stall);
   stall.watch("learner updates", [&] { return stats.read().updates; });
   stall.describe([&](std::string& out) {
-    sampler.describe(out);
     out += fmt::format("  rollout assembler: {} ready message(s) buffered, {} segment(s) waiting for the learner\n",
                        assembler.ready().size(), assembler.segments().size());
   });
-  if (o.stall_seconds > 0) rt.spawn_daemon("stall-watchdog", rt.pool("watchdog", 1), stall.run());
+  stall.spawn(rt);
   rt.run();
 
   const double wall = std::chrono::duration<double>(clock::now() - started).count();

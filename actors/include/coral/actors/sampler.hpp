@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "coral/actors/env_group.hpp"
@@ -15,6 +16,7 @@
 #include "coral/channels/channel.hpp"
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
+#include "coral/core/stall_watchdog.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/space.hpp"
 
@@ -68,6 +70,8 @@ class sampler {
   [[nodiscard]] const batcher_stats& stats() const;
   /// Env failures survived under `--on-env-error reset`, over all groups.
   [[nodiscard]] std::uint64_t env_failures() const noexcept;
+  /// Has `watchdog` watch the env steps and describe the sampler (see describe()).
+  void watch_by(stall_watchdog& watchdog) const;
   /// Appends one line per env group (steps, where it is) and per ready
   /// channel (depth, parked receivers) and the batcher's counters: the
   /// sampler's part of a stall report. Any thread, while the run goes on.

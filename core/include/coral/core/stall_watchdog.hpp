@@ -12,6 +12,8 @@
 
 namespace coral {
 
+class runtime;
+
 /// Watches progress counters (env steps, learner updates, ...). When none of
 /// them changed for `limit`, it throws stall_error from its actor, so the
 /// runtime stops the run and reports `actor 'stall-watchdog' failed: run
@@ -29,8 +31,16 @@ namespace coral {
 /// (atomics, channel snapshots).
 class stall_watchdog {
  public:
-  /// A watchdog that fires after `limit` without progress.
+  /// A watchdog that fires after `limit` without progress; a limit of 0
+  /// turns it off (spawn() then starts nothing).
   explicit stall_watchdog(std::chrono::milliseconds limit);
+
+  /// `--stall-seconds` as a limit: 0 stays 0 (off), anything else is at least 1 ms.
+  [[nodiscard]] static std::chrono::milliseconds limit_of(double seconds);
+
+  /// Spawns run() on `rt` as the daemon actor `stall-watchdog`, on a pool
+  /// `watchdog` of its own, unless the watchdog is off.
+  void spawn(runtime& rt);
 
   /// Adds a counter that moves when the run makes progress.
   void watch(std::string name, std::function<std::uint64_t()> counter);
