@@ -2,8 +2,6 @@
 // without libtorch refer to, each reached by no target; if that changes,
 // the abort says so at once instead of giving wrong figures.
 //
-// - parameter_count(): learners/src/checkpoint.cpp calls it only from
-//   network_signature(), which neither the checkpoint reader nor writer calls.
 // - validate(), train() and train_result::to_json():
 //   apps/coral/train_command.cpp calls them from
 //   `coral train`'s callback, which the config target removes: it parses
@@ -14,7 +12,6 @@
 #include <ostream>
 #include <string>
 
-#include "coral/learners/network.hpp"
 #include "coral/learners/train.hpp"
 
 namespace coral::learners {
@@ -26,8 +23,6 @@ namespace {
 }
 
 }  // namespace
-
-std::size_t parameter_count(const network_spec&) { needs_libtorch("parameter_count()"); }
 
 void validate(const train_options&) { needs_libtorch("learners::validate()"); }
 

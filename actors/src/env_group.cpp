@@ -1,6 +1,6 @@
 #include "coral/actors/env_group.hpp"
 
-#include "coral/actors/messages.hpp"
+#include "coral/actors/errors.hpp"
 #include "coral/core/logging.hpp"
 
 namespace coral::actors {
@@ -35,10 +35,10 @@ void env_group::step() {
 void env_group::handle_failure(const envs::env_failed& e) {
   const auto env_index = first_env_ + e.index();
   if (on_error_ == env_error_policy::fail) {
-    throw error(fmt::format(fmt::runtime(messages::env_failed), env_index, name_, e.what()));
+    throw error(fmt::format(fmt::runtime(errors::env_failed), env_index, name_, e.what()));
   }
   const auto n = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
-  log_->warn(fmt::runtime(messages::env_reset), env_index, name_, n, e.what());
+  log_->warn(fmt::runtime(errors::env_reset), env_index, name_, n, e.what());
   recover(e.index());
 }
 
@@ -63,7 +63,7 @@ void env_group::recover(std::size_t i) {
     slice_.reset_one(i);
   } catch (const envs::env_failed& again) {
     // Nothing left to fall back on: the env cannot start a new episode.
-    throw error(fmt::format(fmt::runtime(messages::env_unrecoverable), first_env_ + i, name_, again.what()));
+    throw error(fmt::format(fmt::runtime(errors::env_unrecoverable), first_env_ + i, name_, again.what()));
   }
   // An explicit event for the consumers: the step failed, a new episode began.
   auto& batch = slice_.batch();
@@ -93,7 +93,12 @@ asio::awaitable<void> env_group::run() {
   reset_all();
   for (;;) {
     phase_.store(phase::announcing, std::memory_order_relaxed);
-    const bool announced = co_await ready_->async_send(ready_msg{id_});
+    bool announced = false;
+    if (gate_ != nullptr) {
+      announced = co_await gate_->async_send(gate_msg(ready_msg{id_}));
+    } else {
+      announced = co_await ready_->async_send(ready_msg{id_});
+    }
     if (!announced) break;
     phase_.store(phase::waiting, std::memory_order_relaxed);
     const auto token = co_await actions_.async_receive();

@@ -88,7 +88,7 @@ double parse_override(const char* text) {
   if (suffix == "GiB") unit = 1024.0 * 1024 * 1024;
   if (suffix == "TiB") unit = 1024.0 * 1024 * 1024 * 1024;
   if (end == s.c_str() || unit == 0 || !std::isfinite(v) || v < 0) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_memory_override), s));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_memory_override), s));
   }
   return v * unit;
 }
@@ -189,7 +189,7 @@ void check_memory(const memory_estimate& estimate, const std::vector<sizing_flag
       culprit = &f;
     }
   }
-  throw config_error(fmt::format(fmt::runtime(messages::memory_over_budget), culprit->flag, culprit->value,
+  throw config_error(fmt::format(fmt::runtime(errors::memory_over_budget), culprit->flag, culprit->value,
                                  format_bytes(total), estimate.largest_parts(), format_bytes(available)));
 }
 

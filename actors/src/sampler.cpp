@@ -78,8 +78,8 @@ void sampler::spawn(runtime& rt, policy& pol, const inference_batcher::options& 
   rt.spawn("inference-batcher", batcher_ex, b->run());
 }
 
-void sampler::announce_to(channel<ready_msg>& interposer) noexcept {
-  for (auto& g : groups_) g->announce_to(interposer);
+void sampler::announce_to(channel<gate_msg>& gate_inbox) noexcept {
+  for (auto& g : groups_) g->announce_to(gate_inbox);
 }
 
 std::vector<channel<ready_msg>*> sampler::ready_channels() const {

@@ -1,15 +1,15 @@
-#include "coral/actors/topology.hpp"
+#include "coral/actors/sampler_options.hpp"
 
 #include <thread>
 
-#include "coral/actors/messages.hpp"
+#include "coral/actors/errors.hpp"
 #include "coral/core/error.hpp"
 
 namespace coral::actors {
 namespace {
 
 [[noreturn]] void reject(std::string_view flag, std::size_t value, std::string_view requirement) {
-  throw config_error(fmt::format(fmt::runtime(messages::flag_out_of_range), flag, value, requirement));
+  throw config_error(fmt::format(fmt::runtime(errors::flag_out_of_range), flag, value, requirement));
 }
 
 }  // namespace
@@ -18,7 +18,7 @@ topology parse_topology(std::string_view text) {
   if (text == "sync") return topology::sync;
   if (text == "double-buffer") return topology::double_buffer;
   if (text == "pool") return topology::pool;
-  throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--topology", text,
+  throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--topology", text,
                                  "sync, double-buffer, pool"));
 }
 
@@ -34,7 +34,7 @@ std::string_view to_string(topology t) noexcept {
 env_error_policy parse_env_error_policy(std::string_view text) {
   if (text == "fail") return env_error_policy::fail;
   if (text == "reset") return env_error_policy::reset;
-  throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--on-env-error", text, "fail, reset"));
+  throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--on-env-error", text, "fail, reset"));
 }
 
 wiring resolve_wiring(const sampler_options& o) {

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/messages.hpp"
-#include "coral/messages.hpp"
+#include "coral/envs/errors.hpp"
+#include "coral/errors.hpp"
 
 namespace coral::cli {
 namespace {
@@ -88,12 +88,12 @@ std::vector<step_actions> parse_actions(std::string_view text, const envs::space
     const auto row_texts = split(entry, '/');
     if (row_texts.size() != 1 && row_texts.size() != rows) {
       throw config_error(
-          fmt::format(fmt::runtime(messages::wrong_action_count), entry, number, row_texts.size(), rows));
+          fmt::format(fmt::runtime(errors::wrong_action_count), entry, number, row_texts.size(), rows));
     }
     for (const auto row_text : row_texts) {
       const std::size_t scalars = split(row_text, ':').size();
       if (scalars != slots.size()) {
-        throw config_error(fmt::format(fmt::runtime(messages::wrong_scalar_count), entry, number, scalars,
+        throw config_error(fmt::format(fmt::runtime(errors::wrong_scalar_count), entry, number, scalars,
                                        slots.size(), action_space.to_string()));
       }
     }
@@ -106,7 +106,7 @@ std::vector<step_actions> parse_actions(std::string_view text, const envs::space
     }
     if (!ok) {
       throw config_error(
-          fmt::format(fmt::runtime(envs::messages::bad_action), entry, number, action_space.to_string()));
+          fmt::format(fmt::runtime(envs::errors::bad_action), entry, number, action_space.to_string()));
     }
     steps.push_back(std::move(step));
   }

@@ -30,10 +30,10 @@ struct step_actions {
 
 /// Parses `--actions` text for an env with `rows` rows. Throws config_error
 /// naming the first entry that is wrong, and its position: with neither 1
-/// nor `rows` row actions (messages::wrong_action_count, saying how many
+/// nor `rows` row actions (errors::wrong_action_count, saying how many
 /// were expected and given), a row action with the wrong number of scalars
-/// (messages::wrong_scalar_count), or one that does not parse or lies
-/// outside `action_space` (envs::messages::bad_action).
+/// (errors::wrong_scalar_count), or one that does not parse or lies
+/// outside `action_space` (envs::errors::bad_action).
 [[nodiscard]] std::vector<step_actions> parse_actions(std::string_view text, const envs::space& action_space,
                                                       std::size_t rows);
 

@@ -23,8 +23,9 @@
 #include "coral/core/exit_codes.hpp"
 #include "coral/flag_checks.hpp"
 #include "coral/json.hpp"
-#include "coral/messages.hpp"
+#include "coral/errors.hpp"
 #ifdef CORAL_HAVE_TRAIN
+#include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
 #endif
 
@@ -37,7 +38,7 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
                                                   std::uint64_t seed) {
   if (name != "random" && name != "constant" && name != "mlp") {
     throw config_error(
-        fmt::format(fmt::runtime(coral::messages::bad_value), "--policy", name, "random, constant, mlp"));
+        fmt::format(fmt::runtime(coral::errors::bad_value), "--policy", name, "random, constant, mlp"));
   }
   if (name == "mlp") {
 #ifdef CORAL_HAVE_TRAIN
@@ -45,7 +46,7 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
     const auto spec = learners::network_spec::from_spaces(s.observation_space(), s.action_space(), {32, 32}, 1);
     return std::make_unique<learners::mlp_policy>(spec, s.rows(), seed);
 #else
-    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--policy", name,
+    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--policy", name,
                                    "random, constant (mlp needs coral built with CORAL_WITH_TORCH=ON)"));
 #endif
   }
@@ -89,7 +90,7 @@ struct given_flags {
 void check_bench_flags(const bench_flags& f, const given_flags& g, const actors::sampler_options& o) {
   check_sampler_conflicts(f.executor, *g.threads, f.threads, *g.batch_timeout, f.min_batch_size);
   if (g.baseline_steps->count() > 0 && f.no_baseline) {
-    throw config_error(fmt::format(fmt::runtime(messages::conflicting_flags), "--baseline-steps", "--no-baseline",
+    throw config_error(fmt::format(fmt::runtime(errors::conflicting_flags), "--baseline-steps", "--no-baseline",
                                    "the baseline is skipped"));
   }
   (void)actors::resolve_wiring(o);  // the flags' own errors first
@@ -123,11 +124,11 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   o.on_env_error = actors::parse_env_error_policy(f.on_env_error);
   o.check_finite = !f.allow_non_finite;
   if (!(f.stall_seconds >= 0 && f.stall_seconds <= 1e6)) {
-    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--stall-seconds", f.stall_seconds,
+    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--stall-seconds", f.stall_seconds,
                                    "0 (no watchdog) to 1000000"));
   }
   if (f.steps == 0) {
-    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--steps", 0, "at least 1"));
+    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--steps", 0, "at least 1"));
   }
   check_bench_flags(f, given, o);
 

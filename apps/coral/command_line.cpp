@@ -6,7 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "coral/core/error.hpp"
-#include "coral/messages.hpp"
+#include "coral/errors.hpp"
 
 namespace coral::cli {
 namespace {
@@ -55,8 +55,8 @@ scanned_command_line scan_command_line(int argc, const char* const* argv, const 
       std::string file;
       if (token == "--config" && i + 1 < argc) file = argv[++i];
       if (token != "--config") file = token.substr(std::string_view("--config=").size());
-      if (file.empty()) throw config_error(std::string(messages::config_needs_file));
-      if (s.config) throw config_error(fmt::format(fmt::runtime(messages::config_twice), *s.config, file));
+      if (file.empty()) throw config_error(std::string(errors::config_needs_file));
+      if (s.config) throw config_error(fmt::format(fmt::runtime(errors::config_twice), *s.config, file));
       s.config = file;
       continue;
     }
@@ -87,13 +87,13 @@ scanned_command_line scan_command_line(int argc, const char* const* argv, const 
       continue;
     }
     if (!command.commands.empty()) {
-      throw config_error(fmt::format(fmt::runtime(messages::unknown_command),
+      throw config_error(fmt::format(fmt::runtime(errors::unknown_command),
                                      command.path.empty() ? token : command.path + " " + token, commands_of(command)));
     }
     tokens.push_back(token);  // CLI11 names it as not expected
   }
   if (s.path.size() == 1 && !s.help) {
-    throw config_error(fmt::format(fmt::runtime(messages::missing_command), commands_of(root)));
+    throw config_error(fmt::format(fmt::runtime(errors::missing_command), commands_of(root)));
   }
   return s;
 }

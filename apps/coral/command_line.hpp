@@ -36,8 +36,8 @@ struct scanned_command_line {
 
 /// Splits `argv` (argv[0] is the program) by command as CLI11 will parse
 /// it. Throws config_error for a word that is not a command where one is
-/// expected (messages::unknown_command), no command at all
-/// (messages::missing_command, unless help was asked for), `--config`
+/// expected (errors::unknown_command), no command at all
+/// (errors::missing_command, unless help was asked for), `--config`
 /// without a file or given twice.
 [[nodiscard]] scanned_command_line scan_command_line(int argc, const char* const* argv, const command_info& root);
 

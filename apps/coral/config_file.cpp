@@ -15,12 +15,12 @@
 #include <toml++/toml.h>
 
 #include "coral/core/error.hpp"
-#include "coral/messages.hpp"
+#include "coral/errors.hpp"
 
 namespace coral::cli {
 namespace {
 
-// A config_error from one of the formats in messages.hpp.
+// A config_error from one of the formats in errors.hpp.
 template <class... Args>
 [[noreturn]] void fail(std::string_view format, Args&&... args) {
   throw config_error(fmt::format(fmt::runtime(format), std::forward<Args>(args)...));
@@ -150,7 +150,7 @@ struct reader {
   config_values values;
 
   [[noreturn]] void wrong_type(const toml::node& n, const std::string& label, const std::string& expected) const {
-    fail(messages::config_wrong_type, file, line_of(n), label, expected, found_text(n));
+    fail(errors::config_wrong_type, file, line_of(n), label, expected, found_text(n));
   }
 
   // One scalar value of `flag` as the text of a command-line token.
@@ -251,18 +251,18 @@ struct reader {
       if (v.is_table()) {
         std::vector<std::string> sections;
         collect_sections(root, sections);
-        fail(messages::config_unknown_section, file, at, shown(c.section.empty() ? key : c.section + "." + key),
+        fail(errors::config_unknown_section, file, at, shown(c.section.empty() ? key : c.section + "." + key),
              fmt::format("{}", fmt::join(sections, ", ")));
       }
       if (c.section.empty()) {
         if (const auto* owner = command_with_flag(root, key)) {
           std::vector<std::string> globals;
           for (const auto& f : root.flags) globals.push_back(f.name);
-          fail(messages::config_top_level_key, file, at, key, fmt::format("{}", fmt::join(globals, ", ")),
+          fail(errors::config_top_level_key, file, at, key, fmt::format("{}", fmt::join(globals, ", ")),
                owner->section);
         }
       }
-      fail(messages::config_unknown_key, file, at, shown(key), place_of(c), unknown_key_hint(c, key));
+      fail(errors::config_unknown_key, file, at, shown(key), place_of(c), unknown_key_hint(c, key));
     }
   }
 
@@ -340,13 +340,13 @@ command_info describe_commands(const CLI::App& app) {
 
 config_values parse_config(std::string_view text, std::string_view file, const command_info& root) {
   if (const auto bad = first_non_text_byte(text); bad != std::string_view::npos) {
-    fail(messages::config_not_text, file, line_of(text, bad), static_cast<unsigned char>(text[bad]));
+    fail(errors::config_not_text, file, line_of(text, bad), static_cast<unsigned char>(text[bad]));
   }
   toml::table table;
   try {
     table = toml::parse(text, file);
   } catch (const toml::parse_error& e) {
-    fail(messages::config_syntax, file, e.source().begin.line, e.source().begin.column, e.description());
+    fail(errors::config_syntax, file, e.source().begin.line, e.source().begin.column, e.description());
   }
   reader r{file, {}};
   r.read_table(table, root, root);
@@ -356,7 +356,7 @@ config_values parse_config(std::string_view text, std::string_view file, const c
 config_values read_config(const std::string& path, const command_info& root) {
   auto reason = [](int code) { return std::error_code(code, std::generic_category()).message(); };
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(messages::config_unreadable, path, reason(errno));
+  if (fd < 0) fail(errors::config_unreadable, path, reason(errno));
   std::string text;
   int error = 0;
   struct stat st {};
@@ -380,8 +380,8 @@ config_values read_config(const std::string& path, const command_info& root) {
     }
   }
   ::close(fd);
-  if (error != 0) fail(messages::config_unreadable, path, reason(error));
-  if (text.size() > max_config_bytes) fail(messages::config_too_large, path, max_config_bytes);
+  if (error != 0) fail(errors::config_unreadable, path, reason(error));
+  if (text.size() > max_config_bytes) fail(errors::config_too_large, path, max_config_bytes);
   return parse_config(text, path, root);
 }
 

@@ -10,7 +10,7 @@
 /// with a whole value, `1e6`); a number flag an integer or a finite float;
 /// a text flag a string; a repeatable flag (`hidden`, `env-arg`) one value
 /// or an array of them. Anything else is a config_error naming the file, the
-/// line and the key (texts in coral/messages.hpp): a syntax error, bytes that
+/// line and the key (texts in coral/errors.hpp): a syntax error, bytes that
 /// are not UTF-8 text, an unknown key or section, a command flag outside its
 /// section, a value of the wrong type.
 

@@ -11,7 +11,7 @@
 #include "coral/core/error.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/interrupts.hpp"
-#include "coral/messages.hpp"
+#include "coral/errors.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
@@ -91,7 +91,7 @@ void list_envs(std::ostream& out, const envs_options& o) {
   const auto& r = envs::registry::global();
   const auto args = envs::parse_env_args(o.env_args);
   if (o.env.empty() && !args.empty()) {
-    throw config_error(fmt::format(fmt::runtime(coral::messages::bad_value), "--env-arg", o.env_args.front(),
+    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--env-arg", o.env_args.front(),
                                    "only together with --env"));
   }
   const std::vector<std::string> names = o.env.empty() ? r.names() : std::vector<std::string>{o.env};
@@ -142,7 +142,7 @@ void rollout(std::ostream& out, const rollout_options& o) {
   try {
     slice.reset_all();
   } catch (const envs::env_failed& e) {
-    throw error(fmt::format(fmt::runtime(cli::messages::rollout_env_failed), o.env, 0, e.what()));
+    throw error(fmt::format(fmt::runtime(cli::errors::rollout_env_failed), o.env, 0, e.what()));
   }
   out << fmt::format(R"({{"step":0,"observation":{}{}}})", per_row(rows, obs),
                      multi ? fmt::format(R"(,"active":{})", per_row(rows, [&](std::size_t row) {
@@ -176,7 +176,7 @@ void rollout(std::ostream& out, const rollout_options& o) {
     try {
       slice.step_all();
     } catch (const envs::env_failed& e) {
-      throw error(fmt::format(fmt::runtime(cli::messages::rollout_env_failed), o.env, t, e.what()));
+      throw error(fmt::format(fmt::runtime(cli::errors::rollout_env_failed), o.env, t, e.what()));
     }
 
     std::string line = fmt::format(

@@ -13,7 +13,7 @@
 
 #include "coral/config_file.hpp"
 #include "coral/core/error.hpp"
-#include "coral/messages.hpp"
+#include "coral/errors.hpp"
 
 namespace coral::cli {
 namespace {
@@ -43,7 +43,7 @@ std::string check_whole(std::string& s, bool must_be_non_negative) {
   const auto [ptr, ec] = std::from_chars(first, last, value);
   if (first != last && ec == std::errc{} && ptr == last) {
     if constexpr (std::is_signed_v<T>) {
-      if (must_be_non_negative && value < 0) return text(messages::negative_value, s);
+      if (must_be_non_negative && value < 0) return text(errors::negative_value, s);
     }
     s = fmt::format("{}", value);  // decimal: CLI11 would read 010 as octal
     return {};
@@ -54,16 +54,16 @@ std::string check_whole(std::string& s, bool must_be_non_negative) {
     char* end = nullptr;
     const double d = std::strtod(s.c_str(), &end);
     if (must_be_non_negative && !s.empty() && end == s.c_str() + s.size() && d < 0) {
-      return text(messages::negative_value, s);
+      return text(errors::negative_value, s);
     }
-    return text(messages::not_whole_number, s);
+    return text(errors::not_whole_number, s);
   }
-  if (must_be_non_negative && *v < 0) return text(messages::negative_value, s);
+  if (must_be_non_negative && *v < 0) return text(errors::negative_value, s);
   // 2^64 and 2^63 are exact doubles; the largest values below them are not,
   // so compare against the powers themselves.
   const double limit = std::is_signed_v<T> ? 9223372036854775808.0 : 18446744073709551616.0;
-  if (*v >= limit) return text(messages::number_too_large, s, std::numeric_limits<T>::max());
-  if (*v < -limit) return text(messages::number_too_large, s, std::numeric_limits<T>::min());
+  if (*v >= limit) return text(errors::number_too_large, s, std::numeric_limits<T>::max());
+  if (*v < -limit) return text(errors::number_too_large, s, std::numeric_limits<T>::min());
   s = fmt::format("{:.0f}", *v);
   return {};
 }
@@ -71,8 +71,8 @@ std::string check_whole(std::string& s, bool must_be_non_negative) {
 std::string check_finite(std::string& s) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size()) return text(messages::not_a_number, s);
-  if (!std::isfinite(v)) return text(messages::not_finite, s);
+  if (s.empty() || end != s.c_str() + s.size()) return text(errors::not_a_number, s);
+  if (!std::isfinite(v)) return text(errors::not_finite, s);
   return {};
 }
 
@@ -107,11 +107,11 @@ CLI::Validator non_negative_whole() {
 void check_sampler_conflicts(std::string_view executor, const CLI::Option& threads_flag, std::size_t threads,
                              const CLI::Option& batch_timeout_flag, std::size_t min_batch_size) {
   if (executor == "single" && threads_flag.count() > 0 && threads > 1) {
-    throw config_error(text(messages::conflicting_flags, fmt::format("--threads {}", threads), "--executor single",
+    throw config_error(text(errors::conflicting_flags, fmt::format("--threads {}", threads), "--executor single",
                             "the single executor runs every actor on one thread"));
   }
   if (batch_timeout_flag.count() > 0 && min_batch_size == 0) {
-    throw config_error(text(messages::flag_needs, "--batch-timeout-us", "--min-batch-size",
+    throw config_error(text(errors::flag_needs, "--batch-timeout-us", "--min-batch-size",
                             "the timeout applies only to dynamic batching"));
   }
 }
@@ -122,7 +122,7 @@ CLI::Validator at_most(double limit) {
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
         if (s.empty() || end != s.c_str() + s.size() || !(v > limit)) return std::string();
-        return text(messages::number_too_large, s, limit);
+        return text(errors::number_too_large, s, limit);
       },
       "");
 }

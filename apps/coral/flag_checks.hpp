@@ -8,10 +8,10 @@
 /// values from a config file alike):
 /// - a flag of an unsigned type (UINT) takes a whole number >= 0 in decimal
 ///   (`1e6` is taken as 1000000); a negative value is named as negative
-///   (messages::negative_value);
+///   (errors::negative_value);
 /// - a flag of a signed type (INT) takes a whole number in its range;
-/// - a number flag (FLOAT) takes a finite number (messages::not_finite).
-/// Each error is CLI11's `--flag: <text>` with a text from coral/messages.hpp.
+/// - a number flag (FLOAT) takes a finite number (errors::not_finite).
+/// Each error is CLI11's `--flag: <text>` with a text from coral/errors.hpp.
 
 #include <cstddef>
 #include <string_view>
@@ -33,14 +33,14 @@ void add_value_checks(CLI::App& app);
 /// (`--batch-timeout-us`, `--spin-us`).
 [[nodiscard]] CLI::Validator non_negative_whole();
 
-/// A number at most `limit` (messages::number_too_large); values that are
+/// A number at most `limit` (errors::number_too_large); values that are
 /// not numbers are left to the other checks.
 [[nodiscard]] CLI::Validator at_most(double limit);
 
 /// The sampler flags of `coral bench` and `coral train` that contradict each
 /// other, each as given on the command line or in a config file: `--threads`
-/// above 1 with `--executor single` (messages::conflicting_flags), and
-/// `--batch-timeout-us` without `--min-batch-size` (messages::flag_needs).
+/// above 1 with `--executor single` (errors::conflicting_flags), and
+/// `--batch-timeout-us` without `--min-batch-size` (errors::flag_needs).
 /// Throws config_error.
 void check_sampler_conflicts(std::string_view executor, const CLI::Option& threads_flag, std::size_t threads,
                              const CLI::Option& batch_timeout_flag, std::size_t min_batch_size);

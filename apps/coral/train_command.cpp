@@ -14,7 +14,7 @@
 #include "coral/envs/config.hpp"
 #include "coral/flag_checks.hpp"
 #include "coral/learners/train.hpp"
-#include "coral/messages.hpp"
+#include "coral/errors.hpp"
 
 namespace coral::cli {
 namespace {
@@ -65,11 +65,11 @@ void check_conflicts(const train_flags& f, const given_flags& g) {
     throw config_error(fmt::format(fmt::runtime(format), args...));
   };
   if (g.run_dir->count() > 0 && f.no_run_dir) {
-    fail(messages::conflicting_flags, "--run-dir", "--no-run-dir", "give a run dir or none, not both");
+    fail(errors::conflicting_flags, "--run-dir", "--no-run-dir", "give a run dir or none, not both");
   }
   check_sampler_conflicts(f.executor, *g.threads, f.o.sampler.threads, *g.batch_timeout, f.o.sampler.min_batch_size);
   if (g.checkpoint_every->count() > 0 && f.o.checkpoint_dir.empty()) {
-    fail(messages::flag_needs, "--checkpoint-every", "--checkpoint-dir", "checkpoints are written there");
+    fail(errors::flag_needs, "--checkpoint-every", "--checkpoint-dir", "checkpoints are written there");
   }
 }
 

@@ -12,7 +12,7 @@ executor_mode parse_executor_mode(std::string_view text) {
   if (text == "threads") return executor_mode::threads;
   if (text == "single") return executor_mode::single;
   throw config_error(
-      fmt::format(fmt::runtime(messages::bad_value), "--executor", text, "threads, single"));
+      fmt::format(fmt::runtime(errors::bad_value), "--executor", text, "threads, single"));
 }
 
 bool pin_current_thread(std::size_t core) noexcept {
@@ -51,7 +51,7 @@ thread_pool::thread_pool(pool_options options)
     : options_(std::move(options)),
       context_(static_cast<int>(options_.threads == 0 ? 1 : options_.threads)) {
   if (options_.threads == 0) {
-    throw config_error(fmt::format(fmt::runtime(messages::zero_threads), options_.name));
+    throw config_error(fmt::format(fmt::runtime(errors::zero_threads), options_.name));
   }
 }
 

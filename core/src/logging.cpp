@@ -34,7 +34,7 @@ spdlog::level::level_enum parse_level(std::string_view name) {
       return l;
     }
   }
-  throw config_error(fmt::format(fmt::runtime(messages::bad_value), "--log-level", name,
+  throw config_error(fmt::format(fmt::runtime(errors::bad_value), "--log-level", name,
                                  "trace, debug, info, warn, error, critical, off"));
 }
 

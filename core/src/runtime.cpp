@@ -59,7 +59,7 @@ asio::any_io_executor runtime::pool(const std::string& name, std::size_t threads
 }
 
 asio::any_io_executor runtime::pool(pool_options options) {
-  if (options.threads == 0) throw config_error(fmt::format(fmt::runtime(messages::zero_threads), options.name));
+  if (options.threads == 0) throw config_error(fmt::format(fmt::runtime(errors::zero_threads), options.name));
   if (options_.mode == executor_mode::single) return with_handler_allocator(control_.get_executor());
   std::lock_guard lock(mutex_);
   auto it = pools_.find(options.name);
@@ -75,7 +75,7 @@ asio::any_io_executor runtime::pool(pool_options options) {
 runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor, bool daemon) {
   std::lock_guard lock(mutex_);
   // A set, not a scan of actors_: a run may spawn a hundred thousand env groups.
-  if (!names_.insert(name).second) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_actor), name));
+  if (!names_.insert(name).second) throw usage_error(fmt::format(fmt::runtime(errors::duplicate_actor), name));
   // A pool of several threads could run two handlers of one coroutine at
   // once (the coroutine and a cancellation emit): give the actor a strand.
   for (const auto& [pool_name, pool] : pools_) {
@@ -151,7 +151,7 @@ void runtime::on_actor_done(actor_record& actor, std::exception_ptr error) {
     }
   }
   if (failed) {
-    log::get("runtime")->error(fmt::runtime(messages::actor_failed), actor.name, describe(error));
+    log::get("runtime")->error(fmt::runtime(errors::actor_failed), actor.name, describe(error));
     request_stop();
   }
   const bool daemon = actor.daemon;
@@ -204,7 +204,7 @@ void runtime::finish_if_done() {
 void runtime::run() {
   {
     std::lock_guard lock(mutex_);
-    if (ran_) throw usage_error(std::string(messages::runtime_already_ran));
+    if (ran_) throw usage_error(std::string(errors::runtime_already_ran));
   }
   auto work = asio::make_work_guard(control_);
 
@@ -266,7 +266,7 @@ std::string runtime::stuck_actors() const {
 
 std::string runtime::stop_timeout_text(std::string names) const {
   if (names.empty()) names = stuck_actors();
-  return fmt::format(fmt::runtime(messages::stop_timeout), options_.stop_deadline.count(), names);
+  return fmt::format(fmt::runtime(errors::stop_timeout), options_.stop_deadline.count(), names);
 }
 
 }  // namespace coral

@@ -37,7 +37,7 @@ void stall_watchdog::describe(std::function<void(std::string&)> describer) {
 }
 
 std::string stall_watchdog::report() const {
-  std::string out = fmt::format(fmt::runtime(messages::run_stalled), 1e-3 * static_cast<double>(limit_.count()));
+  std::string out = fmt::format(fmt::runtime(errors::run_stalled), 1e-3 * static_cast<double>(limit_.count()));
   const auto now = clock::now();
   for (const auto& c : counters_) {
     out += fmt::format("  {}: {} (last moved {:.1f} s ago)\n", c.name, c.last,

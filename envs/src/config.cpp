@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/messages.hpp"
+#include "coral/envs/errors.hpp"
 
 namespace coral::envs {
 namespace {
@@ -72,7 +72,7 @@ std::string to_string(const config_value& v) {
 std::pair<std::string, std::string> parse_env_arg(std::string_view text) {
   const auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    throw config_error(fmt::format(fmt::runtime(messages::malformed_env_arg), text));
+    throw config_error(fmt::format(fmt::runtime(errors::malformed_env_arg), text));
   }
   return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
@@ -92,7 +92,7 @@ env_config::env_config(std::string_view env_name, const std::vector<config_key>&
     if (!known) {
       std::vector<std::string_view> names;
       for (const auto& k : keys) names.push_back(k.name);
-      throw config_error(fmt::format(fmt::runtime(messages::unknown_key), env_name, name,
+      throw config_error(fmt::format(fmt::runtime(errors::unknown_key), env_name, name,
                                      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
     }
   }
@@ -104,7 +104,7 @@ env_config::env_config(std::string_view env_name, const std::vector<config_key>&
     auto v = parse_value(k, text);
     if (!v) {
       throw config_error(
-          fmt::format(fmt::runtime(messages::bad_config_value), env_name, k.name, text, expected_text(k)));
+          fmt::format(fmt::runtime(errors::bad_config_value), env_name, k.name, text, expected_text(k)));
     }
     values_.emplace_back(k.name, *v);
   }
@@ -120,7 +120,7 @@ const config_value* env_config::find(std::string_view key) const noexcept {
 std::int64_t env_config::get_int(std::string_view key) const {
   const auto* v = find(key);
   if (v == nullptr || !std::holds_alternative<std::int64_t>(*v)) {
-    throw usage_error(fmt::format(fmt::runtime(messages::config_access), key, "int"));
+    throw usage_error(fmt::format(fmt::runtime(errors::config_access), key, "int"));
   }
   return std::get<std::int64_t>(*v);
 }
@@ -128,7 +128,7 @@ std::int64_t env_config::get_int(std::string_view key) const {
 double env_config::get_float(std::string_view key) const {
   const auto* v = find(key);
   if (v == nullptr || !std::holds_alternative<double>(*v)) {
-    throw usage_error(fmt::format(fmt::runtime(messages::config_access), key, "float"));
+    throw usage_error(fmt::format(fmt::runtime(errors::config_access), key, "float"));
   }
   return std::get<double>(*v);
 }
@@ -136,13 +136,13 @@ double env_config::get_float(std::string_view key) const {
 bool env_config::get_bool(std::string_view key) const {
   const auto* v = find(key);
   if (v == nullptr || !std::holds_alternative<bool>(*v)) {
-    throw usage_error(fmt::format(fmt::runtime(messages::config_access), key, "bool"));
+    throw usage_error(fmt::format(fmt::runtime(errors::config_access), key, "bool"));
   }
   return std::get<bool>(*v);
 }
 
 void env_config::reject(std::string_view key, std::string_view reason) const {
-  throw config_error(fmt::format(fmt::runtime(messages::inconsistent_config), env_name_, key, reason));
+  throw config_error(fmt::format(fmt::runtime(errors::inconsistent_config), env_name_, key, reason));
 }
 
 }  // namespace coral::envs

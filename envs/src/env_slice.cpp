@@ -7,13 +7,13 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/messages.hpp"
+#include "coral/envs/errors.hpp"
 
 namespace coral::envs {
 namespace {
 
 [[noreturn]] void mismatch(std::size_t index, std::string_view reason) {
-  throw usage_error(fmt::format(fmt::runtime(messages::batch_mismatch), fmt::format("#{}", index), reason));
+  throw usage_error(fmt::format(fmt::runtime(errors::batch_mismatch), fmt::format("#{}", index), reason));
 }
 
 }  // namespace
@@ -51,7 +51,7 @@ void env_slice::reset_env(std::size_t i, const env_rows& rows) {
   try {
     envs_[i]->reset(rows);
   } catch (const std::exception& e) {
-    throw env_failed(i, fmt::format(fmt::runtime(messages::reset_failed), e.what()));
+    throw env_failed(i, fmt::format(fmt::runtime(errors::reset_failed), e.what()));
   }
 }
 
@@ -59,7 +59,7 @@ void env_slice::check_values(std::size_t i, const env_rows& rows) const {
   const std::size_t obs_dim = batch_->obs_dim();
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (was_active_[r] != 0 && !std::isfinite(rows.reward(r))) {
-      throw env_failed(i, fmt::format(fmt::runtime(messages::non_finite_reward), rows.reward(r)));
+      throw env_failed(i, fmt::format(fmt::runtime(errors::non_finite_reward), rows.reward(r)));
     }
     if (rows.active(r) == 0) continue;
     // x * 0 is 0 for every finite x and NaN otherwise: one branch per row.
@@ -69,7 +69,7 @@ void env_slice::check_values(std::size_t i, const env_rows& rows) const {
     if (probe == 0.0F) continue;
     for (std::size_t k = 0; k < obs_dim; ++k) {
       if (!std::isfinite(obs[k])) {
-        throw env_failed(i, fmt::format(fmt::runtime(messages::non_finite_observation), k, obs[k]));
+        throw env_failed(i, fmt::format(fmt::runtime(errors::non_finite_observation), k, obs[k]));
       }
     }
   }

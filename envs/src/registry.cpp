@@ -6,7 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/messages.hpp"
+#include "coral/envs/errors.hpp"
 
 namespace coral::envs {
 
@@ -22,7 +22,7 @@ registry& registry::global() {
 void registry::add(env_spec spec) {
   std::lock_guard lock(mutex_);
   for (const auto& s : specs_) {
-    if (s->name == spec.name) throw usage_error(fmt::format(fmt::runtime(messages::duplicate_env), spec.name));
+    if (s->name == spec.name) throw usage_error(fmt::format(fmt::runtime(errors::duplicate_env), spec.name));
   }
   specs_.push_back(std::make_unique<env_spec>(std::move(spec)));
 }
@@ -34,7 +34,7 @@ const env_spec& registry::find(std::string_view name) const {
       if (s->name == name) return *s;
     }
   }
-  throw config_error(fmt::format(fmt::runtime(messages::unknown_env), name, fmt::join(names(), ", ")));
+  throw config_error(fmt::format(fmt::runtime(errors::unknown_env), name, fmt::join(names(), ", ")));
 }
 
 bool registry::contains(std::string_view name) const {

@@ -9,21 +9,21 @@
 #include <fmt/ranges.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/messages.hpp"
+#include "coral/envs/errors.hpp"
 
 namespace coral::envs {
 namespace {
 
 [[noreturn]] void bad_space(std::string_view kind, std::string_view reason) {
-  throw usage_error(fmt::format(fmt::runtime(messages::bad_space), kind, reason));
+  throw usage_error(fmt::format(fmt::runtime(errors::bad_space), kind, reason));
 }
 
 [[noreturn]] void mismatch(const space& s) {
-  throw usage_error(fmt::format(fmt::runtime(messages::value_mismatch), s.to_string()));
+  throw usage_error(fmt::format(fmt::runtime(errors::value_mismatch), s.to_string()));
 }
 
 void check_width(std::string_view what, std::size_t expected, std::size_t given) {
-  if (expected != given) throw usage_error(fmt::format(fmt::runtime(messages::row_width), what, given, expected));
+  if (expected != given) throw usage_error(fmt::format(fmt::runtime(errors::row_width), what, given, expected));
 }
 
 std::size_t element_count(const std::vector<std::size_t>& shape) {

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace coral::learners {
 namespace {
@@ -43,21 +43,21 @@ header check_header(const std::string& name, const char* head, std::size_t total
   if (total < sizeof magic || std::memcmp(head, magic, sizeof magic) != 0) {
     // std::equal, not memcmp: an empty file's data() may be null.
     if (total < sizeof magic && std::equal(head, head + total, std::begin(magic))) {
-      fail(messages::checkpoint_truncated, name, total, header_size);
+      fail(errors::checkpoint_truncated, name, total, header_size);
     }
-    fail(messages::checkpoint_not_coral, name);
+    fail(errors::checkpoint_not_coral, name);
   }
-  if (total < header_size) fail(messages::checkpoint_truncated, name, total, header_size);
+  if (total < header_size) fail(errors::checkpoint_truncated, name, total, header_size);
   header h;
   std::memcpy(&h.version, head + 8, sizeof h.version);
   std::memcpy(&h.size, head + 12, sizeof h.size);
   std::memcpy(&h.sum, head + 20, sizeof h.sum);
   if (h.version < checkpoint_oldest_version || h.version > checkpoint_format_version) {
-    fail(messages::checkpoint_version, name, h.version, checkpoint_format_version);
+    fail(errors::checkpoint_version, name, h.version, checkpoint_format_version);
   }
   if (total - header_size != h.size) {
-    if (total - header_size < h.size) fail(messages::checkpoint_truncated, name, total, header_size + h.size);
-    fail(messages::checkpoint_corrupted, name);  // trailing bytes
+    if (total - header_size < h.size) fail(errors::checkpoint_truncated, name, total, header_size + h.size);
+    fail(errors::checkpoint_corrupted, name);  // trailing bytes
   }
   return h;
 }
@@ -133,12 +133,6 @@ std::uint64_t fnv1a64(const void* bytes, std::size_t size) noexcept {
   return h;
 }
 
-std::string network_signature(const network_spec& spec) {
-  return fmt::format("mlp obs={} frames={} nvec=[{}] box={} hidden=[{}] params={}", spec.raw_obs_dim, spec.frames,
-                     fmt::join(spec.nvec, ","), spec.continuous_dim(), fmt::join(spec.hidden, ","),
-                     parameter_count(spec));
-}
-
 void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   writer w;
   w.text("env", c.env);
@@ -165,7 +159,7 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   tmp += ".tmp";
   {
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail(messages::checkpoint_io, file.string(), std::strerror(errno));
+    if (fd < 0) fail(errors::checkpoint_io, file.string(), std::strerror(errno));
     bool ok = write_all(fd, magic, sizeof magic) && write_all(fd, &version, sizeof version) &&
               write_all(fd, &size, sizeof size) && write_all(fd, &sum, sizeof sum) &&
               write_all(fd, payload.data(), payload.size());
@@ -177,35 +171,35 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
     }
     if (!ok) {
       std::filesystem::remove(tmp, ec);
-      fail(messages::checkpoint_io, file.string(), fmt::format("write failed: {}", std::strerror(write_errno)));
+      fail(errors::checkpoint_io, file.string(), fmt::format("write failed: {}", std::strerror(write_errno)));
     }
   }
   std::filesystem::rename(tmp, file, ec);
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-    fail(messages::checkpoint_io, file.string(), ec.message());
+    fail(errors::checkpoint_io, file.string(), ec.message());
   }
   sync_directory(file.parent_path());
 }
 
 checkpoint read_checkpoint(const std::filesystem::path& file) {
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) fail(messages::checkpoint_not_a_file, file.string());
+  if (std::filesystem::is_directory(file, ec)) fail(errors::checkpoint_not_a_file, file.string());
   std::ifstream in(file, std::ios::binary);
-  if (!in) fail(messages::checkpoint_io, file.string(), "cannot open");
+  if (!in) fail(errors::checkpoint_io, file.string(), "cannot open");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string name = file.string();
   const header h = check_header(name, bytes.data(), bytes.size());
   const std::uint32_t version = h.version;
   const std::uint64_t size = h.size;
   const char* payload = bytes.data() + header_size;
-  if (fnv1a64(payload, size) != h.sum) fail(messages::checkpoint_corrupted, name);
+  if (fnv1a64(payload, size) != h.sum) fail(errors::checkpoint_corrupted, name);
 
   std::map<std::string, std::span<const char>, std::less<>> records;
   std::size_t at = 0;
   auto take = [&](std::size_t n) {
-    if (size - at < n) fail(messages::checkpoint_bad_record, name, "<framing>");
+    if (size - at < n) fail(errors::checkpoint_bad_record, name, "<framing>");
     const char* p = payload + at;
     at += n;
     return p;
@@ -220,19 +214,19 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
   }
   auto record = [&](std::string_view key) {
     auto it = records.find(key);
-    if (it == records.end()) fail(messages::checkpoint_bad_record, name, key);
+    if (it == records.end()) fail(errors::checkpoint_bad_record, name, key);
     return it->second;
   };
   auto u64 = [&](std::string_view key) {
     auto r = record(key);
-    if (r.size() != 8) fail(messages::checkpoint_bad_record, name, key);
+    if (r.size() != 8) fail(errors::checkpoint_bad_record, name, key);
     std::uint64_t v = 0;
     std::memcpy(&v, r.data(), 8);
     return v;
   };
   auto floats = [&](std::string_view key) {
     auto r = record(key);
-    if (r.size() % sizeof(float) != 0) fail(messages::checkpoint_bad_record, name, key);
+    if (r.size() % sizeof(float) != 0) fail(errors::checkpoint_bad_record, name, key);
     std::vector<float> v(r.size() / sizeof(float));
     if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());  // an empty vector's data() may be null
     return v;
@@ -258,8 +252,8 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
     const auto r = record("replay");
     c.replay.assign(r.begin(), r.end());
   }
-  if (c.learner.adam_m.size() != c.learner.parameters.size()) fail(messages::checkpoint_bad_record, name, "adam_m");
-  if (c.learner.adam_v.size() != c.learner.parameters.size()) fail(messages::checkpoint_bad_record, name, "adam_v");
+  if (c.learner.adam_m.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_m");
+  if (c.learner.adam_v.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_v");
   return c;
 }
 
@@ -274,11 +268,11 @@ checkpoint_id id_of(const checkpoint& c) {
 checkpoint_id peek_checkpoint(const std::filesystem::path& file) {
   const std::string name = file.string();
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) fail(messages::checkpoint_not_a_file, name);
+  if (std::filesystem::is_directory(file, ec)) fail(errors::checkpoint_not_a_file, name);
   std::ifstream in(file, std::ios::binary);
-  if (!in) fail(messages::checkpoint_io, name, "cannot open");
+  if (!in) fail(errors::checkpoint_io, name, "cannot open");
   const auto total = std::filesystem::file_size(file, ec);
-  if (ec) fail(messages::checkpoint_io, name, ec.message());
+  if (ec) fail(errors::checkpoint_io, name, ec.message());
   char head[header_size] = {};
   in.read(head, static_cast<std::streamsize>(std::min<std::uintmax_t>(total, header_size)));
   // Peeking does not verify the checksum; read_checkpoint() does.
@@ -292,29 +286,29 @@ checkpoint_id peek_checkpoint(const std::filesystem::path& file) {
   bool have_env = false, have_network = false, have_algo = version < 2, have_seed = false, have_steps = false;
   std::uint64_t at = 0;
   auto take = [&](void* to, std::uint64_t n) {
-    if (size - at < n) fail(messages::checkpoint_bad_record, name, "<framing>");
+    if (size - at < n) fail(errors::checkpoint_bad_record, name, "<framing>");
     in.read(static_cast<char*>(to), static_cast<std::streamsize>(n));
-    if (!in) fail(messages::checkpoint_io, name, "read failed");
+    if (!in) fail(errors::checkpoint_io, name, "read failed");
     at += n;
   };
   constexpr std::uint64_t max_text = 4096;  // env names and signatures are short
   while (at < size) {
     std::uint32_t name_len = 0;
     take(&name_len, 4);
-    if (name_len > max_text) fail(messages::checkpoint_bad_record, name, "<framing>");
+    if (name_len > max_text) fail(errors::checkpoint_bad_record, name, "<framing>");
     std::string key(name_len, '\0');
     take(key.data(), name_len);
     std::uint64_t len = 0;
     take(&len, 8);
-    if (size - at < len) fail(messages::checkpoint_bad_record, name, key);
+    if (size - at < len) fail(errors::checkpoint_bad_record, name, key);
     auto text = [&](std::string& to, bool& have) {
-      if (len > max_text) fail(messages::checkpoint_bad_record, name, key);
+      if (len > max_text) fail(errors::checkpoint_bad_record, name, key);
       to.assign(len, '\0');
       take(to.data(), len);
       have = true;
     };
     auto u64 = [&](std::uint64_t& to, bool& have) {
-      if (len != 8) fail(messages::checkpoint_bad_record, name, key);
+      if (len != 8) fail(errors::checkpoint_bad_record, name, key);
       take(&to, 8);
       have = true;
     };
@@ -330,13 +324,13 @@ checkpoint_id peek_checkpoint(const std::filesystem::path& file) {
       u64(id.env_steps, have_steps);
     } else {
       in.seekg(static_cast<std::streamoff>(len), std::ios::cur);
-      if (!in) fail(messages::checkpoint_io, name, "read failed");
+      if (!in) fail(errors::checkpoint_io, name, "read failed");
       at += len;
     }
   }
   for (const auto& [have, key] : {std::pair{have_env, "env"}, {have_network, "network"}, {have_algo, "algo"},
                                   {have_seed, "seed"}, {have_steps, "env_steps"}}) {
-    if (!have) fail(messages::checkpoint_bad_record, name, key);
+    if (!have) fail(errors::checkpoint_bad_record, name, key);
   }
   return id;
 }
@@ -353,7 +347,7 @@ checkpoint_listing list_checkpoints(const std::filesystem::path& dir) {
     if (!is_checkpoint_name(e.path().filename().string())) continue;
     std::error_code type_ec;
     if (!e.is_regular_file(type_ec)) {
-      out.skipped.push_back({e.path(), fmt::format(fmt::runtime(messages::checkpoint_not_a_file), e.path().string()), false});
+      out.skipped.push_back({e.path(), fmt::format(fmt::runtime(errors::checkpoint_not_a_file), e.path().string()), false});
       continue;
     }
     try {

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace coral::learners::detail {
 
@@ -23,17 +23,17 @@ class divergence_error : public coral::error {
   using coral::error::error;
 };
 
-/// Throws divergence_error (messages::non_finite_loss) for the first term that is not finite.
+/// Throws divergence_error (errors::non_finite_loss) for the first term that is not finite.
 inline void check_loss_terms(std::string_view algo, std::uint64_t update,
                              std::initializer_list<std::pair<std::string_view, double>> terms) {
   for (const auto& [name, value] : terms) {
     if (!std::isfinite(value)) {
-      throw divergence_error(fmt::format(fmt::runtime(messages::non_finite_loss), algo, name, value, update));
+      throw divergence_error(fmt::format(fmt::runtime(errors::non_finite_loss), algo, name, value, update));
     }
   }
 }
 
-/// Throws divergence_error (messages::non_finite_weight) for the first weight that is not finite.
+/// Throws divergence_error (errors::non_finite_weight) for the first weight that is not finite.
 inline void check_weights(std::string_view algo, std::uint64_t update, std::span<const float> weights) {
   // x * 0 is 0 for finite x and NaN otherwise: a sum that vectorises.
   float probe = 0.0F;
@@ -41,7 +41,7 @@ inline void check_weights(std::string_view algo, std::uint64_t update, std::span
   if (probe == 0.0F) return;
   for (std::size_t i = 0; i < weights.size(); ++i) {
     if (!std::isfinite(weights[i])) {
-      throw divergence_error(fmt::format(fmt::runtime(messages::non_finite_weight), algo, i, weights[i], update));
+      throw divergence_error(fmt::format(fmt::runtime(errors::non_finite_weight), algo, i, weights[i], update));
     }
   }
 }

@@ -13,7 +13,7 @@ namespace coral::learners::detail {
 /// and published copies) and its activations.
 [[nodiscard]] actors::memory_estimate estimate_memory(const train_options& o, const actors::env_shape& shape);
 
-/// Throws config_error (actors::messages::memory_over_budget) naming the
+/// Throws config_error (actors::errors::memory_over_budget) naming the
 /// flag at fault when the run of `o` does not fit in actors::available_memory().
 /// Builds one env to read its spaces.
 void check_memory_budget(const train_options& o);

@@ -1,3 +1,4 @@
+#include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
 
 #include <algorithm>
@@ -5,6 +6,7 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "actor_critic.hpp"
 #include "dense.hpp"
@@ -12,7 +14,7 @@
 #include "coral/core/logging.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/learners/frame_stack.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace coral::learners {
 namespace {
@@ -45,7 +47,7 @@ network_spec network_spec::from_spaces(const envs::space& observation, const env
   collect_leaves(action, spec);
   if (spec.nvec.size() != action.discrete_size() || spec.low.size() != action.continuous_size() ||
       spec.nvec.size() + spec.low.size() == 0) {
-    throw config_error(fmt::format(fmt::runtime(messages::unsupported_action_space), action.to_string()));
+    throw config_error(fmt::format(fmt::runtime(errors::unsupported_action_space), action.to_string()));
   }
   return spec;
 }
@@ -292,6 +294,12 @@ void mlp_policy::act(const actors::policy_rows& rows) {
       if (!rows.log_probs.empty()) rows.log_probs[r] = static_cast<float>(logp);
     }
   }
+}
+
+std::string network_signature(const network_spec& spec) {
+  return fmt::format("mlp obs={} frames={} nvec=[{}] box={} hidden=[{}] params={}", spec.raw_obs_dim, spec.frames,
+                     fmt::join(spec.nvec, ","), spec.continuous_dim(), fmt::join(spec.hidden, ","),
+                     parameter_count(spec));
 }
 
 }  // namespace coral::learners

@@ -1,4 +1,4 @@
-// The DQN acting policy: torch-free (dense kernels over the flat weights).
+#include "coral/learners/q_policy.hpp"
 
 #include <algorithm>
 
@@ -7,14 +7,14 @@
 #include "coral/core/error.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/learners/dqn_learner.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 #include "dense.hpp"
 
 namespace coral::learners {
 
 std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_view action_space) {
   if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
-    throw config_error(fmt::format(fmt::runtime(messages::dqn_needs_discrete), action_space));
+    throw config_error(fmt::format(fmt::runtime(errors::dqn_needs_discrete), action_space));
   }
   std::vector<std::size_t> widths{spec.input_dim()};
   widths.insert(widths.end(), spec.hidden.begin(), spec.hidden.end());
@@ -39,7 +39,7 @@ q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t see
                    std::uint64_t steps_done)
     : impl_(std::make_unique<impl>(rows, config, steps_done)) {
   auto& m = *impl_;
-  if (spec.frames != 1) throw config_error(fmt::format(fmt::runtime(messages::dqn_no_frames), spec.frames));
+  if (spec.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), spec.frames));
   m.widths = q_network_widths(spec, fmt::format("{} actions", fmt::join(spec.nvec, ",")));
   m.actions = m.widths.back();
   const std::vector<float> zeros(detail::dense_parameter_count(m.widths), 0.0f);

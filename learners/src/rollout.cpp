@@ -25,31 +25,17 @@ rollout_segment::rollout_segment(std::uint64_t idx, std::size_t rows_, std::size
       policy_versions(rows_ * horizon_) {}
 
 rollout_assembler::rollout_assembler(envs::env_batch& batch, std::vector<actors::row_range> group_rows,
-                                     const latest<std::vector<float>>& weights, training_stats& stats,
-                                     options opts)
+                                     episode_callback on_episode, options opts)
     : batch_(&batch),
       group_rows_(std::move(group_rows)),
-      weights_(&weights),
-      stats_(&stats),
+      on_episode_(std::move(on_episode)),
       options_(opts),
-      base_version_(weights.version()),
       rows_per_group_(group_rows_.empty() ? 0 : group_rows_.front().count),
-      // Every group has at most one announcement in flight; the learner's
-      // notes are bounded by the segments the gate lets through.
-      ready_(group_rows_.size() + options_.max_policy_lag + 8),
-      segments_(options_.max_policy_lag + 2),
+      segments_(std::max<std::size_t>(opts.segments_in_flight, 1)),
       frames_(batch.rows(), batch.obs_dim(), opts.frames),
-      readies_(group_rows_.size(), 0),
       acted_(group_rows_.size(), 0),
-      env_steps_(opts.env_steps),
       scratch_(batch.obs_dim() * opts.frames) {
   if (group_rows_.empty() || options_.horizon == 0) throw usage_error("rollout_assembler: no groups or horizon 0");
-  if (base_version_ == 0) throw usage_error("rollout_assembler: publish the initial weights first");
-}
-
-void rollout_assembler::close() noexcept {
-  ready_.close();
-  segments_.close();
 }
 
 rollout_segment& rollout_assembler::segment(std::uint64_t k) {
@@ -59,12 +45,6 @@ rollout_segment& rollout_assembler::segment(std::uint64_t k) {
                                              batch_->discrete_action_dim(), batch_->continuous_action_dim());
   }
   return *slot;
-}
-
-bool rollout_assembler::may_forward(std::uint64_t n) const {
-  const std::uint64_t k = n / options_.horizon;
-  if (k <= options_.max_policy_lag) return true;
-  return weights_->version() >= base_version_ + k - options_.max_policy_lag;
 }
 
 void rollout_assembler::record_outcome(rollout_segment& seg, std::size_t i, std::uint32_t r) {
@@ -90,20 +70,17 @@ void rollout_assembler::record_outcome(rollout_segment& seg, std::size_t i, std:
     seg.truncated_steps.push_back(static_cast<std::uint32_t>(i));
     seg.truncated_observations.insert(seg.truncated_observations.end(), scratch_.begin(), scratch_.end());
   }
-  bool full = false;
-  const double mean = stats_->add_episode(batch_->episode_returns()[r], batch_->episode_lengths()[r], &full);
-  if (full && options_.target_return && mean >= *options_.target_return) solved_ = true;
+  if (on_episode_) on_episode_(batch_->episode_returns()[r], batch_->episode_lengths()[r]);
   frames_.restart(r);
 }
 
-void rollout_assembler::record_ready(std::uint32_t g, std::uint64_t n,
-                                     std::vector<std::unique_ptr<rollout_segment>>& done) {
+void rollout_assembler::arrived(std::uint32_t g, std::uint64_t n) {
   const auto range = group_rows_[g];
   const std::size_t T = options_.horizon;
   const std::size_t width = frames_.width();
   const std::uint64_t k = n / T;  // segment of step n
   const std::size_t t = n % T;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   rollout_segment* previous = n > 0 ? &segment((n - 1) / T) : nullptr;  // segment of step n - 1
   const std::size_t tp = n > 0 ? (n - 1) % T : 0;
   auto& seg = segment(k);
@@ -123,10 +100,18 @@ void rollout_assembler::record_ready(std::uint32_t g, std::uint64_t n,
     if (++groups_done_[kp] == group_rows_.size()) {
       groups_done_.erase(kp);
       auto it = open_.find(kp);
-      done.push_back(std::move(it->second));
+      done_.push_back(std::move(it->second));
       open_.erase(it);
     }
   }
+  lock.unlock();
+  for (auto& seg : done_) {
+    if (!segments_.try_send(std::move(seg)) && !segments_.is_closed()) {
+      throw usage_error("rollout_assembler: the segments channel is full: the gate let more segments through than "
+                        "the learner can hold");
+    }
+  }
+  done_.clear();
 }
 
 void rollout_assembler::consume(const actors::step_batch& step) {
@@ -154,65 +139,6 @@ void rollout_assembler::consume(const actors::step_batch& step) {
       seg.policy_versions[i] = step.policy_version;
     }
   }
-}
-
-asio::awaitable<void> rollout_assembler::run(std::vector<channel<actors::ready_msg>*> batcher_ready,
-                                             std::function<void(finish_reason)> on_finish) {
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> held;  // (group, step) in arrival order
-  held.reserve(group_rows_.size());
-  std::vector<std::unique_ptr<rollout_segment>> done;
-  auto finish = [&](finish_reason why) { on_finish(why); };
-  for (;;) {
-    auto msg = co_await ready_.async_receive();
-    if (!msg) break;
-    if (msg->group != published) {
-      const std::uint32_t g = msg->group;
-      const std::uint64_t n = readies_[g]++;
-      record_ready(g, n, done);
-      held.emplace_back(g, n);
-    }
-    for (auto& seg : done) {
-      const bool sent = co_await segments_.async_send(std::move(seg));
-      if (!sent) co_return;  // closed by a stop
-    }
-    done.clear();
-    if (solved_) {
-      finish(finish_reason::solved);
-      co_return;
-    }
-    // Forward every held group whose next step the lag bound allows, in
-    // arrival order.
-    auto keep = held.begin();
-    for (auto it = held.begin(); it != held.end(); ++it) {
-      if (!may_forward(it->second)) {
-        *keep++ = *it;
-        continue;
-      }
-      if (options_.max_env_steps != 0 && env_steps_ >= options_.max_env_steps) {
-        finish(finish_reason::step_limit);
-        co_return;
-      }
-      env_steps_ += group_rows_[it->first].count;
-      stats_->set_env_steps(env_steps_);
-      if (!batcher_ready[it->first % batcher_ready.size()]->try_send(actors::ready_msg{it->first})) co_return;
-    }
-    held.erase(keep, held.end());
-  }
-}
-
-actors::inference_batcher::options gated_batcher_options(const actors::sampler_options& o, const actors::wiring& w,
-                                                         std::chrono::microseconds threads_timeout) {
-  actors::inference_batcher::options bo;
-  bo.batch_size = w.batch_size;
-  bo.min_batch_size = o.min_batch_size;
-  bo.batch_timeout = o.batch_timeout;
-  const std::size_t groups_per_channel = w.groups / w.ready_channels;
-  const std::size_t groups_per_batch = w.batch_size / o.envs_per_group;
-  if (bo.min_batch_size == 0 && groups_per_batch > 1 && groups_per_batch < groups_per_channel) {
-    bo.min_batch_size = o.envs_per_group;
-    bo.batch_timeout = o.executor == executor_mode::single ? std::chrono::microseconds(0) : threads_timeout;
-  }
-  return bo;
 }
 
 }  // namespace coral::learners

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace coral::learners::detail {
 namespace {
@@ -27,22 +27,22 @@ std::string text(std::string_view format, Args&&... args) {
 /// Creates `dir` and proves it writable with a test file, or throws
 /// config_error naming `flag`.
 void make_usable(std::string_view flag, const std::string& dir) {
-  auto refuse = [&](const std::string& why) { throw config_error(text(messages::dir_unusable, flag, dir, why)); };
+  auto refuse = [&](const std::string& why) { throw config_error(text(errors::dir_unusable, flag, dir, why)); };
   std::error_code ec;
   const auto st = fs::status(dir, ec);
-  if (fs::exists(st) && !fs::is_directory(st)) refuse(std::string(messages::not_a_directory));
+  if (fs::exists(st) && !fs::is_directory(st)) refuse(std::string(errors::not_a_directory));
   fs::create_directories(dir, ec);
   if (ec) refuse(ec.message());
   const auto probe = fs::path(dir) / fmt::format(".coral-write-test-{}", ::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) refuse(text(messages::not_writable, std::strerror(errno)));
+  if (fd < 0) refuse(text(errors::not_writable, std::strerror(errno)));
   const bool wrote = ::write(fd, "x", 1) == 1;
   const int write_errno = errno;
   const bool closed = ::close(fd) == 0;
   const int close_errno = errno;
   ::unlink(probe.c_str());
-  if (!wrote) refuse(text(messages::not_writable, std::strerror(write_errno)));
-  if (!closed) refuse(text(messages::not_writable, std::strerror(close_errno)));
+  if (!wrote) refuse(text(errors::not_writable, std::strerror(write_errno)));
+  if (!closed) refuse(text(errors::not_writable, std::strerror(close_errno)));
 }
 
 }  // namespace
@@ -61,7 +61,7 @@ void prepare_run_dirs(const train_options& o) {
   for (const auto& s : listing.skipped) {
     if (!held && s.regular_file) held = s.file;
   }
-  if (held) throw config_error(text(messages::checkpoint_dir_in_use, o.checkpoint_dir, held->string()));
+  if (held) throw config_error(text(errors::checkpoint_dir_in_use, o.checkpoint_dir, held->string()));
 }
 
 resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo, std::string_view signature,
@@ -69,7 +69,7 @@ resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo
   const auto listing = list_checkpoints(o.checkpoint_dir);
   std::optional<std::string> first_error;  // of the newest unreadable file, thrown when nothing else is left
   auto pass_over = [&](const std::string& why, bool regular_file) {
-    progress << text(messages::checkpoint_skipped, why) << '\n';
+    progress << text(errors::checkpoint_skipped, why) << '\n';
     if (regular_file && !first_error) first_error = why;
   };
   for (const auto& s : listing.skipped) pass_over(s.why, s.regular_file);
@@ -82,20 +82,20 @@ resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo
       continue;
     }
     const auto file = listed.file.string();
-    if (c.algo != algo) throw checkpoint_error(text(messages::checkpoint_algo, file, c.algo, algo));
+    if (c.algo != algo) throw checkpoint_error(text(errors::checkpoint_algo, file, c.algo, algo));
     if (c.env != o.sampler.env) {
-      throw checkpoint_error(text(messages::checkpoint_mismatch, file, "env", c.env, o.sampler.env));
+      throw checkpoint_error(text(errors::checkpoint_mismatch, file, "env", c.env, o.sampler.env));
     }
     if (c.network != signature) {
-      throw checkpoint_error(text(messages::checkpoint_mismatch, file, "network", c.network, signature));
+      throw checkpoint_error(text(errors::checkpoint_mismatch, file, "network", c.network, signature));
     }
     if (c.seed != o.sampler.seed) {
-      throw checkpoint_error(text(messages::checkpoint_mismatch, file, "seed", c.seed, o.sampler.seed));
+      throw checkpoint_error(text(errors::checkpoint_mismatch, file, "seed", c.seed, o.sampler.seed));
     }
     return {std::move(c), listed.file};
   }
   if (first_error) throw checkpoint_error(*first_error);
-  throw config_error(text(messages::no_checkpoint, o.checkpoint_dir));
+  throw config_error(text(errors::no_checkpoint, o.checkpoint_dir));
 }
 
 metrics_file::metrics_file(const std::string& run_dir, std::string_view header, bool append) {
@@ -109,7 +109,7 @@ metrics_file::metrics_file(const std::string& run_dir, std::string_view header, 
     std::ifstream old(file, std::ios::binary);
     std::string first;
     if (old && std::getline(old, first)) {
-      if (first != header) throw config_error(text(messages::metrics_header_differs, file.string()));
+      if (first != header) throw config_error(text(errors::metrics_header_differs, file.string()));
       mode = std::ios::out | std::ios::app;
       new_file = false;
       old.clear();
@@ -120,7 +120,7 @@ metrics_file::metrics_file(const std::string& run_dir, std::string_view header, 
   }
   errno = 0;
   csv_.open(file, mode);
-  if (!csv_) throw config_error(text(messages::dir_unusable, "--run-dir", run_dir, std::strerror(errno)));
+  if (!csv_) throw config_error(text(errors::dir_unusable, "--run-dir", run_dir, std::strerror(errno)));
   if (cut_row) csv_ << '\n';
   if (new_file) csv_ << header << '\n';
   csv_.flush();
@@ -145,7 +145,7 @@ bool metrics_file::close(std::ostream& progress) {
   csv_.close();
   if (csv_.fail()) failed(errno);
   if (!error_.empty()) {
-    progress << text(messages::metrics_write_failed, (dir_ / "metrics.csv").string(), error_) << '\n';
+    progress << text(errors::metrics_write_failed, (dir_ / "metrics.csv").string(), error_) << '\n';
     return false;
   }
   plot_learning_curve(dir_, progress);
@@ -153,7 +153,7 @@ bool metrics_file::close(std::ostream& progress) {
 }
 
 void plot_learning_curve(const fs::path& dir, std::ostream& progress) {
-  auto warn_failed = [&](const std::string& why) { progress << text(messages::gnuplot_failed, why) << '\n'; };
+  auto warn_failed = [&](const std::string& why) { progress << text(errors::gnuplot_failed, why) << '\n'; };
   {
     // File names relative to `dir`, where gnuplot runs: no path of the
     // user's is ever quoted into the script.
@@ -188,7 +188,7 @@ void plot_learning_curve(const fs::path& dir, std::ostream& progress) {
   const int spawned = prepared ? posix_spawnp(&pid, program, &actions, nullptr, argv, environ) : EINVAL;
   posix_spawn_file_actions_destroy(&actions);
   if (spawned == ENOENT) {
-    progress << messages::gnuplot_not_found << '\n';
+    progress << errors::gnuplot_not_found << '\n';
     return;
   }
   if (spawned != 0) {

@@ -18,7 +18,7 @@ namespace coral::learners::detail {
 /// each (with its parents) and writes and removes a test file in it; removes
 /// the `.tmp` files that killed checkpoint writes left; and refuses a fresh
 /// run (no --resume) into a checkpoint directory that already holds
-/// checkpoints. Throws config_error (messages::dir_unusable,
+/// checkpoints. Throws config_error (errors::dir_unusable,
 /// checkpoint_dir_in_use).
 void prepare_run_dirs(const train_options& o);
 
@@ -31,9 +31,9 @@ struct resumed_checkpoint {
 /// Reads the checkpoint in --checkpoint-dir with the most env steps recorded
 /// inside it for a resumed run of `algo` with a network of `signature`.
 /// Directories and unreadable files named like checkpoints are passed over
-/// with a warning on `progress` (messages::checkpoint_skipped); when nothing
+/// with a warning on `progress` (errors::checkpoint_skipped); when nothing
 /// readable is left, the newest such file's error is thrown, or config_error
-/// (messages::no_checkpoint) when there was none. A checkpoint of another run
+/// (errors::no_checkpoint) when there was none. A checkpoint of another run
 /// (algo, env, network or seed) is refused with checkpoint_error.
 resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo, std::string_view signature,
                                    std::ostream& progress);
@@ -49,7 +49,7 @@ class metrics_file {
   /// No file when `run_dir` is empty. Otherwise opens run_dir/metrics.csv:
   /// when `append` and it already holds rows under `header`, for appending;
   /// when it holds another header, throws config_error
-  /// (messages::metrics_header_differs); else anew, with `header`.
+  /// (errors::metrics_header_differs); else anew, with `header`.
   metrics_file(const std::string& run_dir, std::string_view header, bool append);
 
   /// Whether rows are being written.
@@ -60,7 +60,7 @@ class metrics_file {
 
   /// Closes the file; when every write succeeded, plots it
   /// (plot_learning_curve) and returns true; otherwise prints
-  /// messages::metrics_write_failed on `progress` and returns false. False
+  /// errors::metrics_write_failed on `progress` and returns false. False
   /// when there was no file.
   bool close(std::ostream& progress);
 
@@ -77,7 +77,7 @@ class metrics_file {
 /// argument vector (no shell) in `dir` as its working directory, and the
 /// script names its files relative to it, so no path is ever parsed by a
 /// shell or by gnuplot. A missing or failing gnuplot is a warning on
-/// `progress` (messages::gnuplot_not_found, gnuplot_failed), never an error.
+/// `progress` (errors::gnuplot_not_found, gnuplot_failed), never an error.
 void plot_learning_curve(const std::filesystem::path& dir, std::ostream& progress);
 
 }  // namespace coral::learners::detail

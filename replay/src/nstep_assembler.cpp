@@ -16,9 +16,9 @@ nstep_assembler::nstep_assembler(const nstep_config& config)
       continuous_(config.n_step, config.continuous_action_dim),
       rewards_(config.n_step),
       next_observation_(1, config.obs_dim) {
-  if (config.n_step == 0) throw config_error(std::string(messages::zero_n_step));
+  if (config.n_step == 0) throw config_error(std::string(errors::zero_n_step));
   if (!(config.gamma >= 0.0 && config.gamma <= 1.0)) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_gamma), config.gamma));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_gamma), config.gamma));
   }
   gamma_powers_.resize(config.n_step + 1);
   gamma_powers_[0] = 1.0;

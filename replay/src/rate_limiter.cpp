@@ -9,11 +9,11 @@ namespace coral::replay {
 
 rate_limiter::rate_limiter(const rate_limiter_config& config) : config_(config) {
   if (!(config.samples_per_insert > 0.0)) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_ratio), config.samples_per_insert));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_ratio), config.samples_per_insert));
   }
   const double needed = (config.samples_per_insert + 1.0) / 2.0;
   if (!(config.error_buffer >= needed)) {
-    throw config_error(fmt::format(fmt::runtime(messages::small_error_buffer), config.error_buffer, needed));
+    throw config_error(fmt::format(fmt::runtime(errors::small_error_buffer), config.error_buffer, needed));
   }
   const double offset = config.samples_per_insert * static_cast<double>(config.min_size_to_sample);
   min_diff_ = offset - config.error_buffer;

@@ -30,13 +30,13 @@ double error_buffer_of(const replay_actor_config& c) {
 }
 
 rate_limiter_config limiter_config(const replay_actor_config& c) {
-  if (c.batch_size == 0) throw config_error(std::string(messages::zero_batch));
-  if (c.prefetch == 0) throw config_error(std::string(messages::zero_prefetch));
+  if (c.batch_size == 0) throw config_error(std::string(errors::zero_batch));
+  if (c.prefetch == 0) throw config_error(std::string(errors::zero_prefetch));
   if (!(c.beta_start >= 0 && c.beta_start <= 1)) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_exponent), "beta", c.beta_start));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_exponent), "beta", c.beta_start));
   }
   if (!(c.beta_end >= 0 && c.beta_end <= 1)) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_exponent), "beta", c.beta_end));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_exponent), "beta", c.beta_end));
   }
   return {.samples_per_insert = c.samples_per_insert, .min_size_to_sample = std::max<std::uint64_t>(c.min_size, 1),
           .error_buffer = error_buffer_of(c)};
@@ -136,7 +136,7 @@ bool replay_actor::wait_for_allowance(std::uint64_t needed) noexcept {
 // feeder let through, A for the allowance (F <= A), k = max_group_steps,
 // h = batcher_hold, m = max(min_size, 1), r = samples_per_insert and
 // e = error_buffer = batch + (k + h) r, so the limiter's window is
-// [r m − e, r m + e]. The feeder lets the group at the front through when
+// [r m − e, r m + e]. The gate lets a held group through when
 // F + k <= A; the actor serves a waiting request when the buffer holds a
 // sampleable transition, I >= m and I r − S − batch >= r m − e.
 //
@@ -174,12 +174,12 @@ void replay_actor::raise_allowance() noexcept {
   }
   a = std::max(a, allowance_.load());
   allowance_.store(a);
-  // The feeder stores what it waits for, then reads the allowance; we store
+  // The gate stores what it waits for, then reads the allowance; we store
   // the allowance, then read what it waits for (both sequentially
   // consistent): one of the two sees the other, so no wake-up is lost.
   std::uint64_t w = wanted_.load();
   if (w != 0 && a >= w && wanted_.compare_exchange_strong(w, 0) && waker_ != nullptr) {
-    (void)waker_->try_send(actors::ready_msg{note_});  // full: a note is already queued
+    (void)waker_->try_send(actors::gate_msg(actors::allowance_raised{}));  // full: notes are queued
   }
 }
 
@@ -281,7 +281,7 @@ void replay_actor::handle(replay_msg& msg) {
     replay_snapshot answer{.tag = ask->tag, .state = {}};
     save(answer.state);
     if (!snapshots_.try_send(std::move(answer)) && !snapshots_.is_closed()) {
-      throw usage_error(std::string(messages::snapshot_unclaimed));
+      throw usage_error(std::string(errors::snapshot_unclaimed));
     }
   } else {
     auto& b = std::get<std::unique_ptr<sample_batch>>(msg);

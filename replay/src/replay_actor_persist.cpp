@@ -26,7 +26,7 @@ void put(std::vector<char>& out, const T& v) {
 template <class T>
 T take(std::span<const char>& in, const char* what) {
   static_assert(std::is_trivially_copyable_v<T>);
-  if (in.size() < sizeof(T)) throw config_error(fmt::format(fmt::runtime(messages::actor_state_malformed), what));
+  if (in.size() < sizeof(T)) throw config_error(fmt::format(fmt::runtime(errors::actor_state_malformed), what));
   T v;
   std::memcpy(&v, in.data(), sizeof v);
   in = in.subspan(sizeof v);
@@ -46,7 +46,7 @@ void replay_actor::save(std::vector<char>& out) const {
 
 void replay_actor::load(std::span<const char> in) {
   if (in.size() < sizeof magic || std::memcmp(in.data(), magic, sizeof magic) != 0) {
-    throw config_error(fmt::format(fmt::runtime(messages::actor_state_malformed), "not a replay actor state"));
+    throw config_error(fmt::format(fmt::runtime(errors::actor_state_malformed), "not a replay actor state"));
   }
   in = in.subspan(sizeof magic);
   const auto inserts = take<std::uint64_t>(in, "limiter inserts");

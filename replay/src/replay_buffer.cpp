@@ -19,25 +19,25 @@ namespace {
 
 void check_exponent(const char* name, double value) {
   if (!(value >= 0.0 && value <= 1.0)) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_exponent), name, value));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_exponent), name, value));
   }
 }
 
 void check_size(const char* name, std::size_t actual, std::size_t expected) {
-  if (actual != expected) throw config_error(fmt::format(fmt::runtime(messages::size_mismatch), name, actual, expected));
+  if (actual != expected) throw config_error(fmt::format(fmt::runtime(errors::size_mismatch), name, actual, expected));
 }
 
 const replay_config& checked(const replay_config& c) {
-  if (c.num_streams == 0) throw config_error(std::string(messages::zero_streams));
+  if (c.num_streams == 0) throw config_error(std::string(errors::zero_streams));
   if (c.capacity == 0 || c.capacity % c.num_streams != 0) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_capacity), c.capacity, c.num_streams));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_capacity), c.capacity, c.num_streams));
   }
-  if (c.n_step == 0) throw config_error(std::string(messages::zero_n_step));
+  if (c.n_step == 0) throw config_error(std::string(errors::zero_n_step));
   if (c.capacity / c.num_streams < c.n_step + 2) {
-    throw config_error(fmt::format(fmt::runtime(messages::stream_too_small), c.n_step + 2, c.capacity / c.num_streams));
+    throw config_error(fmt::format(fmt::runtime(errors::stream_too_small), c.n_step + 2, c.capacity / c.num_streams));
   }
   check_exponent("alpha", c.alpha);
-  if (!(c.epsilon > 0.0)) throw config_error(fmt::format(fmt::runtime(messages::bad_epsilon), c.epsilon));
+  if (!(c.epsilon > 0.0)) throw config_error(fmt::format(fmt::runtime(errors::bad_epsilon), c.epsilon));
   return c;
 }
 
@@ -52,7 +52,7 @@ constexpr std::size_t section_header_size = 8 + 4 + 4 + 8;
 constexpr std::size_t checksum_size = section_header_size + 8;
 
 [[noreturn]] void malformed(std::string_view reason) {
-  throw config_error(fmt::format(fmt::runtime(messages::malformed_state), reason));
+  throw config_error(fmt::format(fmt::runtime(errors::malformed_state), reason));
 }
 
 template <class T>
@@ -138,7 +138,7 @@ class state_reader {
     }
     if (found != name || size != sizeof(T) || found_count != count ||
         (body_.size() - pos_ - section_header_size) / sizeof(T) < count) {
-      malformed(fmt::format(fmt::runtime(messages::state_bad_section), found, found_count, size, name, count,
+      malformed(fmt::format(fmt::runtime(errors::state_bad_section), found, found_count, size, name, count,
                             sizeof(T)));
     }
     const char* data = body_.data() + pos_ + section_header_size;
@@ -160,7 +160,7 @@ class state_reader {
 };
 
 void check_shape(const char* field, std::uint64_t saved, std::size_t mine) {
-  if (saved != mine) throw config_error(fmt::format(fmt::runtime(messages::state_shape_mismatch), field, saved, mine));
+  if (saved != mine) throw config_error(fmt::format(fmt::runtime(errors::state_shape_mismatch), field, saved, mine));
 }
 
 // A priority^alpha leaf, as update_priorities computes it.
@@ -218,7 +218,7 @@ std::size_t replay_buffer::claim(std::size_t stream) {
 
 void replay_buffer::validate(std::size_t stream, const transition_batch& b) const {
   if (stream >= config_.num_streams) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_stream), stream, config_.num_streams));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_stream), stream, config_.num_streams));
   }
   check_size("observations", b.observations.size(), b.count * config_.obs_dim);
   check_size("discrete_actions", b.discrete_actions.size(), b.count * config_.discrete_action_dim);
@@ -231,7 +231,7 @@ void replay_buffer::validate(std::size_t stream, const transition_batch& b) cons
   for (std::size_t i = 0; i < b.count; ++i) {
     const std::size_t limit = b.last_of_episode[i] ? 1 : config_.n_step;
     if (b.steps[i] < 1 || b.steps[i] > limit) {
-      throw config_error(fmt::format(fmt::runtime(messages::bad_steps), b.steps[i], limit));
+      throw config_error(fmt::format(fmt::runtime(errors::bad_steps), b.steps[i], limit));
     }
   }
 }
@@ -309,7 +309,7 @@ void replay_buffer::complete_and_refresh(std::size_t stream, std::uint64_t old_h
 
 void replay_buffer::cut(std::size_t stream) {
   if (stream >= config_.num_streams) {
-    throw config_error(fmt::format(fmt::runtime(messages::bad_stream), stream, config_.num_streams));
+    throw config_error(fmt::format(fmt::runtime(errors::bad_stream), stream, config_.num_streams));
   }
   // Only the last n items of the stream can be pending (an older one's
   // bootstrap item, at most n later, is already written). Their tree leaves
@@ -365,19 +365,19 @@ void replay_buffer::load(std::span<const char> in) {
   // Everything is checked before anything is written, so a throw leaves the
   // buffer as it was.
   if (in.size() < state_header_size + checksum_size) {
-    malformed(fmt::format(fmt::runtime(messages::state_truncated), in.size(), state_header_size + checksum_size));
+    malformed(fmt::format(fmt::runtime(errors::state_truncated), in.size(), state_header_size + checksum_size));
   }
-  if (!std::equal(std::begin(state_magic), std::end(state_magic), in.data())) malformed(messages::state_bad_magic);
-  if (get_at<std::uint32_t>(in.data() + 12) != byte_order_mark) malformed(messages::state_byte_order);
+  if (!std::equal(std::begin(state_magic), std::end(state_magic), in.data())) malformed(errors::state_bad_magic);
+  if (get_at<std::uint32_t>(in.data() + 12) != byte_order_mark) malformed(errors::state_byte_order);
   const auto version = get_at<std::uint32_t>(in.data() + 8);
   if (version != state_version) {
-    throw config_error(fmt::format(fmt::runtime(messages::unsupported_state_version), version, state_version));
+    throw config_error(fmt::format(fmt::runtime(errors::unsupported_state_version), version, state_version));
   }
   const auto length = get_at<std::uint64_t>(in.data() + 16);
-  if (length > in.size()) malformed(fmt::format(fmt::runtime(messages::state_truncated), in.size(), length));
-  if (length < in.size()) malformed(fmt::format(fmt::runtime(messages::state_trailing), in.size(), length));
+  if (length > in.size()) malformed(fmt::format(fmt::runtime(errors::state_truncated), in.size(), length));
+  if (length < in.size()) malformed(fmt::format(fmt::runtime(errors::state_trailing), in.size(), length));
   const std::span<const char> checked_part = in.first(in.size() - 8);
-  if (saved_state_checksum(checked_part) != get_at<std::uint64_t>(in.data() + in.size() - 8)) malformed(messages::state_checksum);
+  if (saved_state_checksum(checked_part) != get_at<std::uint64_t>(in.data() + in.size() - 8)) malformed(errors::state_checksum);
 
   state_reader r(in.subspan(state_header_size));
   const std::size_t cap = config_.capacity;
@@ -404,12 +404,12 @@ void replay_buffer::load(std::span<const char> in) {
   const char* priorities = r.section<double>("priority", cap);
   const char* generations = r.section<std::uint64_t>("gens", cap);
   r.scalar<std::uint64_t>("checksum");  // compared above
-  if (!r.at_end()) malformed(fmt::format(fmt::runtime(messages::state_extra), in.size() - state_header_size - r.position()));
+  if (!r.at_end()) malformed(fmt::format(fmt::runtime(errors::state_extra), in.size() - state_header_size - r.position()));
 
   // The checksum catches damage; these catch a blob that was consistent
   // when written by something other than save().
   if (!(saved_alpha >= 0.0 && saved_alpha <= 1.0)) {
-    malformed(fmt::format(fmt::runtime(messages::state_bad_value), "alpha", saved_alpha, "[0, 1]"));
+    malformed(fmt::format(fmt::runtime(errors::state_bad_value), "alpha", saved_alpha, "[0, 1]"));
   }
   // Every priority^alpha save() writes is a float leaf in [FLT_MIN, FLT_MAX]
   // (a TD error is a float, and update_priorities keeps leaves at least
@@ -420,33 +420,33 @@ void replay_buffer::load(std::span<const char> in) {
   constexpr double leaf_min = std::numeric_limits<float>::min();
   constexpr double leaf_max = std::numeric_limits<float>::max();
   if (!(max_priority > 0.0 && max_priority <= leaf_max)) {
-    malformed(fmt::format(fmt::runtime(messages::state_bad_value), "max priority", max_priority, "(0, FLT_MAX]"));
+    malformed(fmt::format(fmt::runtime(errors::state_bad_value), "max priority", max_priority, "(0, FLT_MAX]"));
   }
   if (!(max_leaf >= leaf_min && max_leaf <= leaf_max)) {
-    malformed(fmt::format(fmt::runtime(messages::state_bad_value), "max leaf", max_leaf, "[FLT_MIN, FLT_MAX]"));
+    malformed(fmt::format(fmt::runtime(errors::state_bad_value), "max leaf", max_leaf, "[FLT_MIN, FLT_MAX]"));
   }
   std::uint64_t head_sum = 0;
   for (std::size_t s = 0; s < config_.num_streams; ++s) head_sum += get_at<std::uint64_t>(heads + 8 * s);
-  if (head_sum != inserts) malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "inserts", inserts, head_sum));
+  if (head_sum != inserts) malformed(fmt::format(fmt::runtime(errors::state_bad_counter), "inserts", inserts, head_sum));
   std::uint64_t complete_slots = 0;
   for (std::size_t slot = 0; slot < cap; ++slot) {
     const auto state = static_cast<std::uint8_t>(states[slot]);
     const auto k = get_at<std::uint16_t>(steps + 2 * slot);
-    if (state > state_abandoned) malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "state", slot, state));
+    if (state > state_abandoned) malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "state", slot, state));
     const bool transition = state == state_pending || state == state_complete || state == state_abandoned;
     if (transition && (k < 1 || k > config_.n_step)) {
-      malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "steps", slot, k));
+      malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "steps", slot, k));
     }
     if (state == state_complete) ++complete_slots;
     if (state == state_complete || state == state_pending) {
       const auto p = get_at<double>(priorities + 8 * slot);
       if (!(p >= leaf_min && p <= leaf_max)) {
-        malformed(fmt::format(fmt::runtime(messages::state_bad_slot), "priority", slot, p));
+        malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "priority", slot, p));
       }
     }
   }
   if (complete_slots != complete) {
-    malformed(fmt::format(fmt::runtime(messages::state_bad_counter), "complete", complete, complete_slots));
+    malformed(fmt::format(fmt::runtime(errors::state_bad_counter), "complete", complete, complete_slots));
   }
 
   // Valid: replace the state.
@@ -489,7 +489,7 @@ void replay_buffer::load(std::span<const char> in) {
 }
 
 void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_batch& out) const {
-  if (complete_ == 0) throw config_error(std::string(messages::empty_buffer));
+  if (complete_ == 0) throw config_error(std::string(errors::empty_buffer));
   out.keys.resize(batch);
   out.probabilities.resize(batch);
   out.weights.resize(batch);
@@ -508,7 +508,7 @@ void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_ba
 }
 
 void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double beta, sampled_batch& out) const {
-  if (complete_ == 0) throw config_error(std::string(messages::empty_buffer));
+  if (complete_ == 0) throw config_error(std::string(errors::empty_buffer));
   check_exponent("beta", beta);
   out.keys.resize(batch);
   out.probabilities.resize(batch);

@@ -6,7 +6,7 @@
 #include "../support/scoped_env.hpp"
 #include "coral/core/error.hpp"
 
-namespace am = coral::actors::messages;
+namespace am = coral::actors::errors;
 
 TEST_CASE("CORAL_MEMORY_AVAILABLE replaces the available memory", "[actors][memory]") {
   const coral::test::scoped_env set("CORAL_MEMORY_AVAILABLE", "3GiB");

@@ -12,7 +12,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "../support/watchdog.hpp"
-#include "coral/actors/messages.hpp"
+#include "coral/actors/errors.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/logging.hpp"
 #include "counter_env.hpp"
@@ -215,7 +215,7 @@ TEST_CASE("with --on-env-error reset a failing env is reset, counted, and the ru
   group_log->sinks().pop_back();
   CHECK(s.env_failures() == 1);
   CHECK(s.stats().env_steps.load() >= 20'000);
-  CHECK(warnings.str() == fmt::format(fmt::runtime(coral::actors::messages::env_reset), 3, "env-group-1", 1, "boom") + "\n");
+  CHECK(warnings.str() == fmt::format(fmt::runtime(coral::actors::errors::env_reset), 3, "env-group-1", 1, "boom") + "\n");
 }
 
 TEST_CASE("a seed reproduces a single-executor run bit for bit, in every topology", "[actors][sampler][determinism]") {

@@ -1,4 +1,4 @@
-#include "coral/actors/topology.hpp"
+#include "coral/actors/sampler_options.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "coral/messages.hpp"
+#include "coral/errors.hpp"
 
 // The `coral` command's contract, tested on the real binary as a user runs
 // it: a table of bad inputs, each with the exact message on stderr and the
@@ -16,12 +16,12 @@
 
 #include "child_process.hpp"
 #include "coral/actors/memory_budget.hpp"
-#include "coral/actors/messages.hpp"
+#include "coral/actors/errors.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
 
 namespace fs = std::filesystem;
-namespace cm = coral::cli::messages;
+namespace cm = coral::cli::errors;
 using coral::cli::exit_code::failed;
 using coral::cli::exit_code::ok;
 using coral::cli::exit_code::rejected;
@@ -154,23 +154,23 @@ std::vector<bad_input> bad_inputs() {
        error_line("--batch-timeout-us: " + text(cm::negative_value, "-5"))},
       // Runs that cannot fit in memory (1 GiB here), refused before anything is allocated.
       {{"train", "--num-envs", "100000000"},
-       error_line(text(coral::actors::messages::memory_over_budget, "--num-envs", "100000000", "1.0 TiB",
+       error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "100000000", "1.0 TiB",
                        "envs 429.2 GiB, rollout segments 251.8 GiB, PPO update tensors 238.4 GiB", "1.0 GiB"))},
       {{"train", "--horizon", "100000000"},
-       error_line(text(coral::actors::messages::memory_over_budget, "--horizon", "100000000", "61.1 GiB",
+       error_line(text(coral::actors::errors::memory_over_budget, "--horizon", "100000000", "61.1 GiB",
                        "rollout segments 31.3 GiB, PPO update tensors 29.8 GiB, activations 425.7 KiB", "1.0 GiB"))},
       {{"train", "--hidden", "100000", "100000"},
-       error_line(text(coral::actors::messages::memory_over_budget, "--hidden", "100000 100000", "522.7 GiB",
+       error_line(text(coral::actors::errors::memory_over_budget, "--hidden", "100000 100000", "522.7 GiB",
                        "network 521.6 GiB, activations 1.2 GiB, envs 36.0 KiB", "1.0 GiB"))},
       {{"train", "--algo", "dqn", "--replay-capacity", "1000000000"},
-       error_line(text(coral::actors::messages::memory_over_budget, "--replay-capacity", "1000000000", "40.0 GiB",
+       error_line(text(coral::actors::errors::memory_over_budget, "--replay-capacity", "1000000000", "40.0 GiB",
                        "replay 40.0 GiB, activations 214.4 KiB, replay batches 45.0 KiB", "1.0 GiB"))},
       {{"train", "--num-envs", "18446744073709551615"},
-       error_line(text(coral::actors::messages::memory_over_budget, "--num-envs", "18446744073709551615",
+       error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "18446744073709551615",
                        "176560.0 EiB", "envs 73728.0 EiB, rollout segments 43264.0 EiB, PPO update tensors 40960.0 EiB",
                        "1.0 GiB"))},
       {{"bench", "--num-envs", "100000000"},
-       error_line(text(coral::actors::messages::memory_over_budget, "--num-envs", "100000000", "433.9 GiB",
+       error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "100000000", "433.9 GiB",
                        "envs 429.2 GiB, env batch slabs 4.7 GiB", "1.0 GiB"))},
       // Flags that contradict each other (item 12).
       {{"train", "--run-dir", "x", "--no-run-dir"},
@@ -243,7 +243,7 @@ std::vector<bad_input> bad_inputs() {
        file_error(cm::config_unknown_key, "rollout_key.toml", 3, "step", "in [envs.rollout]",
                   "; did you mean 'steps'?")},
       {{"--config", "bad_value.toml", "train"},
-       error_line(text(coral::messages::bad_value, "--topology", "ring", "sync, double-buffer, pool"))},
+       error_line(text(coral::errors::bad_value, "--topology", "ring", "sync, double-buffer, pool"))},
       {{"--config", "conflict.toml", "train"},
        single_with_threads},
       {{"--config", "missing.toml", "train"},

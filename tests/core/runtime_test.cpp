@@ -201,7 +201,7 @@ TEST_CASE("a runtime runs only once", "[core][runtime][errors]") {
   coral::runtime rt({.mode = executor_mode::single});
   rt.run();
   CHECK_THROWS_MATCHES(rt.run(), coral::usage_error,
-                       Catch::Message(std::string(coral::messages::runtime_already_ran)));
+                       Catch::Message(std::string(coral::errors::runtime_already_ran)));
 }
 
 TEST_CASE("an actor may spawn another while the runtime runs", "[core][runtime]") {

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/messages.hpp"
+#include "coral/envs/errors.hpp"
 
 using coral::envs::space;
 using coral::envs::space_kind;
@@ -113,7 +113,7 @@ TEST_CASE("invalid spaces are rejected with a reason", "[envs][space][errors]") 
   CHECK_THROWS_MATCHES(space::dict({{"a", space::discrete(2)}, {"a", space::discrete(3)}}), coral::usage_error,
                        Catch::Message("Dict: duplicate key 'a'"));
   CHECK_THROWS_MATCHES(space::multi_discrete({3, 0}), coral::usage_error,
-                       Catch::Message(fmt::format(fmt::runtime(coral::envs::messages::bad_space), "MultiDiscrete",
+                       Catch::Message(fmt::format(fmt::runtime(coral::envs::errors::bad_space), "MultiDiscrete",
                                                   "every component count must be at least 1")));
 }
 

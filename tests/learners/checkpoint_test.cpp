@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
@@ -91,7 +91,7 @@ TEST_CASE("a truncated checkpoint is refused with a clear error at every length"
     write_bytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n)));
     const auto expected = std::max<std::size_t>(28, n < 28 ? 28 : bytes.size());
     INFO("length " << n);
-    CHECK(refusal(cut) == fmt::format(fmt::runtime(messages::checkpoint_truncated), cut.string(), n, expected));
+    CHECK(refusal(cut) == fmt::format(fmt::runtime(errors::checkpoint_truncated), cut.string(), n, expected));
   }
 }
 
@@ -106,20 +106,20 @@ TEST_CASE("a checkpoint with any byte of its payload changed is refused as corru
     copy[i] = static_cast<char>(copy[i] ^ 0x01);
     write_bytes(bad, copy);
     INFO("byte " << i);
-    CHECK(refusal(bad) == fmt::format(fmt::runtime(messages::checkpoint_corrupted), bad.string()));
+    CHECK(refusal(bad) == fmt::format(fmt::runtime(errors::checkpoint_corrupted), bad.string()));
   }
   // A changed checksum is a mismatch too.
   auto copy = bytes;
   copy[20] = static_cast<char>(copy[20] ^ 0x80);
   write_bytes(bad, copy);
-  CHECK(refusal(bad) == fmt::format(fmt::runtime(messages::checkpoint_corrupted), bad.string()));
+  CHECK(refusal(bad) == fmt::format(fmt::runtime(errors::checkpoint_corrupted), bad.string()));
 }
 
 TEST_CASE("a file that is not a checkpoint, or of another version, is refused", "[learners][checkpoint]") {
   const auto dir = fresh_dir("foreign");
   const auto text = dir / "notes.ckpt";
   write_bytes(text, std::vector<char>(100, 'x'));
-  CHECK(refusal(text) == fmt::format(fmt::runtime(messages::checkpoint_not_coral), text.string()));
+  CHECK(refusal(text) == fmt::format(fmt::runtime(errors::checkpoint_not_coral), text.string()));
 
   const auto file = checkpoint_path(dir, 1);
   write_checkpoint(file, sample_checkpoint());
@@ -127,10 +127,10 @@ TEST_CASE("a file that is not a checkpoint, or of another version, is refused", 
   bytes[8] = 9;  // format version 9
   write_bytes(file, bytes);
   CHECK(refusal(file) ==
-        fmt::format(fmt::runtime(messages::checkpoint_version), file.string(), 9, checkpoint_format_version));
+        fmt::format(fmt::runtime(errors::checkpoint_version), file.string(), 9, checkpoint_format_version));
 
   const auto missing = dir / "missing.ckpt";
-  CHECK(refusal(missing) == fmt::format(fmt::runtime(messages::checkpoint_io), missing.string(), "cannot open"));
+  CHECK(refusal(missing) == fmt::format(fmt::runtime(errors::checkpoint_io), missing.string(), "cannot open"));
 }
 
 TEST_CASE("the newest checkpoint is the one with the most env steps recorded inside it, whatever the names",
@@ -160,13 +160,13 @@ TEST_CASE("the newest checkpoint is the one with the most env steps recorded ins
   CHECK(listing.checkpoints[3].file == checkpoint_path(dir, 512));
   REQUIRE(listing.skipped.size() == 2);
   CHECK(listing.skipped[0].why ==
-        fmt::format(fmt::runtime(messages::checkpoint_not_a_file), (dir / "checkpoint-999999999998.ckpt").string()));
+        fmt::format(fmt::runtime(errors::checkpoint_not_a_file), (dir / "checkpoint-999999999998.ckpt").string()));
   CHECK_FALSE(listing.skipped[0].regular_file);
   CHECK(listing.skipped[1].why ==
-        fmt::format(fmt::runtime(messages::checkpoint_not_coral), (dir / "checkpoint-999999999997.ckpt").string()));
+        fmt::format(fmt::runtime(errors::checkpoint_not_coral), (dir / "checkpoint-999999999997.ckpt").string()));
   CHECK(listing.skipped[1].regular_file);
   CHECK(refusal(dir / "checkpoint-999999999998.ckpt") ==
-        fmt::format(fmt::runtime(messages::checkpoint_not_a_file), (dir / "checkpoint-999999999998.ckpt").string()));
+        fmt::format(fmt::runtime(errors::checkpoint_not_a_file), (dir / "checkpoint-999999999998.ckpt").string()));
 }
 
 TEST_CASE("peeking a checkpoint reads who wrote it and its env steps, and refuses what read_checkpoint refuses",
@@ -192,12 +192,12 @@ TEST_CASE("peeking a checkpoint reads who wrote it and its env steps, and refuse
   const auto cut = dir / "cut.ckpt";
   write_bytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + 40));
   CHECK_THROWS_WITH(peek_checkpoint(cut),
-                    fmt::format(fmt::runtime(messages::checkpoint_truncated), cut.string(), 40, bytes.size()));
+                    fmt::format(fmt::runtime(errors::checkpoint_truncated), cut.string(), 40, bytes.size()));
   auto bad = bytes;
   for (std::size_t i = 28; i < 32; ++i) bad[i] = static_cast<char>(0xff);  // the first name's length: past the end
   write_bytes(cut, bad);
   CHECK_THROWS_WITH(peek_checkpoint(cut),
-                    fmt::format(fmt::runtime(messages::checkpoint_bad_record), cut.string(), "<framing>"));
+                    fmt::format(fmt::runtime(errors::checkpoint_bad_record), cut.string(), "<framing>"));
 }
 
 TEST_CASE("saving keeps the newest checkpoints of the run and never touches another run's", "[learners][checkpoint]") {

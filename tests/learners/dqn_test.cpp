@@ -1,4 +1,5 @@
 #include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/q_policy.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -10,12 +11,12 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "coral/actors/messages.hpp"
-#include "coral/actors/topology.hpp"
+#include "coral/actors/errors.hpp"
+#include "coral/actors/sampler_options.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/learners/checkpoint.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "../support/watchdog.hpp"
@@ -23,7 +24,7 @@
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
-namespace lm = coral::learners::messages;
+namespace lm = coral::learners::errors;
 namespace actors = coral::actors;
 using coral::executor_mode;
 
@@ -147,7 +148,7 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
 TEST_CASE("DQN settings under which the learner could never train are refused before start, saying why",
           "[learners][dqn]") {
   auto refused = [](std::string_view flag, auto value, const std::string& requirement) {
-    return fmt::format(fmt::runtime(coral::actors::messages::flag_out_of_range), flag, value, requirement);
+    return fmt::format(fmt::runtime(coral::actors::errors::flag_out_of_range), flag, value, requirement);
   };
   auto o = small_dqn(1000);  // ratio 4, batch 32, prefetch 4, learning starts 500, capacity 4096
   REQUIRE(refusal(o) == "(accepted)");

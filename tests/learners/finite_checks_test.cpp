@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-namespace lm = coral::learners::messages;
+namespace lm = coral::learners::errors;
 using coral::learners::detail::check_loss_terms;
 using coral::learners::detail::check_weights;
 using coral::learners::detail::divergence_error;

@@ -1,3 +1,4 @@
+#include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
 
 #include <cmath>
@@ -9,7 +10,7 @@
 #include "coral/core/error.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 #include "test_envs.hpp"
 
 using namespace coral::learners;
@@ -101,7 +102,7 @@ TEST_CASE("a network is refused for an action space with nothing to act in", "[l
   const auto empty = envs::space::tuple({});
   CHECK_THROWS_MATCHES(
       network_spec::from_spaces(envs::space::box({2}, -1.0F, 1.0F), empty, {16}, 1), coral::config_error,
-      Catch::Message(fmt::format(fmt::runtime(coral::learners::messages::unsupported_action_space), empty.to_string())));
+      Catch::Message(fmt::format(fmt::runtime(coral::learners::errors::unsupported_action_space), empty.to_string())));
 }
 
 TEST_CASE("the policy's samples are independent of what the envs drew", "[learners][network]") {

@@ -11,7 +11,7 @@
 #include "../actors/counter_env.hpp"
 #include "../support/watchdog.hpp"
 #include "coral/actors/inference_batcher.hpp"
-#include "coral/actors/topology.hpp"
+#include "coral/actors/sampler_options.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"

@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 
 #include "../support/scoped_env.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace fs = std::filesystem;
-namespace lm = coral::learners::messages;
+namespace lm = coral::learners::errors;
 using coral::learners::detail::plot_learning_curve;
 
 namespace {

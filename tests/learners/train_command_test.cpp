@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace fs = std::filesystem;
-namespace lm = coral::learners::messages;
+namespace lm = coral::learners::errors;
 
 namespace {
 
@@ -47,7 +47,7 @@ std::string last_line(const std::string& text) {
 TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON line", "[learners][train][cli]") {
   std::string out, err;
   CHECK(run_cli({"train", "--algo", "a2c"}, out, err) == 1);
-  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::messages::bad_value), "--algo", "a2c", "ppo, dqn") + "\n");
+  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn") + "\n");
 
   CHECK(run_cli({"train", "--executor", "single", "--total-steps", "1024", "--no-run-dir", "--progress-seconds", "0"},
                 out, err) == 0);

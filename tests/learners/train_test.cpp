@@ -18,14 +18,14 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "coral/actors/messages.hpp"
+#include "coral/actors/errors.hpp"
 #include "coral/core/error.hpp"
 #include "coral/learners/checkpoint.hpp"
-#include "coral/learners/messages.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
-namespace lm = coral::learners::messages;
+namespace lm = coral::learners::errors;
 namespace actors = coral::actors;
 using coral::config_error;
 using coral::executor_mode;
@@ -72,7 +72,7 @@ TEST_CASE("an unknown --algo is rejected naming --algo and the allowed values, b
           "[learners][train]") {
   auto o = small_run(1000);
   o.algo = "a2c";
-  CHECK(config_refusal(o) == fmt::format(fmt::runtime(coral::messages::bad_value), "--algo", "a2c", "ppo, dqn"));
+  CHECK(config_refusal(o) == fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn"));
 }
 
 TEST_CASE("bad PPO flags are rejected naming the flag", "[learners][train]") {
@@ -81,7 +81,7 @@ TEST_CASE("bad PPO flags are rejected naming the flag", "[learners][train]") {
     change(o);
     return config_refusal(o);
   };
-  const auto& f = actors::messages::flag_out_of_range;
+  const auto& f = actors::errors::flag_out_of_range;
   CHECK(flag([](train_options& o) { o.horizon = 0; }) == fmt::format(fmt::runtime(f), "--horizon", 0, "must be at least 1"));
   CHECK(flag([](train_options& o) { o.ppo.epochs = 0; }) == fmt::format(fmt::runtime(f), "--epochs", 0, "must be at least 1"));
   CHECK(flag([](train_options& o) { o.total_steps = 0; }) ==

@@ -221,7 +221,7 @@ TEST_CASE("a snapshot is the actor's state after exactly the messages sent befor
   try {
     std::rethrow_exception(failure);
   } catch (const coral::usage_error& e) {
-    CHECK(std::string(e.what()) == coral::replay::messages::snapshot_unclaimed);
+    CHECK(std::string(e.what()) == coral::replay::errors::snapshot_unclaimed);
   }
   r.close();
   io.run();
@@ -245,7 +245,7 @@ TEST_CASE("a replay actor refuses a state that is not its own or is cut short, s
   saved.save(blob);
   replay_actor target(small_config());
   const auto malformed = [](const char* what) {
-    return Catch::Message(fmt::format(fmt::runtime(coral::replay::messages::actor_state_malformed), what));
+    return Catch::Message(fmt::format(fmt::runtime(coral::replay::errors::actor_state_malformed), what));
   };
   const std::vector<char> garbage(blob.size(), 'x');
   CHECK_THROWS_MATCHES(target.load(garbage), coral::config_error, malformed("not a replay actor state"));
@@ -273,7 +273,7 @@ TEST_CASE("a replay feeder whose replay inbox is full fails rather than lose ins
   REQUIRE(blocks > 0);
   const coral::actors::row_range rows[1] = {{0, 1}};
   CHECK_THROWS_MATCHES(feeder.consume({.batch = batch, .ranges = rows}), coral::usage_error,
-                       Catch::Message(fmt::format(fmt::runtime(coral::replay::messages::inbox_full), blocks)));
+                       Catch::Message(fmt::format(fmt::runtime(coral::replay::errors::inbox_full), blocks)));
 }
 
 TEST_CASE("closing the replay actor ends a wait for a snapshot", "[replay][actor][snapshot]") {

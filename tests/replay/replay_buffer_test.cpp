@@ -25,7 +25,7 @@ using coral::replay::replay_config;
 using coral::replay::sample_key;
 using coral::replay::sampled_batch;
 using coral::replay::transition;
-namespace rm = coral::replay::messages;
+namespace rm = coral::replay::errors;
 
 namespace {
 

@@ -11,17 +11,12 @@
 #include <asio/awaitable.hpp>
 #include <spdlog/logger.h>
 
-#include "coral/actors/policy.hpp"
-#include "coral/actors/topology.hpp"
+#include "coral/actors/env_error_policy.hpp"
+#include "coral/actors/messages.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/envs/env_slice.hpp"
 
 namespace coral::actors {
-
-/// "Group `group` has stepped (or reset) and its rows are ready."
-struct ready_msg {
-  std::uint32_t group = 0;
-};
 
 /// Owns an env_slice (K envs over a contiguous block of batch rows).
 ///
@@ -51,9 +46,9 @@ class env_group {
   [[nodiscard]] row_range rows() const noexcept;
   /// Number of envs in the group.
   [[nodiscard]] std::size_t size() const noexcept { return slice_.size(); }
-  /// Sends ready announcements to `ready` instead (an actor standing between
-  /// the groups and the batcher, such as a rollout assembler). Before run() only.
-  void announce_to(channel<ready_msg>& ready) noexcept { ready_ = &ready; }
+  /// Sends ready announcements to a gate's inbox instead (see gate.hpp).
+  /// Before run() only.
+  void announce_to(channel<gate_msg>& gate_inbox) noexcept { gate_ = &gate_inbox; }
   /// The group's envs.
   [[nodiscard]] const envs::env_slice& slice() const noexcept { return slice_; }
   /// Env failures survived under the reset policy.
@@ -80,6 +75,7 @@ class env_group {
   std::size_t first_env_;
   envs::env_slice slice_;
   channel<ready_msg>* ready_;
+  channel<gate_msg>* gate_ = nullptr;  // announcements go here instead, when set
   channel<std::uint64_t> actions_{1};
   env_error_policy on_error_;
   std::atomic<std::uint64_t> failures_{0};

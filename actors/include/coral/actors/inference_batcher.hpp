@@ -13,7 +13,6 @@
 #include "coral/actors/env_group.hpp"
 #include "coral/actors/policy.hpp"
 #include "coral/actors/step_consumer.hpp"
-#include "coral/actors/topology.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/channels/latest.hpp"
 

@@ -17,20 +17,11 @@
 #include <string_view>
 #include <vector>
 
-#include "coral/actors/topology.hpp"
+#include "coral/actors/errors.hpp"
+#include "coral/actors/sampler_options.hpp"
 #include "coral/envs/space.hpp"
 
 namespace coral::actors {
-
-namespace messages {
-/// A run whose estimate exceeds the available memory: flag, its value, the
-/// estimate, its largest parts, the available memory (figures like `24.0 GiB`).
-inline constexpr std::string_view memory_over_budget =
-    "{}: {} needs {} of memory ({}) but this machine has {} available";
-/// CORAL_MEMORY_AVAILABLE set to something that is not a size: the value.
-inline constexpr std::string_view bad_memory_override =
-    "CORAL_MEMORY_AVAILABLE: invalid value '{}' (allowed: a size in bytes, or with a KiB, MiB or GiB suffix)";
-}  // namespace messages
 
 /// One part of a run's memory.
 struct memory_part {
@@ -78,7 +69,7 @@ void add_sampler_memory(memory_estimate& estimate, const sampler_options& option
 /// (physical memory when it is missing), lowered to what the process's
 /// cgroup (v2) limit leaves. The environment variable CORAL_MEMORY_AVAILABLE
 /// (bytes, or with a KiB/MiB/GiB suffix) replaces the figure; a bad value
-/// throws config_error (messages::bad_memory_override).
+/// throws config_error (errors::bad_memory_override).
 [[nodiscard]] double available_memory();
 
 /// A byte count as people read it: `512 B`, `3.5 KiB`, `24.0 MiB`, `1.2 GiB`, `3.0 TiB`.
@@ -92,7 +83,7 @@ struct sizing_flag {
   double total_at_default = 0;
 };
 
-/// Throws config_error (messages::memory_over_budget) when `estimate`
+/// Throws config_error (errors::memory_over_budget) when `estimate`
 /// exceeds `available` bytes, naming the flag among `flags` whose reset to
 /// its default saves the most memory (the first one when none saves any).
 /// Does nothing when `flags` is empty or the estimate fits.

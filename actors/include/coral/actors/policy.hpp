@@ -15,18 +15,12 @@
 #include <string_view>
 #include <vector>
 
+#include "coral/actors/messages.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/envs/space.hpp"
 
 namespace coral::actors {
-
-/// Rows [first, first + count) of an env_batch.
-struct row_range {
-  std::uint32_t first = 0;
-  std::uint32_t count = 0;
-  friend bool operator==(const row_range&, const row_range&) = default;
-};
 
 /// What a policy is handed: the batch, the rows to act on, and optional
 /// per-row outputs (indexed by batch row) for learners that need them.

@@ -12,7 +12,7 @@
 #include "coral/actors/inference_batcher.hpp"
 #include "coral/actors/policy.hpp"
 #include "coral/actors/step_consumer.hpp"
-#include "coral/actors/topology.hpp"
+#include "coral/actors/sampler_options.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
@@ -47,11 +47,11 @@ class sampler {
   void spawn(runtime& rt, policy& pol, const inference_batcher::options& batcher_options,
              step_consumer* consumer = nullptr, const latest<std::vector<float>>* weights = nullptr);
 
-  /// Makes every group announce "ready" to `interposer` instead of to the
-  /// batcher's ready channels; the interposer forwards group g's
-  /// announcements to ready_channels()[g % ready_channels().size()] (the
-  /// rollout assembler does this to hold groups back). Before spawn() only.
-  void announce_to(channel<ready_msg>& interposer) noexcept;
+  /// Makes every group announce "ready" to a gate's inbox instead of to
+  /// the batcher's ready channels; the gate forwards group g's announcements
+  /// to ready_channels()[g % ready_channels().size()] (see gate.hpp). Before
+  /// spawn() only.
+  void announce_to(channel<gate_msg>& gate_inbox) noexcept;
   /// The channels the batcher takes ready groups from.
   [[nodiscard]] std::vector<channel<ready_msg>*> ready_channels() const;
   /// The batch rows of each group, in group order.

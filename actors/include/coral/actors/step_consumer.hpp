@@ -6,26 +6,10 @@
 #include <cstdint>
 #include <span>
 
-#include "coral/actors/policy.hpp"
+#include "coral/actors/messages.hpp"
 #include "coral/envs/env_batch.hpp"
 
 namespace coral::actors {
-
-/// One batch as the batcher hands it on, after the policy acted.
-///
-/// For every row in `ranges`, the batch rows hold: the reward, terminated,
-/// truncated, final observation and episode totals of the step the group
-/// just took (see env_slice.hpp), the observation the policy just saw, and
-/// the action it chose from it (with its log probability and value when the
-/// policy provides them). Rows of a group's first batch hold reset data.
-struct step_batch {
-  const envs::env_batch& batch;
-  std::span<const row_range> ranges;  ///< sorted by first row
-  std::span<const float> log_probs = {};  ///< one per batch row, or empty
-  std::span<const float> values = {};     ///< one per batch row, or empty
-  std::uint64_t policy_version = 0;   ///< version of the weights that chose the actions
-  std::uint64_t batch_index = 0;      ///< 0, 1, 2, ... per batcher
-};
 
 /// Consumes steps. consume() runs on the batcher's executor, between acting
 /// and sending the actions back, so the rows cannot change under it; it must

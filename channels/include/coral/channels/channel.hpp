@@ -67,7 +67,7 @@ class channel {
 
   /// A channel that buffers up to `capacity` messages. Throws config_error if 0.
   explicit channel(std::size_t capacity) : capacity_(capacity), queue_(detail::pooled_allocator<T>(pages_)) {
-    if (capacity == 0) throw config_error(std::string(messages::zero_capacity));
+    if (capacity == 0) throw config_error(std::string(errors::zero_capacity));
   }
   channel(const channel&) = delete;
   channel& operator=(const channel&) = delete;

@@ -149,7 +149,7 @@ class runtime {
   void finish_if_done();
   /// Names of the actors still running, comma-separated.
   [[nodiscard]] std::string stuck_actors() const;
-  /// messages::stop_timeout for `names` (default: the actors running now).
+  /// errors::stop_timeout for `names` (default: the actors running now).
   [[nodiscard]] std::string stop_timeout_text(std::string names = {}) const;
 
   runtime_options options_;

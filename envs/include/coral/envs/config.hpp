@@ -5,7 +5,7 @@
 ///
 /// Config arrives as text `key=value` pairs (`--env-arg`, a TOML file); it is
 /// checked against the declared keys before any env is built. Errors are
-/// coral::config_error with a text from coral::envs::messages that names the
+/// coral::config_error with a text from coral::envs::errors that names the
 /// env and the key.
 
 #include <cstdint>
@@ -45,7 +45,7 @@ using config_value = std::variant<std::int64_t, double, bool>;
 using config_args = std::vector<std::pair<std::string, std::string>>;
 
 /// Splits `key=value` (first '=' separates). Throws config_error
-/// (messages::malformed_env_arg) if there is no '=' or the key is empty.
+/// (errors::malformed_env_arg) if there is no '=' or the key is empty.
 [[nodiscard]] std::pair<std::string, std::string> parse_env_arg(std::string_view text);
 
 /// Splits every `key=value` of a repeated `--env-arg` flag.
@@ -76,7 +76,7 @@ class env_config {
   /// The name of the env this config was validated for.
   [[nodiscard]] const std::string& env_name() const noexcept { return env_name_; }
 
-  /// Throws config_error (messages::inconsistent_config) naming `key`, for
+  /// Throws config_error (errors::inconsistent_config) naming `key`, for
   /// checks across keys that an env makes in its constructor.
   [[noreturn]] void reject(std::string_view key, std::string_view reason) const;
 

@@ -28,10 +28,10 @@
 ///
 /// With finite checks on (the default), a step whose reward or any element
 /// of an active row's observation is NaN or infinite is a failure of that
-/// env (messages::non_finite_reward / non_finite_observation), as if step()
+/// env (errors::non_finite_reward / non_finite_observation), as if step()
 /// had thrown. A reset() that throws (in reset_all(), reset_one() or the
 /// auto-reset of step 4) is a failure of that env too
-/// (messages::reset_failed).
+/// (errors::reset_failed).
 ///
 /// So whoever consumes a step sees, for a row whose episode ended on it:
 /// terminated/truncated as the env set them, the reward of the final step,
@@ -80,7 +80,7 @@ class env_slice {
  public:
   /// Binds `envs` to consecutive rows of `batch` starting at `first_row`: env
   /// i owns max_agents() rows after those of env i-1. Throws usage_error
-  /// (messages::batch_mismatch) if an env's flat spaces do not have the
+  /// (errors::batch_mismatch) if an env's flat spaces do not have the
   /// batch's widths or the rows run past the end of the batch. The batch must
   /// outlive the slice.
   env_slice(env_batch& batch, std::size_t first_row, std::vector<std::unique_ptr<env>> envs);
@@ -89,7 +89,7 @@ class env_slice {
   void check_finite(bool on) noexcept { check_finite_ = on; }
 
   /// Starts a new episode in every env; see the file comment. If env i's
-  /// reset throws, stops there and throws env_failed(i, messages::reset_failed).
+  /// reset throws, stops there and throws env_failed(i, errors::reset_failed).
   void reset_all();
 
   /// Steps every env once with auto-reset; see the file comment. If env i
@@ -101,7 +101,7 @@ class env_slice {
 
   /// Starts a new episode in env i alone, clearing its rows as reset_all()
   /// does (used after env i failed, with `--on-env-error reset`). Throws
-  /// env_failed(i, messages::reset_failed) if the reset throws.
+  /// env_failed(i, errors::reset_failed) if the reset throws.
   void reset_one(std::size_t i);
 
   /// Number of envs.

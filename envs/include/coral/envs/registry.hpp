@@ -60,10 +60,10 @@ class registry {
   /// The process-wide registry, holding the built-in envs on first use.
   [[nodiscard]] static registry& global();
 
-  /// Adds an env. Throws usage_error (messages::duplicate_env) if the name is taken.
+  /// Adds an env. Throws usage_error (errors::duplicate_env) if the name is taken.
   void add(env_spec spec);
 
-  /// The spec of `name`. Throws config_error (messages::unknown_env) listing the known names.
+  /// The spec of `name`. Throws config_error (errors::unknown_env) listing the known names.
   [[nodiscard]] const env_spec& find(std::string_view name) const;
 
   /// True if `name` is registered.

@@ -32,7 +32,7 @@
 
 namespace coral::learners {
 
-/// A checkpoint that cannot be used; what() is one of messages::checkpoint_*.
+/// A checkpoint that cannot be used; what() is one of errors::checkpoint_*.
 class checkpoint_error : public coral::error {
  public:
   using coral::error::error;
@@ -71,17 +71,14 @@ inline constexpr std::uint32_t checkpoint_format_version = 2;
 /// The oldest format version read_checkpoint() still reads (PPO-only files).
 inline constexpr std::uint32_t checkpoint_oldest_version = 1;
 
-/// A text that identifies the parameter layout of `spec`.
-[[nodiscard]] std::string network_signature(const network_spec& spec);
-
 /// Writes `c` to `file` atomically: to `<file>.tmp`, synced, renamed over
 /// `file`, then the directory synced. Overwrites whatever `file` holds (see
 /// save_checkpoint() for the checks a run makes first). Throws
-/// checkpoint_error (messages::checkpoint_io) if it cannot.
+/// checkpoint_error (errors::checkpoint_io) if it cannot.
 void write_checkpoint(const std::filesystem::path& file, const checkpoint& c);
 
 /// Reads and verifies `file`. Throws checkpoint_error with
-/// messages::checkpoint_truncated, checkpoint_not_coral, checkpoint_version,
+/// errors::checkpoint_truncated, checkpoint_not_coral, checkpoint_version,
 /// checkpoint_corrupted, checkpoint_bad_record, checkpoint_not_a_file or
 /// checkpoint_io.
 [[nodiscard]] checkpoint read_checkpoint(const std::filesystem::path& file);
@@ -108,7 +105,7 @@ struct listed_checkpoint {
 /// Something named like a checkpoint that is not a readable one.
 struct skipped_checkpoint {
   std::filesystem::path file;
-  std::string why;            ///< a messages::checkpoint_* text
+  std::string why;            ///< a errors::checkpoint_* text
   bool regular_file = false;  ///< false: a directory or other non-file
 };
 
@@ -134,7 +131,7 @@ struct checkpoint_listing {
 /// `keep` is not 0, every checkpoint of the same run but the `keep` with the
 /// most env steps (and the file just written) is removed; other runs' files
 /// and unreadable ones are never touched. Returns the file written; throws
-/// checkpoint_error (messages::checkpoint_io) if it cannot write.
+/// checkpoint_error (errors::checkpoint_io) if it cannot write.
 std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const checkpoint& c, std::size_t keep);
 
 /// Removes the `checkpoint-*.ckpt.tmp` files in `dir` that writes killed

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Rollout assembly: env steps collected per row into fixed-length segments
-/// (horizon T) with the policy version of every step, handed to the learner;
-/// and the gate that bounds policy lag by holding env groups back.
+/// (horizon T) with the policy version of every step, handed to the learner.
+/// The gate policy that bounds policy lag is policy_lag_gate.hpp.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,21 +10,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <vector>
 
-#include <asio/awaitable.hpp>
-
-#include "coral/actors/env_group.hpp"
-#include "coral/actors/inference_batcher.hpp"
-#include "coral/actors/topology.hpp"
-#include "coral/actors/policy.hpp"
+#include "coral/actors/messages.hpp"
 #include "coral/actors/step_consumer.hpp"
 #include "coral/channels/channel.hpp"
-#include "coral/channels/latest.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/learners/frame_stack.hpp"
-#include "coral/learners/training_stats.hpp"
 
 namespace coral::learners {
 
@@ -62,120 +54,78 @@ struct rollout_segment {
   [[nodiscard]] std::uint64_t env_steps() const noexcept { return rows * horizon; }
 };
 
-/// Why the assembler stopped the run.
-enum class finish_reason {
-  solved,      ///< the mean return of the last 100 episodes reached the target
-  step_limit,  ///< max_env_steps env steps were acted on
-};
-
-/// Assembles segments and gates the sampler. It is two things at once:
+/// Assembles segments. It sees every step twice:
 ///
-/// - an actor (run()) standing between the env groups and the inference
-///   batcher: groups announce `ready` to ready(); the assembler records what
-///   the step left in the group's rows (reward, flags, final observation,
-///   episode totals, next observation), then forwards the announcement to
-///   the batcher, unless that group's next step starts segment k and the
-///   newest published weights are older than base + k − max_policy_lag
-///   (base = the version published before sampling). A held group is
-///   forwarded as soon as the learner announces new weights. With lag 0 every
-///   step of segment k is acted on by exactly version base + k: strictly
-///   on-policy, and the sampler waits while the learner updates;
-/// - the step_consumer of the batcher: consume() records the action, log
-///   probability, value and policy version the batcher just produced.
+/// - when the group announces ready for step n (arrived(), called by the
+///   gate's policy_lag_gate on the gate's actor): it records what step n − 1
+///   left in the group's rows (reward, flags, final observation, episode
+///   totals) and observation n. This must happen before step n is let
+///   through, because the segment that step n − 1 completes is what the
+///   learner needs to publish the weights step n may wait for;
+/// - when the batcher acted on step n (consume(), the step_consumer side): it
+///   records the action, log probability, value and policy version.
 ///
 /// When every row has T steps of segment k with their outcomes, the segment
-/// goes to segments() (capacity max_policy_lag + 2: the gate makes sure it is
-/// never full). The learner, after publishing new weights, sends
-/// `ready_msg{published}` to ready() so that held groups move on.
+/// goes to segments() (capacity options::segments_in_flight: the lag gate
+/// makes sure it is never full, see policy_lag_gate.hpp). Every finished
+/// episode goes to the episode callback, on the gate's actor.
 ///
-/// It ends the run (calls on_finish once, and stops forwarding) when the
-/// mean return of the last 100 episodes reaches the target, or when
-/// max_env_steps env steps were acted on.
-///
-/// Thread safety: run() is one actor; consume() is called by the batcher,
-/// possibly on another thread: each row is written by one side at a time
-/// (the ready/actions hand-over orders them) and the table of open segments
-/// is guarded by a mutex. close() may be called from any thread.
+/// Thread safety: arrived() is called by the gate, consume() by the
+/// batcher, possibly on another thread: each row is written by one side at
+/// a time (the ready/actions hand-over orders them) and the table of open
+/// segments is guarded by a mutex. close() may be called from any thread.
 class rollout_assembler final : public actors::step_consumer {
  public:
-  /// The group id of the learner's "new weights were published" note.
-  static constexpr std::uint32_t published = 0xFFFFFFFFU;
+  /// Called for every finished episode with its return and length.
+  using episode_callback = std::function<void(double episode_return, double episode_length)>;
 
   /// What the assembler is built with.
   struct options {
-    std::size_t horizon = 128;         ///< steps per row per segment (T)
-    std::size_t max_policy_lag = 0;    ///< updates the acting weights may lag the learner by
-    std::size_t frames = 1;            ///< observations stacked into a segment's rows
-    std::uint64_t env_steps = 0;       ///< already counted (a resumed run)
-    std::uint64_t max_env_steps = 0;   ///< stop once this many were acted on; 0 = never
-    std::optional<double> target_return;  ///< stop once the last-100 mean reaches it
+    std::size_t horizon = 128;            ///< steps per row per segment (T)
+    std::size_t frames = 1;               ///< observations stacked into a segment's rows
+    std::size_t segments_in_flight = 2;   ///< capacity of segments()
   };
 
   /// `group_rows[g]` are the batch rows of group g (all groups the same size).
-  rollout_assembler(envs::env_batch& batch, std::vector<actors::row_range> group_rows,
-                    const latest<std::vector<float>>& weights, training_stats& stats, options opts);
+  rollout_assembler(envs::env_batch& batch, std::vector<actors::row_range> group_rows, episode_callback on_episode,
+                    options opts);
 
-  /// Where groups announce ready, and the learner its new weights.
-  [[nodiscard]] channel<actors::ready_msg>& ready() noexcept { return ready_; }
   /// Completed segments, in order.
   [[nodiscard]] channel<std::unique_ptr<rollout_segment>>& segments() noexcept { return segments_; }
 
-  /// The actor's body: forwards to `batcher_ready[g % size]`. Ends when
-  /// ready() is closed, a forward fails (the batcher closed), or it finished.
-  [[nodiscard]] asio::awaitable<void> run(std::vector<channel<actors::ready_msg>*> batcher_ready,
-                                          std::function<void(finish_reason)> on_finish);
+  /// Group g announced ready for its step n: records step n − 1's outcome
+  /// and observation n, and sends the segments this completes. Throws
+  /// usage_error if segments() is full (the gate let too much through).
+  void arrived(std::uint32_t g, std::uint64_t n);
 
   /// Records the action, log probability, value and policy version of each
   /// row in `step` (the batcher calls it after acting).
   void consume(const actors::step_batch& step) override;
 
-  /// Closes ready() and segments().
-  void close() noexcept;
+  /// Closes segments().
+  void close() noexcept { segments_.close(); }
 
-  /// Env steps acted on so far (forwarded to the batcher).
-  [[nodiscard]] std::uint64_t env_steps() const noexcept { return env_steps_; }
+  [[nodiscard]] std::size_t horizon() const noexcept { return options_.horizon; }
 
  private:
   rollout_segment& segment(std::uint64_t k);  // creates it; caller holds mutex_
   /// Writes the outcome of row r's step (slot i of `seg`) from the batch;
   /// records an ended episode. Caller holds mutex_.
   void record_outcome(rollout_segment& seg, std::size_t i, std::uint32_t r);
-  /// Records step n − 1's outcome and observation n of group g; moves
-  /// completed segments to `done`.
-  void record_ready(std::uint32_t g, std::uint64_t n, std::vector<std::unique_ptr<rollout_segment>>& done);
-  [[nodiscard]] bool may_forward(std::uint64_t n) const;
 
   envs::env_batch* batch_;
   std::vector<actors::row_range> group_rows_;
-  const latest<std::vector<float>>* weights_;
-  training_stats* stats_;
+  episode_callback on_episode_;
   options options_;
-  std::uint64_t base_version_;
   std::size_t rows_per_group_;
-  channel<actors::ready_msg> ready_;
   channel<std::unique_ptr<rollout_segment>> segments_;
-  frame_stack frames_;                  // the gate's side
-  std::vector<std::uint64_t> readies_;  // per group: readies received
+  frame_stack frames_;                  // the arrival side's
   std::vector<std::uint64_t> acted_;    // per group: batches consumed
   std::mutex mutex_;                    // guards open_
   std::map<std::uint64_t, std::unique_ptr<rollout_segment>> open_;
   std::map<std::uint64_t, std::size_t> groups_done_;
-  std::uint64_t env_steps_;
-  bool solved_ = false;
+  std::vector<std::unique_ptr<rollout_segment>> done_;  // completed by the current arrival
   std::vector<float> scratch_;
 };
-
-/// The batcher options for a sampler gated by a rollout_assembler.
-///
-/// A batch smaller than the groups of its ready channel (the pool topology)
-/// needs dynamic batching behind the gate: at a segment boundary the last
-/// groups of the segment may be fewer than a batch while the others are held
-/// for new weights, and a batcher waiting for a full batch would wait for
-/// ever. Unless the options set min_batch_size, this sets it to one group,
-/// with a timeout of `threads_timeout` (threads mode) or 0 (single mode: act
-/// on what is buffered, which keeps the run deterministic).
-[[nodiscard]] actors::inference_batcher::options gated_batcher_options(
-    const actors::sampler_options& options, const actors::wiring& w,
-    std::chrono::microseconds threads_timeout = std::chrono::microseconds(200));
 
 }  // namespace coral::learners

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "coral/actors/topology.hpp"
+#include "coral/actors/sampler_options.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/ppo_learner.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace coral::replay::messages {
+namespace coral::replay::errors {
 /// A replay buffer asked for with capacity zero or not a multiple of its streams.
 inline constexpr std::string_view bad_capacity =
     "replay_buffer: capacity {} must be a positive multiple of num_streams {}";
@@ -77,4 +77,4 @@ inline constexpr std::string_view snapshot_unclaimed =
     "replay_actor: a snapshot was asked for before the previous one was taken from snapshots()";
 /// A replay actor state that load() cannot read: what was wrong.
 inline constexpr std::string_view actor_state_malformed = "replay_actor: saved state is malformed ({})";
-}  // namespace coral::replay::messages
+}  // namespace coral::replay::errors

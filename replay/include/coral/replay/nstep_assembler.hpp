@@ -34,8 +34,8 @@ struct nstep_config {
 /// Assembles n-step transitions for one env stream.
 class nstep_assembler {
  public:
-  /// Allocates its history; throws coral::config_error (messages::zero_n_step,
-  /// messages::bad_gamma).
+  /// Allocates its history; throws coral::config_error (errors::zero_n_step,
+  /// errors::bad_gamma).
   explicit nstep_assembler(const nstep_config& config);
 
   /// Records step t: o_t and a_t, then r_t, whether the episode terminated or

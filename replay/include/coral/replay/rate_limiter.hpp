@@ -31,8 +31,8 @@ struct rate_limiter_config {
 /// Samples-to-insert ratio limiter (Reverb's SampleToInsertRatio).
 class rate_limiter {
  public:
-  /// Checks the config; throws coral::config_error (messages::bad_ratio,
-  /// messages::small_error_buffer). A window narrower than
+  /// Checks the config; throws coral::config_error (errors::bad_ratio,
+  /// errors::small_error_buffer). A window narrower than
   /// samples_per_insert + 1 could refuse both an insert and a sample at once.
   explicit rate_limiter(const rate_limiter_config& config);
 

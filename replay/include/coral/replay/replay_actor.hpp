@@ -25,9 +25,10 @@
 /// The rate limiter (Reverb's SampleToInsertRatio, counted in sampled
 /// transitions per env step) is enforced on both sides without dropping
 /// anything: a request waits in the actor until the limiter allows a batch,
-/// and the feeder holds env groups back while insert_allowance() is used up.
+/// and the rate-limit gate holds env groups back while insert_allowance() is
+/// used up.
 /// The actor raises the allowance after every batch it serves (and after
-/// every insert while nothing is sampleable) and wakes the feeder if it was
+/// every insert while nothing is sampleable) and wakes the gate if it was
 /// waiting. Why one side can always move is worked out in replay_actor.cpp,
 /// above raise_allowance().
 ///
@@ -49,7 +50,7 @@
 
 #include <asio/awaitable.hpp>
 
-#include "coral/actors/env_group.hpp"
+#include "coral/actors/messages.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/replay/rate_limiter.hpp"
@@ -130,8 +131,8 @@ struct replay_actor_config {
   /// both sides always move, batch_size + (max_group_steps + batcher_hold) ×
   /// samples_per_insert (see replay_actor.cpp).
   double error_buffer = 0;
-  std::size_t max_group_steps = 1;    ///< the most env steps the feeder lets through at once
-  /// The most env steps the feeder let through that the inference batcher
+  std::size_t max_group_steps = 1;    ///< the most env steps the gate lets through at once
+  /// The most env steps the gate let through that the inference batcher
   /// may keep without acting, waiting for a full batch (batcher_hold());
   /// unset: the most it could ever be, every stream but one group.
   std::optional<std::size_t> batcher_hold;
@@ -195,13 +196,11 @@ class replay_actor {
   /// The env steps the sampling side may always have on the way on top of
   /// what was inserted: max_group_steps + batcher_hold.
   [[nodiscard]] std::uint64_t steps_in_flight() const noexcept { return in_flight_; }
-  /// Makes the actor send `ready_msg{note}` to `waker` when it raises the
-  /// allowance to what a waiting feeder needs (see wait_for_allowance).
-  void set_waker(channel<actors::ready_msg>* waker, std::uint32_t note) noexcept {
-    waker_ = waker;
-    note_ = note;
-  }
-  /// The feeder says it is waiting for the allowance to reach `needed`;
+  /// Makes the actor send actors::allowance_raised to `gate_inbox` when it
+  /// raises the allowance to what a waiting gate needs (see
+  /// wait_for_allowance and rate_limit_gate.hpp).
+  void set_waker(channel<actors::gate_msg>* gate_inbox) noexcept { waker_ = gate_inbox; }
+  /// The sampling side says it is waiting for the allowance to reach `needed`;
   /// returns true if it already has (then nothing will be sent).
   bool wait_for_allowance(std::uint64_t needed) noexcept;
 
@@ -247,9 +246,8 @@ class replay_actor {
   sampled_batch scratch_;
   replay_stats stats_;
   std::atomic<std::uint64_t> allowance_{0};
-  std::atomic<std::uint64_t> wanted_{0};  // the allowance the feeder waits for; 0: not waiting
-  channel<actors::ready_msg>* waker_ = nullptr;
-  std::uint32_t note_ = 0;
+  std::atomic<std::uint64_t> wanted_{0};  // the allowance the gate waits for; 0: not waiting
+  channel<actors::gate_msg>* waker_ = nullptr;
   std::uint64_t served_ = 0;
   std::uint64_t in_flight_ = 0;  // max_group_steps + batcher_hold
 };

@@ -105,29 +105,29 @@ struct sampled_batch {
 /// The replay buffer.
 class replay_buffer {
  public:
-  /// Allocates everything; throws coral::config_error (messages::bad_capacity,
+  /// Allocates everything; throws coral::config_error (errors::bad_capacity,
   /// zero_streams, stream_too_small, zero_n_step, bad_exponent, bad_epsilon).
   explicit replay_buffer(const replay_config& config);
 
   /// Appends one transition to `stream`'s ring (and, if it is the last of its
   /// episode, the final-observation frame). Throws coral::config_error on a
-  /// bad stream or steps (messages::bad_stream, bad_steps).
+  /// bad stream or steps (errors::bad_stream, bad_steps).
   void insert(std::size_t stream, const transition& t);
 
   /// Appends `batch.count` transitions to `stream`'s ring in order; the tree
   /// ancestors are recomputed once per level for the whole run. Throws
-  /// coral::config_error (messages::bad_stream, size_mismatch, bad_steps)
+  /// coral::config_error (errors::bad_stream, size_mismatch, bad_steps)
   /// before writing anything.
   void insert(std::size_t stream, const transition_batch& batch);
 
   /// Draws `batch` transitions uniformly with replacement among the complete
-  /// ones (weights 1). Throws coral::config_error (messages::empty_buffer)
+  /// ones (weights 1). Throws coral::config_error (errors::empty_buffer)
   /// when there is none.
   void sample_uniform(envs::rng& rng, std::size_t batch, sampled_batch& out) const;
 
   /// Draws `batch` transitions with P(i) = p_i^alpha / Σ p^alpha, one per
   /// stratum of the total mass, with importance exponent `beta`. Throws
-  /// coral::config_error (messages::empty_buffer) when there is none.
+  /// coral::config_error (errors::empty_buffer) when there is none.
   void sample_prioritized(envs::rng& rng, std::size_t batch, double beta, sampled_batch& out) const;
 
   /// Sets priority |td_errors[i]| + epsilon for each key whose slot still
@@ -143,7 +143,7 @@ class replay_buffer {
   /// after an episode's last transition (its frame completed everything).
   /// Call it, and clear the stream's nstep_assembler, when an env is reset
   /// after a failure, and for every stream after load() when a run resumes.
-  /// Throws coral::config_error on a bad stream (messages::bad_stream).
+  /// Throws coral::config_error on a bad stream (errors::bad_stream).
   void cut(std::size_t stream);
 
   /// Appends the buffer's whole state to `out` as one self-describing,
@@ -166,7 +166,7 @@ class replay_buffer {
   /// rebuilt from the slots, so sampling with the same rng state draws what
   /// the saved buffer would have drawn.
   /// Throws coral::config_error, leaving the buffer unchanged:
-  /// messages::malformed_state (with a state_* reason) for a truncated,
+  /// errors::malformed_state (with a state_* reason) for a truncated,
   /// garbled or inconsistent blob, unsupported_state_version, or
   /// state_shape_mismatch naming the first differing field and both values.
   void load(std::span<const char> in);

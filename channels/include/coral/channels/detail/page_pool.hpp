@@ -12,7 +12,7 @@
 #include <new>
 #include <vector>
 
-#include "coral/core/handler_allocator.hpp"
+#include "coral/core/spin_lock.hpp"
 
 namespace coral::detail {
 

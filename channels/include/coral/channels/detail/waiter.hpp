@@ -24,6 +24,7 @@
 #include <asio/strand.hpp>
 
 #include "coral/core/handler_allocator.hpp"
+#include "coral/core/spin_lock.hpp"
 
 namespace coral::detail {
 

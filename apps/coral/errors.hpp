@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-namespace coral::cli::messages {
+namespace coral::cli::errors {
 
 /// A word where a command was expected: the command path typed, the commands there.
 inline constexpr std::string_view unknown_command = "unknown command '{}'; commands: {}";
@@ -67,4 +67,4 @@ inline constexpr std::string_view wrong_scalar_count =
 /// `coral envs rollout`: the env threw or produced a non-finite value: env name, step, what.
 inline constexpr std::string_view rollout_env_failed = "env '{}' failed at step {}: {}";
 
-}  // namespace coral::cli::messages
+}  // namespace coral::cli::errors

@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-namespace coral::learners::messages {
+namespace coral::learners::errors {
 
 /// A checkpoint file shorter than its header says: path, size, expected size.
 inline constexpr std::string_view checkpoint_truncated = "checkpoint '{}' is truncated: {} bytes, expected {}";
@@ -94,4 +94,4 @@ inline constexpr std::string_view gnuplot_not_found = "warning: gnuplot not foun
 /// gnuplot ran and failed: how it ended.
 inline constexpr std::string_view gnuplot_failed = "warning: gnuplot failed ({}); no learning_curve.png";
 
-}  // namespace coral::learners::messages
+}  // namespace coral::learners::errors

@@ -2,20 +2,20 @@
 """Check that every named error text is asserted by a test.
 
 coral's error texts are named constants (`constexpr std::string_view`) in a
-`messages` namespace of each layer (core/include/coral/core/error.hpp,
-envs/.../messages.hpp, replay/.../errors.hpp, apps/coral/messages.hpp, ...).
+`errors` namespace, in each layer's errors.hpp (core/include/coral/core/errors.hpp,
+envs/.../errors.hpp, replay/.../errors.hpp, apps/coral/errors.hpp, ...).
 Tests assert them exactly. This script lists every such constant and fails
 when one is never asserted by a test, so a message cannot go untested.
 
 A constant counts as asserted when a C++ file under tests/ or fuzz/, outside
 comments, either
 
-1. names it, qualified by a messages namespace: `messages::NAME` (with any
+1. names it, qualified by an errors namespace: `errors::NAME` (with any
    leading qualification), `ALIAS::NAME` where the file declares
-   `namespace ALIAS = ...::messages;`, or a bare `NAME` after
-   `using ...::messages::NAME;` or `using namespace ...::messages;`. Tests use
+   `namespace ALIAS = ...::errors;`, or a bare `NAME` after
+   `using ...::errors::NAME;` or `using namespace ...::errors;`. Tests use
    the constants only to build the exact text they expect
-   (Catch::Message(fmt::format(fmt::runtime(messages::NAME), ...)) and the
+   (Catch::Message(fmt::format(fmt::runtime(errors::NAME), ...)) and the
    like); or
 
 2. spells its text out: a string literal (adjacent literals joined) contains
@@ -32,7 +32,7 @@ comments, either
 Constants that no test can reach (an OS failure, say) go in ALLOWED below,
 each with its reason; keep that list tiny.
 
-Usage: check_messages.py [SOURCE_DIR] [--list]
+Usage: check_errors.py [SOURCE_DIR] [--list]
 Exits 0 when every constant is asserted (or allowed), 1 otherwise.
 """
 
@@ -48,11 +48,11 @@ MIN_FIXED = 8
 # name -> why no test can provoke it. Keep this tiny.
 ALLOWED: dict[str, str] = {}
 
-NAMESPACE_OPEN = re.compile(r"\bnamespace\s+((?:\w+::)*messages)\s*\{")
+NAMESPACE_OPEN = re.compile(r"\bnamespace\s+((?:\w+::)*errors)\s*\{")
 CONSTANT = re.compile(r"\bconstexpr\s+std::string_view\s+(\w+)\s*=")
-ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?(?:\w+::)*messages\s*;")
-USING_NAMESPACE = re.compile(r"\busing\s+namespace\s+(?:::)?(?:\w+::)*messages\s*;")
-USING_NAME = re.compile(r"\busing\s+(?:::)?(?:\w+::)*messages::(\w+)\s*;")
+ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?(?:\w+::)*errors\s*;")
+USING_NAMESPACE = re.compile(r"\busing\s+namespace\s+(?:::)?(?:\w+::)*errors\s*;")
+USING_NAME = re.compile(r"\busing\s+(?:::)?(?:\w+::)*errors::(\w+)\s*;")
 RAW_OPEN = re.compile(r'(?<![\w])(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'", "?": "?"}
@@ -131,14 +131,14 @@ def scan(text: str) -> tuple[str, list[tuple[int, str]]]:
 
 
 def find_constants(root: pathlib.Path) -> list[tuple[str, str, str]]:
-    """Every (name, header, text) declared inside a `messages` namespace."""
+    """Every (name, header, text) declared inside an `errors` namespace."""
     found = []
     for layer in LAYERS:
         for path in sorted((root / layer).rglob("*")):
             if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
                 continue
             text = path.read_text(encoding="utf-8")
-            if "messages" not in text:
+            if "errors" not in text:
                 continue
             code, literals = scan(text)
             for match in NAMESPACE_OPEN.finditer(code):
@@ -201,7 +201,7 @@ def asserted_names(root: pathlib.Path, patterns: list[Pattern]) -> dict[str, lis
             if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
                 continue
             code, literals = scan(path.read_text(encoding="utf-8"))
-            qualifiers = {"messages"} | set(ALIAS.findall(code))
+            qualifiers = {"errors"} | set(ALIAS.findall(code))
             names = {m.group(2) for m in re.finditer(r"\b(\w+)::(?=(\w+)\b)", code) if m.group(1) in qualifiers}
             names |= set(USING_NAME.findall(code))
             if USING_NAMESPACE.search(code):
@@ -219,7 +219,7 @@ def main(argv: list[str]) -> int:
     root = pathlib.Path(args[0] if args else pathlib.Path(__file__).resolve().parent.parent)
     constants = find_constants(root)
     if not constants:
-        print(f"check_messages: no messages constants found under {root}", file=sys.stderr)
+        print(f"check_errors: no errors constants found under {root}", file=sys.stderr)
         return 1
     refs = asserted_names(root, [Pattern(name, text) for name, _, text in constants])
     missing = []
@@ -235,10 +235,10 @@ def main(argv: list[str]) -> int:
             print(f"{header}: {name}: {status}")
     stale = sorted(set(ALLOWED) - {name for name, _, _ in constants})
     for name in stale:
-        print(f"check_messages: allow-list names '{name}', which is no longer a constant", file=sys.stderr)
+        print(f"check_errors: allow-list names '{name}', which is no longer a constant", file=sys.stderr)
     for name, header in missing:
-        print(f"check_messages: {header}: '{name}' is never asserted by a test under tests/ or fuzz/", file=sys.stderr)
-    print(f"check_messages: {len(constants)} constants, {len(missing)} not asserted, {len(ALLOWED)} allowed")
+        print(f"check_errors: {header}: '{name}' is never asserted by a test under tests/ or fuzz/", file=sys.stderr)
+    print(f"check_errors: {len(constants)} constants, {len(missing)} not asserted, {len(ALLOWED)} allowed")
     return 1 if missing or stale else 0
 
 

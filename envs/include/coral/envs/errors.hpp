@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-namespace coral::envs::messages {
+namespace coral::envs::errors {
 
 /// No env registered under a name: name, comma-separated known names.
 inline constexpr std::string_view unknown_env = "unknown env '{}' (known: {})";
@@ -40,4 +40,4 @@ inline constexpr std::string_view non_finite_reward = "returned a non-finite rew
 /// An env wrote a non-finite observation: element index, value.
 inline constexpr std::string_view non_finite_observation = "wrote a non-finite observation (element {} = {})";
 
-}  // namespace coral::envs::messages
+}  // namespace coral::envs::errors

@@ -1,0 +1,26 @@
+#pragma once
+/// \file
+/// Error texts of the actors layer (fmt format strings); tests assert them exactly.
+
+#include <string_view>
+
+namespace coral::actors::errors {
+
+/// A flag whose value is out of range on its own: flag, value, what is required.
+inline constexpr std::string_view flag_out_of_range = "{}: {} is invalid: {}";
+/// An env threw and the policy is fail: env index (global), group name, what.
+inline constexpr std::string_view env_failed = "env {} in group '{}' failed: {}";
+/// An env threw and the policy is reset: env index, group name, what, failures so far.
+inline constexpr std::string_view env_reset = "env {} in group '{}' failed and was reset ({} failures so far): {}";
+/// With `--on-env-error reset`, the reset after a failure threw too: env index, group name, what.
+inline constexpr std::string_view env_unrecoverable = "env {} in group '{}' failed and could not be reset: {}";
+
+/// A run whose estimate exceeds the available memory: flag, its value, the
+/// estimate, its largest parts, the available memory (figures like `24.0 GiB`).
+inline constexpr std::string_view memory_over_budget =
+    "{}: {} needs {} of memory ({}) but this machine has {} available";
+/// CORAL_MEMORY_AVAILABLE set to something that is not a size: the value.
+inline constexpr std::string_view bad_memory_override =
+    "CORAL_MEMORY_AVAILABLE: invalid value '{}' (allowed: a size in bytes, or with a KiB, MiB or GiB suffix)";
+
+}  // namespace coral::actors::errors

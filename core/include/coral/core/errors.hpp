@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// Error texts of the core layer (fmt format strings); tests assert them exactly.
+
+#include <string_view>
+
+namespace coral {
+
+/// Error texts. Each is a fmt format string; tests assert them exactly.
+namespace errors {
+/// An actor's coroutine ended with an exception: actor name, what().
+inline constexpr std::string_view actor_failed = "actor '{}' failed: {}";
+/// Actors still running when the stop deadline passed: comma-separated names.
+inline constexpr std::string_view stop_timeout = "actors did not stop within {} ms: {}";
+/// A flag or config value outside its allowed values: flag, value, allowed.
+inline constexpr std::string_view bad_value = "{}: invalid value '{}' (allowed: {})";
+/// Something spawned or configured on a runtime that already ran.
+inline constexpr std::string_view runtime_already_ran = "runtime: run() may be called only once";
+/// Two actors spawned with the same name.
+inline constexpr std::string_view duplicate_actor = "runtime: an actor named '{}' already exists";
+/// A pool asked for with a thread count of zero.
+inline constexpr std::string_view zero_threads = "executor '{}': thread count must be at least 1";
+/// The stall watchdog fired: seconds without progress; a picture of the run follows on the next lines.
+inline constexpr std::string_view run_stalled = "run stalled: nothing moved for {} s (--stall-seconds):\n";
+/// A channel made with capacity zero.
+inline constexpr std::string_view zero_capacity = "channel: capacity must be at least 1";
+}  // namespace errors
+
+}  // namespace coral

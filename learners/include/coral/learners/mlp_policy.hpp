@@ -1,0 +1,59 @@
+#pragma once
+/// \file
+/// The acting side of the MLP actor-critic: dense kernels on the CPU, no torch call.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "coral/actors/policy.hpp"
+#include "coral/learners/network.hpp"
+
+namespace coral::learners {
+
+/// The actor-critic as the inference batcher runs it.
+///
+/// The network is the learner's torch module (same layout, same flat
+/// weights); load_weights() copies the weights into the module and into
+/// small dense kernels that act() runs row by row on the CPU. At the batch
+/// sizes a batcher forms (2 to 64 rows), torch's per-operator dispatch and
+/// Debian's reference BLAS cost more than the arithmetic: the kernels are
+/// several times faster, allocate nothing, and use no thread pool, so the
+/// policy never competes with the env threads for cores.
+///
+/// act(): stacks each row's observations over `frames` (the stack restarts
+/// with each episode), runs the actor and the critic, and samples the action
+/// from that row's own rng, seeded from (seed, row) in a stream family apart
+/// from the envs' (seed, env index) streams: the actions a row gets
+/// do not depend on which rows share its batch, so the topologies sample the
+/// same trajectories. Writes the log probability and the value of every row
+/// when the spans are given. Box actions are clipped to their bounds and the
+/// log probability is that of the clipped action under the Gaussian (the
+/// learner scores the same clipped action, so the ratio is consistent).
+///
+/// Allocation: none in act(); load_weights() reuses its buffers.
+///
+/// Thread safety: one batcher at a time, as for every policy.
+class mlp_policy final : public actors::policy {
+ public:
+  /// A policy for `rows` batch rows. Its weights are torch's initial ones
+  /// until load_weights(); the learner publishes its own before sampling.
+  mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed);
+  ~mlp_policy() override;
+  mlp_policy(const mlp_policy&) = delete;
+  mlp_policy& operator=(const mlp_policy&) = delete;
+
+  void act(const actors::policy_rows& rows) override;
+  /// Throws usage_error if the size is not parameter_count(spec).
+  void load_weights(std::span<const float> weights) override;
+
+  /// Greedy actions (argmax / mean) instead of samples, for evaluation.
+  void set_deterministic(bool on) noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace coral::learners

@@ -1,0 +1,11 @@
+#pragma once
+// Private: the built-in algorithms' registrations (train.cpp makes them).
+
+namespace coral::learners {
+
+/// Registers `--algo ppo` (ppo.cpp).
+void register_ppo();
+/// Registers `--algo dqn` (dqn.cpp).
+void register_dqn();
+
+}  // namespace coral::learners

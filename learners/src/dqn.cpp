@@ -1,0 +1,301 @@
+// `--algo dqn`: the replay feeder as step consumer, the rate-limit gate,
+// the replay actor and the DQN learner actor, plugged into the training
+// composition (see docs/training.md).
+
+#include "algorithms.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/errors.hpp"
+#include "coral/learners/network.hpp"
+#include "coral/learners/q_policy.hpp"
+#include "coral/learners/training_run.hpp"
+#include "coral/replay/rate_limit_gate.hpp"
+#include "coral/replay/replay_actor.hpp"
+#include "coral/replay/replay_feeder.hpp"
+#include "finite_checks.hpp"
+#include "option_checks.hpp"
+
+namespace coral::learners {
+namespace {
+
+using detail::out_of_range;
+
+/// The signature of the Q network's parameter layout.
+std::string q_signature(const std::vector<std::size_t>& widths) {
+  return fmt::format("q-mlp widths=[{}]", fmt::join(widths, ","));
+}
+
+/// The replay capacity for `rows` streams: --replay-capacity rounded up to a multiple of rows.
+std::size_t stream_capacity(const train_options& o, std::size_t rows) {
+  return (o.dqn.replay_capacity + rows - 1) / rows;
+}
+
+/// JSON-like number text for error messages ("null" when not finite).
+std::string number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : "null"; }
+
+/// The replay actor's settings for a run of `o` over `s`.
+replay::replay_actor_config replay_config(const train_options& o, actors::sampler& s) {
+  const auto& d = o.dqn;
+  const auto& so = o.sampler;
+  const std::size_t rows = s.rows();
+  const auto& batch = s.batch();
+  replay::replay_actor_config rc;
+  rc.buffer = {.capacity = stream_capacity(o, rows) * rows,
+               .num_streams = rows,
+               .obs_dim = batch.obs_dim(),
+               .discrete_action_dim = batch.discrete_action_dim(),
+               .continuous_action_dim = batch.continuous_action_dim(),
+               .n_step = d.n_step,
+               .alpha = d.priority_alpha,
+               .epsilon = d.priority_epsilon};
+  rc.samples_per_insert = d.replay_ratio;
+  rc.min_size = d.learning_starts;
+  rc.max_group_steps = so.envs_per_group;
+  rc.batcher_hold = replay::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()), so.envs_per_group);
+  rc.batch_size = d.batch_size;
+  rc.prefetch = d.prefetch;
+  rc.prioritized = d.prioritized;
+  rc.beta_start = d.priority_beta;
+  rc.beta_end = 1.0;
+  rc.beta_steps = o.total_steps;
+  rc.seed = so.seed;
+  return rc;
+}
+
+class dqn final : public algorithm {
+ public:
+  dqn(const train_options& o, actors::sampler& s)
+      : options_(o),
+        sampler_(&s),
+        spec_(network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1)),
+        widths_(q_network_widths(spec_, s.action_space().to_string())),
+        learner_(spec_, o.dqn, o.sampler.seed),
+        replay_(replay_config(o, s)) {}
+
+  std::string signature() const override { return q_signature(widths_); }
+
+  std::string restore(const checkpoint& c) override {
+    learner_.restore(c.learner, c.target_parameters);
+    replay_.load(c.replay);
+    return fmt::format("{} transitions in replay", replay_.buffer().size());
+  }
+
+  void start(training_run& run) override {
+    run_ = &run;
+    run.weights().publish(learner_.weights());
+    feeder_ = std::make_unique<replay::replay_feeder>(
+        sampler_->batch(), replay_, [&run](double r, double l) { run.episode(r, l); },
+        replay::replay_feeder::options{.n_step = options_.dqn.n_step, .gamma = options_.dqn.gamma});
+    gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
+    // A resumed run draws fresh actions: the policy's streams depend on the steps done.
+    const auto steps = run.start_steps();
+    policy_ = std::make_unique<q_policy>(spec_, sampler_->rows(), options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL),
+                                         options_.dqn, steps);
+    windows_[0].time = windows_[1].time = std::chrono::steady_clock::now();
+  }
+  actors::policy& policy() override { return *policy_; }
+  actors::step_consumer& consumer() override { return *feeder_; }
+  actors::gate_policy& gate_policy() override { return *gate_; }
+
+  void spawn(runtime& rt, training_run& run) override {
+    rt.spawn("replay", rt.pool("replay", 1), replay_.run());
+    rt.spawn("learner", rt.pool("learner", 1), [this, &rt, &run]() -> asio::awaitable<void> {
+      const auto& d = options_.dqn;
+      for (std::size_t i = 0; i < d.prefetch; ++i) {
+        const bool sent = co_await replay_.inbox().async_send(replay::replay_msg(replay_.make_request()));
+        if (!sent) co_return;
+      }
+      for (;;) {
+        auto got = co_await replay_.samples().async_receive();
+        if (!got || rt.stop_requested()) co_return;
+        auto b = std::move(*got);
+        const auto st = learner_.update(*b);
+        if (options_.sampler.check_finite) detail::check_loss_terms("dqn", learner_.updates(), {{"td loss", st.td_loss}});
+        if (learner_.updates() % d.publish_every == 0) run.publish(learner_.weights(), "dqn", learner_.updates());
+        const bool sent = co_await replay_.inbox().async_send(replay::replay_msg(std::move(b)));
+        if (!sent) co_return;
+        const bool going = co_await run.updated(st, learner_.updates(), run.gate().env_steps());
+        if (!going) co_return;
+      }
+    });
+  }
+  void close() noexcept override { replay_.close(); }
+  /// Inserts still in flight belong in the final checkpoint.
+  void finish() override { replay_.drain(); }
+
+  std::string describe_setup() const override {
+    const auto& d = options_.dqn;
+    const std::size_t rows = sampler_->rows();
+    return fmt::format(
+        "Q network [{}], {} replay of {} transitions, {}-step returns, replay ratio {}, replay batch {}, prefetch {}, "
+        "epsilons {:.4f} to {:.4f} after {} steps",
+        fmt::join(widths_, ","), d.prioritized ? "prioritized" : "uniform", replay_.config().buffer.capacity, d.n_step,
+        d.replay_ratio, d.batch_size, d.prefetch, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
+        d.exploration_steps);
+  }
+  std::string_view columns() const override {
+    return "td_loss,mean_q,mean_abs_td,replay_size,inserts_per_second,samples_per_second,replay_ratio,sample_us,"
+           "inbox_depth,ready_batches,waiting_requests,held_groups";
+  }
+  row_part row(row_stream stream, const stats_snapshot& s, double) override {
+    auto& before = windows_[stream == row_stream::progress ? 0 : 1];
+    const auto& rs = replay_.stats();
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = std::chrono::duration<double>(now - before.time).count();
+    const auto inserted = rs.env_steps.load();
+    const auto sampled = rs.sampled.load();
+    const auto batches = rs.batches.load();
+    const auto sample_ns = rs.sample_ns.load();
+    const double inserts_per_second = dt > 0 ? static_cast<double>(inserted - before.inserted) / dt : 0.0;
+    const double samples_per_second = dt > 0 ? static_cast<double>(sampled - before.sampled) / dt : 0.0;
+    const double ratio = inserted > 0 ? static_cast<double>(sampled) / static_cast<double>(inserted) : 0.0;
+    const double sample_us =
+        batches > before.batches
+            ? 1e-3 * static_cast<double>(sample_ns - before.sample_ns) / static_cast<double>(batches - before.batches)
+            : 0.0;
+    before = {inserted, sampled, batches, sample_ns, now};
+    const auto& u = s.last_update;
+    const auto size = rs.size.load();
+    const auto inbox = replay_.inbox().size();
+    const auto ready = replay_.samples().size();
+    const auto waiting = rs.waiting_requests.load();
+    const auto held = run_->gate().held();
+    const std::size_t rows = sampler_->rows();
+    return {fmt::format("loss {:.4f} q {:+.3f} |td| {:.4f} eps {:.3f}-{:.3f} | replay {} ins {:.0f}/s smp {:.0f}/s "
+                        "ratio {:.2f} sample {:.1f} us | queues inbox {} ready {} held-req {} held-groups {}",
+                        u.td_loss, u.mean_q, u.mean_abs_td, policy_->epsilon(rows - 1), policy_->epsilon(0), size,
+                        inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held),
+            fmt::format("{},{},{},{},{:.1f},{:.1f},{:.3f},{:.2f},{},{},{},{}", u.td_loss, u.mean_q, u.mean_abs_td, size,
+                        inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held)};
+  }
+  std::uint64_t metrics_every() const override { return std::max<std::uint64_t>(1000, sampler_->rows()); }
+  void describe(std::string& out) override {
+    out += fmt::format("  replay: {} message(s) in its inbox, {} batch(es) waiting for the learner\n",
+                       replay_.inbox().size(), replay_.samples().size());
+  }
+
+  // Checkpoints: the learner's state with a copy of the replay that the
+  // replay actor takes of itself on a snapshot_request and sends back by
+  // value, so that the buffer is never shared and no code of ours runs on
+  // the replay actor.
+  asio::awaitable<bool> snapshot(checkpoint& c) override {
+    fill_learner(c);
+    replay::replay_msg ask(replay::snapshot_request{c.learner.env_steps});
+    const bool asked = co_await replay_.inbox().async_send(std::move(ask));
+    if (!asked) co_return false;
+    auto snap = co_await replay_.snapshots().async_receive();
+    if (!snap) co_return false;
+    c.replay = std::move(snap->state);
+    co_return true;
+  }
+  void final_state(checkpoint& c) override {
+    fill_learner(c);
+    c.replay = replay_.save();
+  }
+  std::uint64_t updates() const override { return learner_.updates(); }
+
+ private:
+  void fill_learner(checkpoint& c) {
+    learner_.set_env_steps(run_->gate().env_steps());
+    c.learner = learner_.state();
+    c.target_parameters = learner_.target_weights();
+  }
+
+  struct window {
+    std::uint64_t inserted = 0;
+    std::uint64_t sampled = 0;
+    std::uint64_t batches = 0;
+    std::uint64_t sample_ns = 0;
+    std::chrono::steady_clock::time_point time;
+  };
+
+  const train_options& options_;
+  actors::sampler* sampler_;
+  network_spec spec_;
+  std::vector<std::size_t> widths_;
+  dqn_learner learner_;
+  replay::replay_actor replay_;
+  training_run* run_ = nullptr;
+  std::unique_ptr<replay::replay_feeder> feeder_;
+  std::unique_ptr<replay::rate_limit_gate> gate_;
+  std::unique_ptr<q_policy> policy_;
+  window windows_[2];  // per row_stream
+};
+
+void check_dqn_options(const train_options& o) {
+  const auto& d = o.dqn;
+  if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), o.frames));
+  if (d.n_step == 0) out_of_range("--n-step", d.n_step, "must be at least 1");
+  if (d.batch_size == 0) out_of_range("--replay-batch", d.batch_size, "must be at least 1");
+  if (!(d.replay_ratio > 0)) out_of_range("--replay-ratio", d.replay_ratio, "must be > 0");
+  if (d.prefetch == 0) out_of_range("--prefetch", d.prefetch, "must be at least 1");
+  if (!(d.learning_rate > 0)) out_of_range("--learning-rate", d.learning_rate, "must be > 0");
+  if (!(d.gamma > 0 && d.gamma <= 1)) out_of_range("--gamma", d.gamma, "must be in (0, 1]");
+  if (!(d.priority_alpha >= 0 && d.priority_alpha <= 1)) {
+    out_of_range("--priority-alpha", d.priority_alpha, "must be in [0, 1]");
+  }
+  if (!(d.priority_beta >= 0 && d.priority_beta <= 1)) {
+    out_of_range("--priority-beta", d.priority_beta, "must be in [0, 1]");
+  }
+  if (d.target_update == 0) out_of_range("--target-update", d.target_update, "must be at least 1");
+  if (!(d.huber_delta > 0)) out_of_range("--huber-delta", d.huber_delta, "must be > 0");
+  if (!(d.max_grad_norm >= 0)) out_of_range("--max-grad-norm", d.max_grad_norm, "must be >= 0");
+  if (!(d.epsilon_base >= 0 && d.epsilon_base <= 1)) {
+    out_of_range("--epsilon-base", d.epsilon_base, "must be in [0, 1]");
+  }
+  if (!(d.epsilon_alpha >= 0)) out_of_range("--epsilon-alpha", d.epsilon_alpha, "must be >= 0");
+  if (d.publish_every == 0) out_of_range("--publish-every", d.publish_every, "must be at least 1");
+  const std::size_t rows = o.sampler.num_envs;  // single-agent envs: one row each
+  if (rows > 0 && stream_capacity(o, rows) < d.n_step + 2) {
+    out_of_range("--replay-capacity", d.replay_capacity,
+                 fmt::format("must hold at least n-step + 2 = {} transitions per env ({} envs)", d.n_step + 2, rows));
+  }
+  // Settings under which the learner could never (or barely ever) train:
+  // refused here, by the numbers, rather than found out as 0 updates at the end.
+  auto why = [](std::string_view text, const auto&... args) { return fmt::format(fmt::runtime(text), args...); };
+  if (d.learning_starts >= o.total_steps) {
+    out_of_range("--learning-starts", d.learning_starts, why(errors::dqn_starts_too_late, o.total_steps));
+  }
+  // The rate limiter lets the learner sample replay_ratio transitions per
+  // env step inserted after learning starts (give or take its window).
+  const double grant = d.replay_ratio * static_cast<double>(o.total_steps - d.learning_starts);
+  const auto batch = static_cast<double>(d.batch_size);
+  if (d.batch_size > d.replay_capacity) {
+    out_of_range("--replay-batch", d.batch_size, why(errors::dqn_batch_over_capacity, d.replay_capacity));
+  }
+  if (batch > grant) {
+    out_of_range("--replay-batch", d.batch_size,
+                 why(errors::dqn_batch_over_grant, number(grant), number(d.replay_ratio), o.total_steps,
+                     d.learning_starts));
+  }
+  const double in_flight = batch * static_cast<double>(d.prefetch);
+  if (in_flight > static_cast<double>(d.replay_capacity)) {
+    out_of_range("--prefetch", d.prefetch,
+                 why(errors::dqn_prefetch_over_capacity, d.batch_size, number(in_flight), d.replay_capacity));
+  }
+  if (in_flight > grant) {
+    out_of_range("--prefetch", d.prefetch,
+                 why(errors::dqn_prefetch_over_grant, d.batch_size, number(in_flight), number(grant),
+                     number(d.replay_ratio), o.total_steps, d.learning_starts));
+  }
+}
+
+}  // namespace
+
+void register_dqn() {
+  register_algorithm(
+      "dqn",
+      [](const train_options& o, actors::sampler& s) {
+        use_one_torch_thread();
+        return std::make_unique<dqn>(o, s);
+      },
+      check_dqn_options);
+}
+
+}  // namespace coral::learners

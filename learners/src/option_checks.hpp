@@ -1,0 +1,18 @@
+#pragma once
+// Private: the error every option check throws.
+
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "coral/actors/errors.hpp"
+#include "coral/core/error.hpp"
+
+namespace coral::learners::detail {
+
+/// Throws config_error: `flag` has `value`, which breaks `requirement`.
+[[noreturn]] inline void out_of_range(std::string_view flag, const auto& value, std::string_view requirement) {
+  throw config_error(fmt::format(fmt::runtime(actors::errors::flag_out_of_range), flag, value, requirement));
+}
+
+}  // namespace coral::learners::detail

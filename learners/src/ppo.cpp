@@ -1,0 +1,136 @@
+// `--algo ppo`: the rollout assembler as step consumer, the policy-lag gate,
+// and the PPO learner actor, plugged into the training composition.
+
+#include "algorithms.hpp"
+
+#include <fmt/format.h>
+
+#include "coral/learners/mlp_policy.hpp"
+#include "coral/learners/network.hpp"
+#include "coral/learners/policy_lag_gate.hpp"
+#include "coral/learners/ppo_learner.hpp"
+#include "coral/learners/rollout.hpp"
+#include "coral/learners/training_run.hpp"
+#include "finite_checks.hpp"
+#include "option_checks.hpp"
+
+namespace coral::learners {
+namespace {
+
+class ppo final : public algorithm {
+ public:
+  ppo(const train_options& o, actors::sampler& s)
+      : options_(o),
+        sampler_(&s),
+        spec_(network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, o.frames)),
+        learner_(spec_, o.ppo, o.sampler.seed, o.total_steps) {}
+
+  std::string signature() const override { return network_signature(spec_); }
+
+  std::string restore(const checkpoint& c) override {
+    learner_.restore(c.learner);
+    return {};
+  }
+
+  void start(training_run& run) override {
+    run.weights().publish(learner_.weights());
+    assembler_ = std::make_unique<rollout_assembler>(
+        sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
+        rollout_assembler::options{.horizon = options_.horizon,
+                                   .frames = options_.frames,
+                                   .segments_in_flight = policy_lag_gate::segments_in_flight(options_.max_policy_lag)});
+    gate_ = std::make_unique<policy_lag_gate>(*assembler_, run.weights(), options_.max_policy_lag);
+    // A resumed run draws fresh actions: the policy's streams depend on the steps done.
+    policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
+                                           options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
+  }
+  actors::policy& policy() override { return *policy_; }
+  actors::step_consumer& consumer() override { return *assembler_; }
+  actors::gate_policy& gate_policy() override { return *gate_; }
+
+  void spawn(runtime& rt, training_run& run) override {
+    rt.spawn("learner", rt.pool("learner", 1), [this, &rt, &run]() -> asio::awaitable<void> {
+      for (;;) {
+        auto seg = co_await assembler_->segments().async_receive();
+        if (!seg || rt.stop_requested()) co_return;
+        const auto st = learner_.update(**seg, run.weights().version());
+        if (options_.sampler.check_finite) {
+          detail::check_loss_terms("ppo", learner_.updates(),
+                                   {{"policy loss", st.policy_loss}, {"value loss", st.value_loss}, {"entropy", st.entropy}});
+        }
+        run.publish(learner_.weights(), "ppo", learner_.updates());
+        const bool going = co_await run.updated(st, learner_.updates(), learner_.env_steps());
+        if (!going) co_return;
+        const bool told = co_await run.tell_gate();
+        if (!told) co_return;
+      }
+    });
+  }
+  void close() noexcept override { assembler_->close(); }
+
+  std::string describe_setup() const override {
+    return fmt::format("horizon {}, max policy lag {}, {} parameters", options_.horizon, options_.max_policy_lag,
+                       parameter_count(spec_));
+  }
+  std::string_view columns() const override {
+    return "policy_loss,value_loss,entropy,approx_kl,clip_fraction,learning_rate,mean_policy_lag,max_policy_lag";
+  }
+  row_part row(row_stream, const stats_snapshot& s, double) override {
+    const auto& u = s.last_update;
+    return {fmt::format("pg {:+.4f} v {:.4f} ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {})",
+                        u.policy_loss, u.value_loss, u.entropy, u.approx_kl, u.clip_fraction, u.learning_rate,
+                        u.mean_policy_lag, u.max_policy_lag),
+            fmt::format("{},{},{},{},{},{},{},{}", u.policy_loss, u.value_loss, u.entropy, u.approx_kl,
+                        u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag)};
+  }
+  void describe(std::string& out) override {
+    out += fmt::format("  rollout assembler: {} segment(s) waiting for the learner\n", assembler_->segments().size());
+  }
+
+  asio::awaitable<bool> snapshot(checkpoint& c) override {
+    final_state(c);
+    co_return true;
+  }
+  void final_state(checkpoint& c) override { c.learner = learner_.state(); }
+  std::uint64_t updates() const override { return learner_.updates(); }
+
+ private:
+  const train_options& options_;
+  actors::sampler* sampler_;
+  network_spec spec_;
+  ppo_learner learner_;
+  std::unique_ptr<rollout_assembler> assembler_;
+  std::unique_ptr<policy_lag_gate> gate_;
+  std::unique_ptr<mlp_policy> policy_;
+};
+
+void check_ppo_options(const train_options& o) {
+  using detail::out_of_range;
+  if (o.horizon == 0) out_of_range("--horizon", o.horizon, "must be at least 1");
+  if (o.frames == 0) out_of_range("--frames", o.frames, "must be at least 1");
+  if (o.ppo.epochs == 0) out_of_range("--epochs", o.ppo.epochs, "must be at least 1");
+  if (o.ppo.minibatch_size == 0) out_of_range("--minibatch-size", o.ppo.minibatch_size, "must be at least 1");
+  if (!(o.ppo.learning_rate > 0)) out_of_range("--learning-rate", o.ppo.learning_rate, "must be > 0");
+  if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) out_of_range("--gamma", o.ppo.gamma, "must be in (0, 1]");
+  if (!(o.ppo.gae_lambda >= 0 && o.ppo.gae_lambda <= 1)) {
+    out_of_range("--gae-lambda", o.ppo.gae_lambda, "must be in [0, 1]");
+  }
+  if (!(o.ppo.clip > 0)) out_of_range("--clip", o.ppo.clip, "must be > 0");
+  if (!(o.ppo.max_grad_norm >= 0)) out_of_range("--max-grad-norm", o.ppo.max_grad_norm, "must be >= 0");
+  if (!(o.ppo.entropy_coef >= 0)) out_of_range("--entropy-coef", o.ppo.entropy_coef, "must be >= 0");
+  if (!(o.ppo.value_coef >= 0)) out_of_range("--value-coef", o.ppo.value_coef, "must be >= 0");
+}
+
+}  // namespace
+
+void register_ppo() {
+  register_algorithm(
+      "ppo",
+      [](const train_options& o, actors::sampler& s) {
+        use_one_torch_thread();
+        return std::make_unique<ppo>(o, s);
+      },
+      check_ppo_options);
+}
+
+}  // namespace coral::learners

@@ -1,0 +1,282 @@
+#include "coral/learners/training_run.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+#include "coral/core/stall_watchdog.hpp"
+#include "coral/learners/errors.hpp"
+#include "finite_checks.hpp"
+#include "memory_budget.hpp"
+#include "option_checks.hpp"
+#include "run_files.hpp"
+#include "run_guards.hpp"
+
+namespace coral::learners {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+using detail::out_of_range;
+
+/// --algo name → how to build and check it.
+struct registration {
+  algorithm_factory make;
+  options_check check;
+};
+
+std::mutex registry_mutex;
+
+std::map<std::string, registration, std::less<>>& registry() {
+  static std::map<std::string, registration, std::less<>> algorithms;
+  return algorithms;
+}
+
+registration find(std::string_view name) {
+  std::lock_guard lock(registry_mutex);
+  const auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string names;
+    for (const auto& [n, r] : registry()) names += (names.empty() ? "" : ", ") + n;
+    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", name, names));
+  }
+  return it->second;
+}
+
+constexpr std::string_view common_columns = "seconds,env_steps,steps_per_second,episodes,mean_return,mean_length";
+
+}  // namespace
+
+void register_algorithm(std::string name, algorithm_factory make, options_check check) {
+  std::lock_guard lock(registry_mutex);
+  registry()[std::move(name)] = {std::move(make), std::move(check)};
+}
+
+std::string algorithm_names() {
+  std::lock_guard lock(registry_mutex);
+  std::string names;
+  for (const auto& [n, r] : registry()) names += (names.empty() ? "" : ", ") + n;
+  return names;
+}
+
+void training_run::validate(const train_options& o) {
+  const auto algo = find(o.algo);
+  (void)actors::resolve_wiring(o.sampler);
+  if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
+  if (o.hidden.empty()) out_of_range("--hidden", "(none)", "give at least one layer width");
+  for (auto h : o.hidden) {
+    if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
+  }
+  if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
+  if (!(o.stall_seconds >= 0 && o.stall_seconds <= 1e6)) {
+    out_of_range("--stall-seconds", o.stall_seconds, "must be in [0, 1000000] (0: no watchdog)");
+  }
+  if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(errors::resume_needs_dir));
+  detail::check_memory_budget(o);  // what the run allocates fits in this machine's memory
+  if (algo.check) algo.check(o);
+}
+
+training_run::training_run(const train_options& options, std::ostream& progress)
+    : options_(options), progress_(&progress) {}
+
+training_run::~training_run() = default;
+
+void training_run::episode(double episode_return, double episode_length) {
+  bool full = false;
+  const double mean = stats_.add_episode(episode_return, episode_length, &full);
+  if (options_.stop_when_solved && target_ && full && mean >= *target_) gate_->request_end();
+}
+
+void training_run::publish(std::vector<float> weights, std::string_view algo, std::uint64_t update) {
+  if (options_.sampler.check_finite) detail::check_weights(algo, update, weights);
+  weights_.publish(std::move(weights));
+}
+
+asio::awaitable<bool> training_run::tell_gate() {
+  const actors::gate_msg note(actors::weights_published{weights_.version()});
+  const bool sent = co_await gate_->inbox().async_send(note);
+  co_return sent && !runtime_->stop_requested();
+}
+
+asio::awaitable<bool> training_run::updated(const update_stats& st, std::uint64_t updates, std::uint64_t env_steps) {
+  stats_.record_update(st, updates);
+  if (env_steps >= next_row_) {
+    record();
+    const auto every = algorithm_->metrics_every();
+    next_row_ = every <= 1 ? 0 : (env_steps / every + 1) * every;
+  }
+  if (next_checkpoint_ != 0 && !options_.checkpoint_dir.empty() && env_steps >= next_checkpoint_) {
+    auto c = checkpoint_base();
+    const bool taken = co_await algorithm_->snapshot(c);
+    if (!taken) co_return false;  // stopping: the final checkpoint follows the run
+    write(c);
+    next_checkpoint_ = (env_steps / options_.checkpoint_every + 1) * options_.checkpoint_every;
+  }
+  co_return !runtime_->stop_requested();
+}
+
+std::string training_run::make_row(row_stream stream, row_window& window) {
+  const auto now = clock::now();
+  stats_.set_env_steps(gate_->env_steps());
+  const auto s = stats_.read();
+  const double seconds = std::chrono::duration<double>(now - started_).count();
+  const double dt = std::chrono::duration<double>(now - window.time).count();
+  const double rate = dt > 0 ? static_cast<double>(s.env_steps - window.steps) / dt : 0.0;
+  window = {s.env_steps, now};
+  const auto part = algorithm_->row(stream, s, dt);
+  if (stream == row_stream::metrics) {
+    return fmt::format("{:.3f},{},{:.1f},{},{},{},{},{}", seconds, s.env_steps, rate, s.episodes, s.mean_return,
+                       s.mean_length, part.csv, s.updates);
+  }
+  return fmt::format(
+      "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f} | {} | updates {} ({:.2f} ms "
+      "each, {:.1f} s in all)",
+      seconds, s.env_steps, rate, s.episodes, s.mean_return, s.mean_length, part.line, s.updates,
+      1e3 * s.last_update.seconds, s.learner_seconds);
+}
+
+void training_run::report() {
+  std::lock_guard lock(rows_mutex_);
+  *progress_ << make_row(row_stream::progress, progress_window_) << '\n' << std::flush;
+}
+
+void training_run::record() {
+  std::lock_guard lock(rows_mutex_);
+  if (metrics_->is_open()) metrics_->write_row(make_row(row_stream::metrics, metrics_window_));
+}
+
+checkpoint training_run::checkpoint_base() const {
+  checkpoint c;
+  c.env = options_.sampler.env;
+  c.network = algorithm_->signature();
+  c.seed = options_.sampler.seed;
+  c.algo = options_.algo;
+  return c;
+}
+
+void training_run::write(const checkpoint& c) {
+  last_checkpoint_ = save_checkpoint(options_.checkpoint_dir, c, options_.keep_checkpoints).string();
+}
+
+void training_run::start() {
+  const auto& o = options_;
+  sampler_ = std::make_unique<actors::sampler>(o.sampler);
+  const envs::env& probe = sampler_->first_env();
+  if (probe.max_agents() != 1) {
+    throw config_error(fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, probe.max_agents()));
+  }
+  target_ = o.target_return ? o.target_return : probe.solved_return();
+  algorithm_ = find(o.algo).make(o, *sampler_);
+  if (o.resume) {
+    const auto [c, file] = detail::read_for_resume(o, o.algo, algorithm_->signature(), *progress_);
+    const auto restored = algorithm_->restore(c);
+    start_steps_ = c.learner.env_steps;
+    resumed_from_ = file.string();
+    *progress_ << fmt::format("resumed from {} ({} env steps, {} updates{}{})\n", resumed_from_, start_steps_,
+                              c.learner.updates, restored.empty() ? "" : ", ", restored);
+  }
+  gate_ = std::make_unique<actors::gate>(
+      sampler_->group_rows(), actors::gate::options{.env_steps = start_steps_, .max_env_steps = o.total_steps});
+  algorithm_->start(*this);
+  if (weights_.version() == 0) throw usage_error("training_run: the algorithm published no initial weights");
+  sampler_->announce_to(gate_->inbox());
+  metrics_ = std::make_unique<detail::metrics_file>(
+      o.run_dir, fmt::format("{},{},updates", common_columns, algorithm_->columns()), o.resume);
+  if (o.checkpoint_every != 0) next_checkpoint_ = (start_steps_ / o.checkpoint_every + 1) * o.checkpoint_every;
+  next_row_ = algorithm_->metrics_every() <= 1 ? 0 : start_steps_ + algorithm_->metrics_every();
+}
+
+train_result training_run::run() {
+  validate(options_);
+  detail::prepare_run_dirs(options_);
+  start();
+  const auto& o = options_;
+  const auto& so = o.sampler;
+  const auto& wiring = sampler_->wires();
+  const auto bo = actors::batcher_options_behind_gate(so, wiring);
+  *progress_ << fmt::format(
+      "coral train: env {}, {}, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
+      "{}, target return {}{}\n",
+      so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, so.envs_per_group, wiring.batch_size,
+      so.threads, so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads",
+      algorithm_->describe_setup(), target_ ? fmt::format("{}", *target_) : "none",
+      bo.min_batch_size != so.min_batch_size
+          ? fmt::format(", dynamic batching behind the gate (min {} envs, {} us)", bo.min_batch_size,
+                        bo.batch_timeout.count())
+          : "");
+
+  started_ = clock::now();
+  progress_window_ = {start_steps_, started_};
+  metrics_window_ = progress_window_;
+  std::atomic<int> ended{-1};  // a gate_end, or -1 (stopped otherwise)
+  runtime rt({.mode = so.executor,
+              .handle_signals = true,
+              .stop_deadline = detail::train_stop_deadline,
+              .on_stop_timeout = detail::exit_on_stop_timeout(*progress_)});
+  runtime_ = &rt;
+  rt.on_stop([this] {
+    gate_->close();
+    algorithm_->close();
+  });
+  sampler_->spawn(rt, algorithm_->policy(), bo, &algorithm_->consumer(), &weights_);
+  auto sampling = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
+                                       .spin = so.spin});
+  rt.spawn("gate", sampling, gate_->run(algorithm_->gate_policy(), sampler_->ready_channels(), [&](actors::gate_end why) {
+    ended.store(static_cast<int>(why));
+    rt.request_stop();
+  }));
+  algorithm_->spawn(rt, *this);
+  if (o.progress_seconds > 0) {
+    const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.progress_seconds));
+    rt.spawn("progress", rt.pool("progress", 1), [this, period]() -> asio::awaitable<void> {
+      asio::steady_timer timer(co_await asio::this_coro::executor);
+      for (;;) {
+        timer.expires_after(period);
+        co_await timer.async_wait(asio::use_awaitable);
+        report();
+      }
+    });
+  }
+  stall_watchdog stall(stall_watchdog::limit_of(o.stall_seconds));
+  sampler_->watch_by(stall);
+  stall.watch("learner updates", [this] { return stats_.read().updates; });
+  stall.describe([this](std::string& out) {
+    gate_->describe(out);
+    algorithm_->describe(out);
+  });
+  stall.spawn(rt);
+  rt.run();
+  runtime_ = nullptr;
+  algorithm_->finish();
+
+  const double wall = std::chrono::duration<double>(clock::now() - started_).count();
+  report();
+  record();
+  if (!o.checkpoint_dir.empty()) {
+    auto c = checkpoint_base();
+    algorithm_->final_state(c);
+    write(c);
+  }
+  const auto s = stats_.read();
+  train_result result;
+  result.wall_seconds = wall;
+  result.solved = target_ && s.window >= 100 && s.mean_return >= *target_;
+  result.interrupted = ended.load() < 0;
+  result.env_steps = gate_->env_steps();
+  result.mean_return = s.mean_return;
+  result.mean_length = s.mean_length;
+  result.episodes = s.episodes;
+  result.updates = algorithm_->updates();
+  result.target_return = target_;
+  result.checkpoint = last_checkpoint_;
+  result.resumed_from = resumed_from_;
+  result.metrics_written = metrics_->close(*progress_);
+  return result;
+}
+
+}  // namespace coral::learners
