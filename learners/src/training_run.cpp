@@ -1,7 +1,6 @@
 #include "coral/learners/training_run.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -24,28 +23,32 @@ using clock = std::chrono::steady_clock;
 
 using detail::out_of_range;
 
-/// --algo name → how to build and check it.
+/// --algo name → how to build and check it, in registration order.
 struct registration {
+  std::string name;
   algorithm_factory make;
   options_check check;
 };
 
 std::mutex registry_mutex;
 
-std::map<std::string, registration, std::less<>>& registry() {
-  static std::map<std::string, registration, std::less<>> algorithms;
+std::vector<registration>& registry() {
+  static std::vector<registration> algorithms;
   return algorithms;
+}
+
+std::string names_locked() {
+  std::string names;
+  for (const auto& r : registry()) names += (names.empty() ? "" : ", ") + r.name;
+  return names;
 }
 
 registration find(std::string_view name) {
   std::lock_guard lock(registry_mutex);
-  const auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string names;
-    for (const auto& [n, r] : registry()) names += (names.empty() ? "" : ", ") + n;
-    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", name, names));
+  for (const auto& r : registry()) {
+    if (r.name == name) return r;
   }
-  return it->second;
+  throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", name, names_locked()));
 }
 
 constexpr std::string_view common_columns = "seconds,env_steps,steps_per_second,episodes,mean_return,mean_length";
@@ -54,14 +57,18 @@ constexpr std::string_view common_columns = "seconds,env_steps,steps_per_second,
 
 void register_algorithm(std::string name, algorithm_factory make, options_check check) {
   std::lock_guard lock(registry_mutex);
-  registry()[std::move(name)] = {std::move(make), std::move(check)};
+  for (auto& r : registry()) {
+    if (r.name == name) {
+      r = {std::move(name), std::move(make), std::move(check)};
+      return;
+    }
+  }
+  registry().push_back({std::move(name), std::move(make), std::move(check)});
 }
 
 std::string algorithm_names() {
   std::lock_guard lock(registry_mutex);
-  std::string names;
-  for (const auto& [n, r] : registry()) names += (names.empty() ? "" : ", ") + n;
-  return names;
+  return names_locked();
 }
 
 void training_run::validate(const train_options& o) {

@@ -22,6 +22,7 @@
 #include "coral/core/error.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/errors.hpp"
+#include "count_steps.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
@@ -468,4 +469,17 @@ TEST_CASE("under --on-env-error reset a failed step is no episode: PPO records n
   const auto r = train(o, progress);
   CHECK(r.env_steps >= 3000);
   CHECK(r.episodes == 0);
+}
+
+TEST_CASE("coral train's entry point runs a test-only algorithm added with one registration line",
+          "[learners][train][algorithm]") {
+  coral::learners::register_algorithm("count", coral::test::make_count_steps);
+  auto o = small_run(2048);
+  o.algo = "count";
+  std::ostringstream progress;
+  const auto r = train(o, progress);
+  CHECK(r.env_steps == 2048);
+  CHECK(r.updates >= 3);  // one per 512 steps, single executor: all but perhaps the last
+  CHECK(progress.str().find(", count, topology sync,") != std::string::npos);
+  CHECK(r.to_json(o).find(R"("algo":"count")") != std::string::npos);
 }

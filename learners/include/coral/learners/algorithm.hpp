@@ -124,7 +124,7 @@ using options_check = std::function<void(const train_options&)>;
 /// the options. Replaces an earlier registration of `name`. Thread safety:
 /// any thread, before the runs that use it.
 void register_algorithm(std::string name, algorithm_factory make, options_check check = {});
-/// The registered names, sorted, comma-separated (for error messages).
+/// The registered names in registration order, comma-separated (for error messages).
 [[nodiscard]] std::string algorithm_names();
 
 }  // namespace coral::learners
