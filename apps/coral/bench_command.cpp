@@ -17,12 +17,12 @@
 #include "coral/actors/sampler.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/interrupts.hpp"
+#include "coral/core/json.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/envs/config.hpp"
 #include "coral/core/exit_codes.hpp"
 #include "coral/flag_checks.hpp"
-#include "coral/json.hpp"
 #include "coral/messages.hpp"
 #ifdef CORAL_HAVE_TRAIN
 #include "coral/learners/network.hpp"
