@@ -52,10 +52,10 @@ struct sampler_flags {
   long batch_timeout_us = 0;            ///< `--batch-timeout-us`
   long spin_us = 50;                    ///< `--spin-us`
   bool allow_non_finite = false;        ///< `--allow-non-finite`
-  /// Set by add_sampler_flags: the options whose presence matters, not only
-  /// their value (a flag given counts, even at its default value).
-  const CLI::Option* threads_flag = nullptr;
-  const CLI::Option* batch_timeout_flag = nullptr;
+  // Set by add_sampler_flags: the options whose presence matters, not only
+  // their value (a flag given counts, even at its default value).
+  const CLI::Option* threads_flag = nullptr;        ///< `--threads`
+  const CLI::Option* batch_timeout_flag = nullptr;  ///< `--batch-timeout-us`
 };
 
 /// Adds the sampler flags to `command`, storing into `flags` (which must
