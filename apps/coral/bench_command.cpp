@@ -9,7 +9,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,13 +16,12 @@
 #include "coral/actors/sampler.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/interrupts.hpp"
+#include "coral/core/json.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/core/stall_watchdog.hpp"
-#include "coral/envs/config.hpp"
 #include "coral/core/exit_codes.hpp"
-#include "coral/flag_checks.hpp"
-#include "coral/json.hpp"
 #include "coral/errors.hpp"
+#include "coral/sampler_flags.hpp"
 #ifdef CORAL_HAVE_TRAIN
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
@@ -54,41 +52,23 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
 }
 
 struct bench_flags {
-  std::string env = "cartpole";
-  std::vector<std::string> env_args;
-  std::string topology = "pool";
-  std::string executor = "threads";
+  sampler_flags sampler;
   std::string policy = "random";
-  std::string on_env_error = "fail";
-  std::size_t num_envs = 8;
-  std::size_t batch_size = 0;
-  std::size_t min_batch_size = 0;
-  long batch_timeout_us = 0;
-  std::size_t envs_per_group = 1;
-  std::size_t threads = 2;
-  long spin_us = 50;
-  bool pin = false;
-  bool inference_thread = false;
-  std::uint64_t seed = 0;
   std::uint64_t steps = 2'000'000;
   std::uint64_t baseline_steps = 0;  // 0: as many as --steps
   bool no_baseline = false;
   bool json = false;
-  bool allow_non_finite = false;
   double stall_seconds = 30;
 };
 
 /// Flags whose presence matters, not only their value.
 struct given_flags {
-  const CLI::Option* threads = nullptr;
-  const CLI::Option* batch_timeout = nullptr;
   const CLI::Option* baseline_steps = nullptr;
 };
 
 /// Refuses flags that contradict each other, and a sampler that cannot fit
 /// in this machine's memory (naming --num-envs), before anything is built.
 void check_bench_flags(const bench_flags& f, const given_flags& g, const actors::sampler_options& o) {
-  check_sampler_conflicts(f.executor, *g.threads, f.threads, *g.batch_timeout, f.min_batch_size);
   if (g.baseline_steps->count() > 0 && f.no_baseline) {
     throw config_error(fmt::format(fmt::runtime(errors::conflicting_flags), "--baseline-steps", "--no-baseline",
                                    "the baseline is skipped"));
@@ -106,23 +86,7 @@ void check_bench_flags(const bench_flags& f, const given_flags& g, const actors:
 }
 
 void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given) {
-  actors::sampler_options o;
-  o.env = f.env;
-  o.env_args = envs::parse_env_args(f.env_args);
-  o.seed = f.seed;
-  o.topo = actors::parse_topology(f.topology);
-  o.num_envs = f.num_envs;
-  o.batch_size = f.batch_size;
-  o.min_batch_size = f.min_batch_size;
-  o.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
-  o.envs_per_group = f.envs_per_group;
-  o.threads = f.threads;
-  o.pin = f.pin;
-  o.inference_thread = f.inference_thread;
-  o.spin = std::chrono::microseconds(f.spin_us);
-  o.executor = parse_executor_mode(f.executor);
-  o.on_env_error = actors::parse_env_error_policy(f.on_env_error);
-  o.check_finite = !f.allow_non_finite;
+  const actors::sampler_options o = to_sampler_options(f.sampler);
   if (!(f.stall_seconds >= 0 && f.stall_seconds <= 1e6)) {
     throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--stall-seconds", f.stall_seconds,
                                    "0 (no watchdog) to 1000000"));
@@ -133,11 +97,11 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   check_bench_flags(f, given, o);
 
   actors::sampler s(o);  // validates every flag before anything starts
-  auto pol = make_bench_policy(f.policy, s, f.seed);
+  auto pol = make_bench_policy(f.policy, s, o.seed);
   const auto& w = s.wires();
   out << fmt::format("coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor\n",
                      o.env, actors::to_string(o.topo), o.num_envs, w.groups, o.envs_per_group, w.batch_size,
-                     o.threads, o.threads == 1 ? "" : "s", f.executor)
+                     o.threads, o.threads == 1 ? "" : "s", f.sampler.executor)
       << std::flush;  // a line to watch while a long run goes on
 
   // A first SIGINT/SIGTERM stops whichever loop runs (the sampler's runtime
@@ -199,7 +163,7 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
         R"("batch_size":{},"threads":{},"env_steps":{},"seconds":{},"steps_per_second":{},"batches_per_second":{},)"
         R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},"interrupted":{}}})"
         "\n",
-        json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.executor), json::quote(f.policy),
+        json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.sampler.executor), json::quote(f.policy),
         o.num_envs, o.envs_per_group, w.groups, w.batch_size, o.threads, st.env_steps.load(), json::number(seconds),
         json::number(sps), json::number(bps), json::number(st.idle_fraction()),
         run_baseline ? json::number(baseline_sps) : "null",
@@ -213,37 +177,9 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
 void add_bench_command(CLI::App& app, std::ostream& out) {
   auto flags = std::make_shared<bench_flags>();
   auto* cmd = app.add_subcommand("bench", "measure sampling throughput of a topology against a plain for-loop");
-  cmd->add_option("--env", flags->env, "env name (see `coral envs`)")->capture_default_str();
-  cmd->add_option("--env-arg", flags->env_args, "env setting key=value (repeatable)");
-  cmd->add_option("--topology", flags->topology, "sync, double-buffer or pool")->capture_default_str();
-  cmd->add_option("--num-envs", flags->num_envs, "number of envs")->capture_default_str();
-  cmd->add_option("--batch-size", flags->batch_size,
-                  "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
-  cmd->add_option("--min-batch-size", flags->min_batch_size,
-                  "dynamic batching: act on this many envs once --batch-timeout-us passed (default off)");
-  auto* batch_timeout = cmd->add_option("--batch-timeout-us", flags->batch_timeout_us,
-                                        "dynamic batching timeout in microseconds (at most a minute)")
-                            ->check(non_negative_whole())
-                            ->check(at_most(max_batch_timeout_us));
-  cmd->add_option("--envs-per-group", flags->envs_per_group, "envs stepped back to back by one actor")
-      ->capture_default_str();
-  auto* threads = cmd->add_option("--threads", flags->threads, "sampling threads")->capture_default_str();
-  cmd->add_option("--spin-us", flags->spin_us, "microseconds an idle sampling thread polls before blocking (at most 1 s)")
-      ->check(non_negative_whole())
-      ->check(at_most(max_spin_us))
-      ->capture_default_str();
-  cmd->add_flag("--pin", flags->pin, "pin sampling threads to cores");
-  cmd->add_flag("--inference-thread", flags->inference_thread,
-                "run the batcher on a thread of its own instead of the sampling threads");
-  cmd->add_option("--executor", flags->executor, "threads, or single (every actor on one thread)")
-      ->capture_default_str();
+  add_sampler_flags(*cmd, flags->sampler, {.threads = 2});
   cmd->add_option("--policy", flags->policy, "random, constant, or mlp (an untrained actor-critic)")
       ->capture_default_str();
-  cmd->add_option("--on-env-error", flags->on_env_error, "fail, or reset the failing env and go on")
-      ->capture_default_str();
-  cmd->add_flag("--allow-non-finite", flags->allow_non_finite,
-                "pass NaN/infinite rewards and observations on instead of treating them as env failures");
-  cmd->add_option("--seed", flags->seed, "seed of the envs and the policy")->capture_default_str();
   cmd->add_option("--steps", flags->steps, "env steps to sample")->capture_default_str();
   auto* baseline_steps =
       cmd->add_option("--baseline-steps", flags->baseline_steps, "env steps for the plain loop (default --steps)");
@@ -253,7 +189,7 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
                   "stop, with a report of every env group and channel, when no env step happened for this long "
                   "(0: never)")
       ->capture_default_str();
-  const given_flags given{threads, batch_timeout, baseline_steps};
+  const given_flags given{baseline_steps};
   cmd->callback([&out, flags, given] { run_bench(out, *flags, given); });
 }
 

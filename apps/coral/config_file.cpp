@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdint>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -15,12 +14,13 @@
 #include <toml++/toml.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/json.hpp"
 #include "coral/errors.hpp"
 
 namespace coral::cli {
 namespace {
 
-// A config_error from one of the formats in errors.hpp.
+// A config_error from one of the formats in messages.hpp.
 template <class... Args>
 [[noreturn]] void fail(std::string_view format, Args&&... args) {
   throw config_error(fmt::format(fmt::runtime(format), std::forward<Args>(args)...));
@@ -29,39 +29,10 @@ template <class... Args>
 // The offset of the first byte that is not part of well-formed UTF-8 text
 // (a NUL counts as not text), or npos.
 std::size_t first_non_text_byte(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t extra = 0;
-    std::uint32_t min = 0;
-    if (c == 0) return i;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      min = 0x10000;
-    } else {
-      return i;
-    }
-    if (i + extra >= s.size()) return i;  // cut short by the end
-    std::uint32_t code = c & (0x3F >> extra);
-    for (std::size_t k = 1; k <= extra; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return i;
-      code = (code << 6) | (d & 0x3F);
-    }
-    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return i;
-    i += extra + 1;
-  }
-  return std::string_view::npos;
+  const std::size_t utf8 = json::well_formed_utf8_length(s);
+  const std::size_t nul = s.substr(0, utf8).find('\0');
+  if (nul != std::string_view::npos) return nul;
+  return utf8 == s.size() ? std::string_view::npos : utf8;
 }
 
 std::size_t line_of(std::string_view s, std::size_t offset) {

@@ -11,11 +11,11 @@
 #include "coral/core/error.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/interrupts.hpp"
+#include "coral/core/json.hpp"
 #include "coral/errors.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
-#include "coral/json.hpp"
 
 namespace coral::cli {
 namespace {

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "coral/config_file.hpp"
-#include "coral/core/error.hpp"
 #include "coral/errors.hpp"
 
 namespace coral::cli {
@@ -102,18 +101,6 @@ void add_value_checks(CLI::App& app) { add_checks(app); }
 
 CLI::Validator non_negative_whole() {
   return CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, true); }, "");
-}
-
-void check_sampler_conflicts(std::string_view executor, const CLI::Option& threads_flag, std::size_t threads,
-                             const CLI::Option& batch_timeout_flag, std::size_t min_batch_size) {
-  if (executor == "single" && threads_flag.count() > 0 && threads > 1) {
-    throw config_error(text(errors::conflicting_flags, fmt::format("--threads {}", threads), "--executor single",
-                            "the single executor runs every actor on one thread"));
-  }
-  if (batch_timeout_flag.count() > 0 && min_batch_size == 0) {
-    throw config_error(text(errors::flag_needs, "--batch-timeout-us", "--min-batch-size",
-                            "the timeout applies only to dynamic batching"));
-  }
 }
 
 CLI::Validator at_most(double limit) {

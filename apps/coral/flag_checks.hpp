@@ -13,17 +13,9 @@
 /// - a number flag (FLOAT) takes a finite number (errors::not_finite).
 /// Each error is CLI11's `--flag: <text>` with a text from coral/errors.hpp.
 
-#include <cstddef>
-#include <string_view>
-
 #include <CLI/CLI.hpp>
 
 namespace coral::cli {
-
-/// `--spin-us` at most (one second): beyond, durations in nanoseconds overflow.
-inline constexpr double max_spin_us = 1'000'000;
-/// `--batch-timeout-us` at most (a minute).
-inline constexpr double max_batch_timeout_us = 60'000'000;
 
 /// Adds the checks above to every flag of `app` and of its commands, by the
 /// flag's type.
@@ -36,13 +28,5 @@ void add_value_checks(CLI::App& app);
 /// A number at most `limit` (errors::number_too_large); values that are
 /// not numbers are left to the other checks.
 [[nodiscard]] CLI::Validator at_most(double limit);
-
-/// The sampler flags of `coral bench` and `coral train` that contradict each
-/// other, each as given on the command line or in a config file: `--threads`
-/// above 1 with `--executor single` (errors::conflicting_flags), and
-/// `--batch-timeout-us` without `--min-batch-size` (errors::flag_needs).
-/// Throws config_error.
-void check_sampler_conflicts(std::string_view executor, const CLI::Option& threads_flag, std::size_t threads,
-                             const CLI::Option& batch_timeout_flag, std::size_t min_batch_size);
 
 }  // namespace coral::cli

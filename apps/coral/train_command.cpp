@@ -5,16 +5,15 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
-#include "coral/envs/config.hpp"
 #include "coral/flag_checks.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/errors.hpp"
+#include "coral/sampler_flags.hpp"
 
 namespace coral::cli {
 namespace {
@@ -27,19 +26,12 @@ constexpr double max_progress_seconds = 86'400;
 
 struct train_flags {
   learners::train_options o;
-  std::string env = "cartpole";
-  std::vector<std::string> env_args;
-  std::string topology = "pool";
-  std::string executor = "threads";
-  std::string on_env_error = "fail";
-  long batch_timeout_us = 0;
-  long spin_us = 50;
+  sampler_flags sampler;
   double target_return = 0;  // used when the flag was given
   bool no_anneal_lr = false;
   bool no_clip_value_loss = false;
   bool no_advantage_norm = false;
   bool keep_going = false;
-  bool allow_non_finite = false;
   std::string run_dir;       // default: runs/<env>-<topology>-seed<seed>
   bool no_run_dir = false;
   // Flags both algorithms take, with defaults of their own.
@@ -54,9 +46,7 @@ struct train_flags {
 struct given_flags {
   const CLI::Option* target_return = nullptr;
   const CLI::Option* run_dir = nullptr;
-  const CLI::Option* threads = nullptr;
   const CLI::Option* checkpoint_every = nullptr;
-  const CLI::Option* batch_timeout = nullptr;
 };
 
 /// Flags that contradict each other, rejected before anything starts.
@@ -67,7 +57,6 @@ void check_conflicts(const train_flags& f, const given_flags& g) {
   if (g.run_dir->count() > 0 && f.no_run_dir) {
     fail(errors::conflicting_flags, "--run-dir", "--no-run-dir", "give a run dir or none, not both");
   }
-  check_sampler_conflicts(f.executor, *g.threads, f.o.sampler.threads, *g.batch_timeout, f.o.sampler.min_batch_size);
   if (g.checkpoint_every->count() > 0 && f.o.checkpoint_dir.empty()) {
     fail(errors::flag_needs, "--checkpoint-every", "--checkpoint-dir", "checkpoints are written there");
   }
@@ -78,14 +67,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given) {
   const bool target_given = given.target_return->count() > 0;
   const bool run_dir_given = given.run_dir->count() > 0;
   auto& o = f.o;
-  o.sampler.env = f.env;
-  o.sampler.env_args = envs::parse_env_args(f.env_args);
-  o.sampler.topo = actors::parse_topology(f.topology);
-  o.sampler.executor = parse_executor_mode(f.executor);
-  o.sampler.on_env_error = actors::parse_env_error_policy(f.on_env_error);
-  o.sampler.check_finite = !f.allow_non_finite;
-  o.sampler.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
-  o.sampler.spin = std::chrono::microseconds(f.spin_us);
+  o.sampler = to_sampler_options(f.sampler);
   if (target_given) o.target_return = f.target_return;
   o.ppo.anneal_lr = !f.no_anneal_lr;
   o.ppo.clip_value_loss = !f.no_clip_value_loss;
@@ -100,7 +82,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given) {
     o.run_dir.clear();
   } else {
     o.run_dir = run_dir_given ? f.run_dir
-                              : fmt::format("runs/{}-{}-seed{}", o.sampler.env, f.topology, o.sampler.seed);
+                              : fmt::format("runs/{}-{}-seed{}", o.sampler.env, f.sampler.topology, o.sampler.seed);
   }
   learners::validate(o);  // every flag, before anything starts
   const auto result = learners::train(o, out);
@@ -113,43 +95,19 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given) {
 void add_train_command(CLI::App& app, std::ostream& out) {
   auto f = std::make_shared<train_flags>();
   auto& o = f->o;
-  // coral train's own defaults: 8 envs, one sampling thread (the learner has the other core).
-  o.sampler.num_envs = 8;
-  o.sampler.threads = 1;
   auto* cmd = app.add_subcommand("train", "train an agent with PPO or DQN; the last line is one JSON object");
-  cmd->add_option("--env", f->env, "env name (see `coral envs`)")->capture_default_str();
-  cmd->add_option("--env-arg", f->env_args, "env setting key=value (repeatable)");
   cmd->add_option("--algo", o.algo, "ppo, or dqn (Ape-X-style: prioritized replay actor, double DQN)")->capture_default_str();
-  cmd->add_option("--topology", f->topology, "sync, double-buffer or pool")->capture_default_str();
-  cmd->add_option("--executor", f->executor, "threads, or single (every actor on one thread; deterministic)")
-      ->capture_default_str();
-  cmd->add_option("--seed", o.sampler.seed, "seed of the envs, the network and the sampling")->capture_default_str();
+  // One sampling thread by default: the learner has the other core.
+  add_sampler_flags(*cmd, f->sampler,
+                    {.threads = 1,
+                     .threads_help = "sampling threads (the learner has a thread of its own)",
+                     .seed_help = "seed of the envs, the network and the sampling",
+                     .allow_non_finite_help = "pass NaN/infinite rewards, observations, losses and weights on instead "
+                                              "of stopping the run"});
   cmd->add_option("--total-steps", o.total_steps, "env steps to run at most")->capture_default_str();
   auto* target = cmd->add_option("--target-return", f->target_return,
                                  "mean return over the last 100 episodes that counts as solved (default: the env's)");
   cmd->add_flag("--keep-going", f->keep_going, "do not stop when solved; run --total-steps");
-  cmd->add_option("--num-envs", o.sampler.num_envs, "number of envs")->capture_default_str();
-  cmd->add_option("--envs-per-group", o.sampler.envs_per_group, "envs stepped back to back by one actor")
-      ->capture_default_str();
-  cmd->add_option("--batch-size", o.sampler.batch_size,
-                  "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
-  cmd->add_option("--min-batch-size", o.sampler.min_batch_size, "dynamic batching minimum (default off)");
-  auto* batch_timeout = cmd->add_option("--batch-timeout-us", f->batch_timeout_us,
-                                        "dynamic batching timeout in microseconds (at most a minute)")
-                            ->check(non_negative_whole())
-                            ->check(at_most(max_batch_timeout_us));
-  auto* threads = cmd->add_option("--threads", o.sampler.threads, "sampling threads (the learner has a thread of its own)")
-                      ->capture_default_str();
-  cmd->add_option("--spin-us", f->spin_us, "microseconds an idle sampling thread polls before blocking (at most 1 s)")
-      ->check(non_negative_whole())
-      ->check(at_most(max_spin_us))
-      ->capture_default_str();
-  cmd->add_flag("--pin", o.sampler.pin, "pin sampling threads to cores");
-  cmd->add_flag("--inference-thread", o.sampler.inference_thread, "run the batcher on a thread of its own");
-  cmd->add_option("--on-env-error", f->on_env_error, "fail, or reset the failing env and go on")
-      ->capture_default_str();
-  cmd->add_flag("--allow-non-finite", f->allow_non_finite,
-                "pass NaN/infinite rewards, observations, losses and weights on instead of stopping the run");
   cmd->add_option("--max-policy-lag", o.max_policy_lag,
                   "how many updates older than the learner the acting weights may be (0: strictly on-policy)")
       ->capture_default_str();
@@ -215,7 +173,7 @@ void add_train_command(CLI::App& app, std::ostream& out) {
                   "stop the run, with a report of every actor and channel, when no env step and no learner update "
                   "happened for this long (0: never)")
       ->capture_default_str();
-  const given_flags given{target, run_dir, threads, checkpoint_every, batch_timeout};
+  const given_flags given{target, run_dir, checkpoint_every};
   cmd->callback([&out, f, given] { run_train(out, *f, given); });
 }
 

@@ -3,9 +3,9 @@
 // composition (see docs/training.md).
 
 #include "algorithms.hpp"
+#include "coral/core/json.hpp"
 
 #include <chrono>
-#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -35,9 +35,6 @@ std::string q_signature(const std::vector<std::size_t>& widths) {
 std::size_t stream_capacity(const train_options& o, std::size_t rows) {
   return (o.dqn.replay_capacity + rows - 1) / rows;
 }
-
-/// JSON-like number text for error messages ("null" when not finite).
-std::string number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : "null"; }
 
 /// The replay actor's settings for a run of `o` over `s`.
 replay::replay_actor_config replay_config(const train_options& o, actors::sampler& s) {
@@ -271,18 +268,18 @@ void check_dqn_options(const train_options& o) {
   }
   if (batch > grant) {
     out_of_range("--replay-batch", d.batch_size,
-                 why(errors::dqn_batch_over_grant, number(grant), number(d.replay_ratio), o.total_steps,
+                 why(errors::dqn_batch_over_grant, json::number(grant), json::number(d.replay_ratio), o.total_steps,
                      d.learning_starts));
   }
   const double in_flight = batch * static_cast<double>(d.prefetch);
   if (in_flight > static_cast<double>(d.replay_capacity)) {
     out_of_range("--prefetch", d.prefetch,
-                 why(errors::dqn_prefetch_over_capacity, d.batch_size, number(in_flight), d.replay_capacity));
+                 why(errors::dqn_prefetch_over_capacity, d.batch_size, json::number(in_flight), d.replay_capacity));
   }
   if (in_flight > grant) {
     out_of_range("--prefetch", d.prefetch,
-                 why(errors::dqn_prefetch_over_grant, d.batch_size, number(in_flight), number(grant),
-                     number(d.replay_ratio), o.total_steps, d.learning_starts));
+                 why(errors::dqn_prefetch_over_grant, d.batch_size, json::number(in_flight), json::number(grant),
+                     json::number(d.replay_ratio), o.total_steps, d.learning_starts));
   }
 }
 

@@ -3,12 +3,12 @@
 
 #include "coral/learners/train.hpp"
 
-#include <cmath>
 #include <mutex>
 
 #include <fmt/format.h>
 
 #include "algorithms.hpp"
+#include "coral/core/json.hpp"
 #include "coral/actors/topology.hpp"
 #include "coral/learners/training_run.hpp"
 
@@ -23,21 +23,6 @@ void register_builtin_algorithms() {
     register_dqn();
   });
 }
-
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : "null"; }
 
 }  // namespace
 
@@ -57,11 +42,11 @@ std::string train_result::to_json(const train_options& o) const {
       R"({{"solved":{},"interrupted":{},"env":{},"algo":{},"topology":{},"executor":{},"seed":{},"env_steps":{},)"
       R"("wall_seconds":{},"mean_return":{},"mean_length":{},"episodes":{},"updates":{},"target_return":{},)"
       R"("checkpoint":{},"resumed_from":{}}})",
-      solved, interrupted, quote(o.sampler.env), quote(o.algo), quote(actors::to_string(o.sampler.topo)),
-      quote(o.sampler.executor == executor_mode::single ? "single" : "threads"), o.sampler.seed, env_steps,
-      number(wall_seconds), number(mean_return), number(mean_length), episodes, updates,
-      target_return ? number(*target_return) : "null", checkpoint.empty() ? "null" : quote(checkpoint),
-      resumed_from.empty() ? "null" : quote(resumed_from));
+      solved, interrupted, json::quote(o.sampler.env), json::quote(o.algo), json::quote(actors::to_string(o.sampler.topo)),
+      json::quote(o.sampler.executor == executor_mode::single ? "single" : "threads"), o.sampler.seed, env_steps,
+      json::number(wall_seconds), json::number(mean_return), json::number(mean_length), episodes, updates,
+      target_return ? json::number(*target_return) : "null", checkpoint.empty() ? "null" : json::quote(checkpoint),
+      resumed_from.empty() ? "null" : json::quote(resumed_from));
 }
 
 }  // namespace coral::learners

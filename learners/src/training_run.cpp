@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/json.hpp"
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/learners/errors.hpp"
 #include "finite_checks.hpp"
@@ -211,7 +212,7 @@ train_result training_run::run() {
       "{}, target return {}{}\n",
       so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, so.envs_per_group, wiring.batch_size,
       so.threads, so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads",
-      algorithm_->describe_setup(), target_ ? fmt::format("{}", *target_) : "none",
+      algorithm_->describe_setup(), target_ ? json::number(*target_) : "none",
       bo.min_batch_size != so.min_batch_size
           ? fmt::format(", dynamic batching behind the gate (min {} envs, {} us)", bo.min_batch_size,
                         bo.batch_timeout.count())

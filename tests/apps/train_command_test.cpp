@@ -1,6 +1,7 @@
 #include "coral/cli.hpp"
 
-// `coral train` through the CLI, in-process (built when the apps are).
+// `coral train`, and `coral bench` with the MLP policy, through the CLI in-process
+// (built where coral has libtorch).
 
 #include <filesystem>
 #include <fstream>
@@ -44,7 +45,7 @@ std::string last_line(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON line", "[learners][train][cli]") {
+TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON line", "[apps][train_command]") {
   std::string out, err;
   CHECK(run_cli({"train", "--algo", "a2c"}, out, err) == 1);
   CHECK(err == "error: " + fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn") + "\n");
@@ -60,7 +61,7 @@ TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON li
   CHECK(err.find("--horizon") != std::string::npos);
 }
 
-TEST_CASE("coral train takes its flags from a TOML file, and flags override it", "[learners][train][cli]") {
+TEST_CASE("coral train takes its flags from a TOML file, and flags override it", "[apps][train_command]") {
   const auto dir = fresh_dir("config");
   fs::create_directories(dir);
   const auto file = dir / "train.toml";
@@ -82,7 +83,7 @@ TEST_CASE("coral train takes its flags from a TOML file, and flags override it",
 }
 
 TEST_CASE("coral bench samples with the untrained MLP policy and names --policy on a bad value",
-          "[learners][bench][cli]") {
+          "[apps][bench_command]") {
   std::string out, err;
   const int rc = run_cli({"bench", "--policy", "mlp", "--env", "cartpole", "--num-envs", "8", "--envs-per-group", "2",
                           "--steps", "4000", "--baseline-steps", "4000", "--json"},
