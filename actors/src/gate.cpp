@@ -37,10 +37,13 @@ asio::awaitable<void> gate::run(gate_policy& policy, std::vector<channel<ready_m
       on_end(gate_end::requested);
       co_return;
     }
+    const bool in_order = policy.in_order();
+    bool holding = false;  // in order: a group was held, so are all after it
     auto keep = held.begin();
     for (auto it = held.begin(); it != held.end(); ++it) {
       const std::size_t rows = group_rows_[it->group].count;
-      if (!policy.may_step(it->group, it->step, rows)) {
+      if (holding || !policy.may_step(it->group, it->step, rows)) {
+        holding = in_order;
         *keep++ = *it;
         continue;
       }

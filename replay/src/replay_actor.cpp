@@ -133,10 +133,10 @@ bool replay_actor::wait_for_allowance(std::uint64_t needed) noexcept {
 
 // Why one side can always move. Write I for the env steps inserted (the
 // limiter's count), S for the transitions sampled, F for the env steps the
-// feeder let through, A for the allowance (F <= A), k = max_group_steps,
+// gate let through, A for the allowance (F <= A), k = max_group_steps,
 // h = batcher_hold, m = max(min_size, 1), r = samples_per_insert and
 // e = error_buffer = batch + (k + h) r, so the limiter's window is
-// [r m − e, r m + e]. The gate lets a held group through when
+// [r m − e, r m + e]. The gate lets the group at the front through when
 // F + k <= A; the actor serves a waiting request when the buffer holds a
 // sampleable transition, I >= m and I r − S − batch >= r m − e.
 //
@@ -176,7 +176,10 @@ void replay_actor::raise_allowance() noexcept {
   allowance_.store(a);
   // The gate stores what it waits for, then reads the allowance; we store
   // the allowance, then read what it waits for (both sequentially
-  // consistent): one of the two sees the other, so no wake-up is lost.
+  // consistent): one of the two sees the other, so no wake-up is lost. This
+  // needs one waiter: the gate asks about its held groups in order and stops
+  // at the first it holds (rate_limit_gate::in_order()). Asking about a later
+  // group would clear the note of the held one, and its wake-up would be lost.
   std::uint64_t w = wanted_.load();
   if (w != 0 && a >= w && wanted_.compare_exchange_strong(w, 0) && waker_ != nullptr) {
     (void)waker_->try_send(actors::gate_msg(actors::allowance_raised{}));  // full: notes are queued

@@ -79,6 +79,38 @@ TEST_CASE("a gate forwards what its policy allows, holds the rest, and asks agai
   CHECK(ends == 0);  // closed, not ended
 }
 
+TEST_CASE("an in-order gate policy holds every group behind the first it holds, and is not asked about them",
+          "[actors][gate]") {
+  // Holds group 0 only; in order, group 1 behind it waits too.
+  class front_holder final : public gate_policy {
+   public:
+    bool hold_zero = true;
+    std::vector<std::uint32_t> asked;
+    bool may_step(std::uint32_t g, std::uint64_t, std::size_t) override {
+      asked.push_back(g);
+      return !(hold_zero && g == 0);
+    }
+    bool in_order() const override { return true; }
+  };
+  asio::io_context io;
+  gate g({{0, 1}, {1, 1}}, {});
+  front_holder policy;
+  coral::channel<ready_msg> batcher(2);
+  asio::co_spawn(io, g.run(policy, {&batcher}, [](gate_end) {}), asio::detached);
+  REQUIRE(g.inbox().try_send(gate_msg(ready_msg{0})));
+  REQUIRE(g.inbox().try_send(gate_msg(ready_msg{1})));
+  io.poll();
+  CHECK(drain(batcher).empty());
+  CHECK(g.held() == 2);
+  CHECK(policy.asked == std::vector<std::uint32_t>{0, 0});  // once per message, never about group 1
+  policy.hold_zero = false;
+  REQUIRE(g.inbox().try_send(gate_msg(allowance_raised{})));
+  io.poll();
+  CHECK(drain(batcher) == std::vector<std::uint32_t>{0, 1});
+  g.close();
+  io.run();
+}
+
 TEST_CASE("a gate ends the run at its step limit and on request, once", "[actors][gate]") {
   asio::io_context io;
   step_limit_policy policy;

@@ -1,21 +1,20 @@
 #include "coral/learners/rollout.hpp"
 
+#include <algorithm>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include <asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "../actors/counter_env.hpp"
 #include "../support/watchdog.hpp"
-#include "coral/actors/inference_batcher.hpp"
-#include "coral/actors/sampler_options.hpp"
-#include "coral/core/runtime.hpp"
-#include "coral/envs/env_slice.hpp"
-#include "coral/envs/registry.hpp"
+#include "coral/learners/algorithm.hpp"
 #include "coral/learners/frame_stack.hpp"
+#include "coral/learners/policy_lag_gate.hpp"
+#include "coral/learners/training_run.hpp"
 
 using namespace coral;
 using namespace coral::learners;
@@ -24,6 +23,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::int64_t episode_length = 5;
+constexpr std::size_t horizon = 7;  // not a multiple of the episode length: episodes cross segments
 
 /// Acts with action = steps taken mod 4, log probability = steps taken and
 /// value = steps in the episode (observation entries 1 and 2), so that a
@@ -43,115 +43,155 @@ class echo_policy final : public actors::policy {
   void load_weights(std::span<const float>) override {}
 };
 
-struct run_report {
+/// What the checking learner found. Written by the learner actor, read
+/// after the run.
+struct rollout_report {
   std::size_t segments = 0;
   std::uint64_t max_lag = 0;
   std::string error;  // the first mismatch (Catch2 assertions are for the test's own thread)
 };
 
-/// Wires test-counter envs, the assembler and the batcher like coral train
-/// does, with a fake learner that checks every segment and publishes a new
-/// version for each; stops after `segments` segments.
-run_report run_pipeline(actors::topology topo, executor_mode mode, std::size_t lag, std::size_t segments,
-                        std::size_t envs_per_group = 2, std::size_t batch_size = 0) {
-  test::counter_env::register_once();
-  actors::sampler_options so;
-  so.env = "test-counter";
-  so.env_args = {{"episode_length", std::to_string(episode_length)}};
-  so.topo = topo;
-  so.num_envs = 8;
-  so.envs_per_group = envs_per_group;
-  so.batch_size = batch_size;
-  so.threads = 2;
-  so.executor = mode;
-  const auto w = actors::resolve_wiring(so);
-  const std::size_t T = 7;  // not a multiple of the episode length: episodes cross segments
+/// "test-rollout": PPO's acting side as the composition runs it (the real
+/// rollout_assembler as step consumer, the real policy_lag_gate) with
+/// echo_policy and a learner that checks every segment against what the
+/// counter env must have produced, then publishes version base + k + 1 and
+/// tells the gate, as the PPO learner does. After `wanted` segments it asks
+/// the gate to end the run.
+class checked_rollout final : public algorithm {
+ public:
+  checked_rollout(const train_options& o, actors::sampler& s, std::size_t wanted,
+                  std::shared_ptr<rollout_report> report)
+      : options_(o), sampler_(&s), wanted_(wanted), report_(std::move(report)) {}
 
-  auto probe = envs::registry::global().make(so.env, so.env_args, 0, 0);
-  envs::env_batch batch(so.num_envs, probe->observation_space(), probe->action_space());
-  latest<std::vector<float>> weights;
-  const auto base = weights.publish({0.0f});
-  training_stats stats;
-  rollout_assembler::options ao;
-  ao.horizon = T;
-  ao.max_policy_lag = lag;
-  std::vector<actors::row_range> rows;
-  const auto k = static_cast<std::uint32_t>(envs_per_group);
-  for (std::size_t g = 0; g < w.groups; ++g) rows.push_back({static_cast<std::uint32_t>(k * g), k});
-  rollout_assembler assembler(batch, rows, weights, stats, ao);
+  std::string signature() const override { return "test-rollout"; }
+  std::string restore(const checkpoint&) override { return {}; }
 
-  std::vector<std::unique_ptr<channel<actors::ready_msg>>> ready;
-  std::vector<channel<actors::ready_msg>*> ready_ptrs;
-  for (std::size_t c = 0; c < w.ready_channels; ++c) {
-    ready.push_back(std::make_unique<channel<actors::ready_msg>>(w.groups));
-    ready_ptrs.push_back(ready.back().get());
+  void start(training_run& run) override {
+    base_ = run.weights().publish({0.0f});
+    assembler_ = std::make_unique<rollout_assembler>(
+        sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
+        rollout_assembler::options{.horizon = options_.horizon,
+                                   .frames = 1,
+                                   .segments_in_flight = policy_lag_gate::segments_in_flight(options_.max_policy_lag)});
+    gate_ = std::make_unique<policy_lag_gate>(*assembler_, run.weights(), options_.max_policy_lag);
   }
-  std::vector<std::unique_ptr<actors::env_group>> groups;
-  std::vector<actors::env_group*> group_ptrs;
-  for (std::size_t g = 0; g < w.groups; ++g) {
-    envs::env_slice slice(batch, k * g, envs::registry::global().make_many(so.env, so.env_args, 0, k * g, k));
-    groups.push_back(std::make_unique<actors::env_group>("env-group-" + std::to_string(g),
-                                                         static_cast<std::uint32_t>(g), k * g, std::move(slice),
-                                                         assembler.ready(), actors::env_error_policy::fail));
-    group_ptrs.push_back(groups.back().get());
-  }
-  echo_policy policy;
-  actors::inference_batcher batcher(ready_ptrs, group_ptrs, policy, batch, gated_batcher_options(so, w), &assembler,
-                                    &weights);
+  actors::policy& policy() override { return policy_; }
+  actors::step_consumer& consumer() override { return *assembler_; }
+  actors::gate_policy& gate_policy() override { return *gate_; }
 
-  run_report report;
-  auto fail = [&](const std::string& what) {
-    if (report.error.empty()) report.error = what;
-  };
-  runtime rt({.mode = mode});
-  rt.on_stop([&] {
-    batcher.close_all();
-    assembler.close();
-  });
-  auto ex = rt.pool("sampling", 2);
-  for (auto& g : groups) rt.spawn(g->name(), ex, g->run());
-  rt.spawn("inference-batcher", ex, batcher.run());
-  rt.spawn("rollout-assembler", ex, assembler.run(ready_ptrs, [&](finish_reason) { rt.request_stop(); }));
-  rt.spawn("learner", rt.pool("learner", 1), [&]() -> asio::awaitable<void> {
-    for (;;) {
-      auto seg = co_await assembler.segments().async_receive();
-      if (!seg) co_return;
-      const auto& s = **seg;
-      const std::uint64_t k = report.segments;
-      if (s.index != k || s.rows != 8 || s.horizon != T) fail(fmt::format("segment {}: wrong shape", k));
-      const auto version = weights.version();
-      for (std::size_t r = 0; r < s.rows; ++r) {
-        for (std::size_t t = 0; t <= T; ++t) {
-          const float* obs = s.observations.data() + (r * (T + 1) + t) * 4;
-          auto expect = [&](bool ok, const char* what) {
-            if (!ok) fail(fmt::format("segment {} row {} step {}: {}", k, r, t, what));
-          };
-          expect(obs[0] == static_cast<float>(r), "observation of the row's own env");
-          expect(obs[1] == static_cast<float>(k * T + t), "observation k*T + t (bootstrap included)");
-          if (t == T) continue;
-          const std::size_t i = r * T + t;
-          expect(s.log_probs[i] == obs[1] && s.values[i] == obs[2], "log_prob/value chosen from this observation");
-          expect(s.discrete_actions[i] == static_cast<std::int32_t>(k * T + t) % 4, "the action chosen");
-          expect(s.rewards[i] == 1.0f, "the reward of this action");
-          expect(s.terminated[i] == (obs[2] + 1 == episode_length ? 1 : 0), "terminated by this action");
-          expect(s.truncated[i] == 0, "never truncated");
-          if (s.terminated[i] == 0) expect(obs[4 + 3] == static_cast<float>(s.discrete_actions[i]), "next obs shows the action");
-          expect(s.policy_versions[i] <= version, "version not from the future");
-          if (s.policy_versions[i] <= version) report.max_lag = std::max(report.max_lag, version - s.policy_versions[i]);
-          if (lag == 0) expect(s.policy_versions[i] == base + k, "acted on by version base + k");
+  void spawn(runtime& rt, training_run& run) override {
+    rt.spawn("learner", rt.pool("learner", 1), [this, &run]() -> asio::awaitable<void> {
+      for (;;) {
+        auto seg = co_await assembler_->segments().async_receive();
+        if (!seg) co_return;
+        check(**seg, run.weights().version());
+        const std::uint64_t k = report_->segments++;
+        if (report_->segments == wanted_) {
+          // No new weights: groups at segment `wanted` stay held (lag 0) while the note ends the run.
+          run.gate().request_end();
+          const bool told = co_await run.tell_gate();
+          (void)told;
+          co_return;
         }
+        ++updates_;
+        run.publish({static_cast<float>(k + 1)}, "test-rollout", updates_);
+        const bool going = co_await run.updated({}, updates_, (k + 1) * (*seg)->env_steps());
+        if (!going) co_return;
+        const bool told = co_await run.tell_gate();
+        if (!told) co_return;
       }
-      if (++report.segments == segments) {
-        rt.request_stop();
-        co_return;
+    });
+  }
+  void close() noexcept override { assembler_->close(); }
+
+  std::string describe_setup() const override { return "checking every segment"; }
+  std::string_view columns() const override { return "segments"; }
+  row_part row(row_stream, const stats_snapshot&, double) override { return {"checking", "0"}; }
+  asio::awaitable<bool> snapshot(checkpoint& c) override {
+    final_state(c);
+    co_return true;
+  }
+  void final_state(checkpoint& c) override { c.learner.updates = updates_; }
+  std::uint64_t updates() const override { return updates_; }
+
+ private:
+  /// Checks segment `s` against the counter env, `version` being the newest weights.
+  void check(const rollout_segment& s, std::uint64_t version) {
+    auto& report = *report_;
+    auto fail = [&](const std::string& what) {
+      if (report.error.empty()) report.error = what;
+    };
+    const std::uint64_t k = report.segments;
+    const std::size_t T = horizon;
+    if (s.index != k || s.rows != 8 || s.horizon != T) fail(fmt::format("segment {}: wrong shape", k));
+    for (std::size_t r = 0; r < s.rows; ++r) {
+      for (std::size_t t = 0; t <= T; ++t) {
+        const float* obs = s.observations.data() + (r * (T + 1) + t) * 4;
+        auto expect = [&](bool ok, const char* what) {
+          if (!ok) fail(fmt::format("segment {} row {} step {}: {}", k, r, t, what));
+        };
+        expect(obs[0] == static_cast<float>(r), "observation of the row's own env");
+        expect(obs[1] == static_cast<float>(k * T + t), "observation k*T + t (bootstrap included)");
+        if (t == T) continue;
+        const std::size_t i = r * T + t;
+        expect(s.log_probs[i] == obs[1] && s.values[i] == obs[2], "log_prob/value chosen from this observation");
+        expect(s.discrete_actions[i] == static_cast<std::int32_t>(k * T + t) % 4, "the action chosen");
+        expect(s.rewards[i] == 1.0f, "the reward of this action");
+        expect(s.terminated[i] == (obs[2] + 1 == episode_length ? 1 : 0), "terminated by this action");
+        expect(s.truncated[i] == 0, "never truncated");
+        if (s.terminated[i] == 0) expect(obs[4 + 3] == static_cast<float>(s.discrete_actions[i]), "next obs shows the action");
+        expect(s.policy_versions[i] <= version, "version not from the future");
+        if (s.policy_versions[i] <= version) report.max_lag = std::max(report.max_lag, version - s.policy_versions[i]);
+        if (options_.max_policy_lag == 0) expect(s.policy_versions[i] == base_ + k, "acted on by version base + k");
       }
-      weights.publish({static_cast<float>(k + 1)});
-      const bool sent = co_await assembler.ready().async_send(actors::ready_msg{rollout_assembler::published});
-      if (!sent) co_return;
     }
+  }
+
+  const train_options& options_;
+  actors::sampler* sampler_;
+  std::size_t wanted_;
+  std::shared_ptr<rollout_report> report_;
+  echo_policy policy_;
+  std::uint64_t base_ = 0;
+  std::uint64_t updates_ = 0;  // the learner's
+  std::unique_ptr<rollout_assembler> assembler_;
+  std::unique_ptr<policy_lag_gate> gate_;
+};
+
+struct pipeline_result {
+  rollout_report report;
+  train_result run;
+};
+
+/// Runs test-counter envs through the training composition with the
+/// "test-rollout" plug-in, as `coral train` wires PPO, until `segments`
+/// segments were checked.
+pipeline_result run_pipeline(actors::topology topo, executor_mode mode, std::size_t lag, std::size_t segments,
+                             std::size_t envs_per_group = 2, std::size_t batch_size = 0) {
+  test::counter_env::register_once();
+  auto report = std::make_shared<rollout_report>();
+  register_algorithm("test-rollout", [segments, report](const train_options& o, actors::sampler& s) {
+    return std::make_unique<checked_rollout>(o, s, segments, report);
   });
-  rt.run();
-  return report;
+  train_options o;
+  o.algo = "test-rollout";
+  o.sampler.env = "test-counter";
+  o.sampler.env_args = {{"episode_length", std::to_string(episode_length)}};
+  o.sampler.topo = topo;
+  o.sampler.num_envs = 8;
+  o.sampler.envs_per_group = envs_per_group;
+  o.sampler.batch_size = batch_size;
+  o.sampler.threads = 2;
+  o.sampler.executor = mode;
+  o.horizon = horizon;
+  o.max_policy_lag = lag;
+  // Room for every step the lag bound lets through: the learner ends the run, not the step limit.
+  o.total_steps = (segments + lag + 2) * o.sampler.num_envs * horizon;
+  o.stop_when_solved = false;
+  o.progress_seconds = 0;
+  std::ostringstream progress;
+  const auto run = training_run(o, progress).run();
+  return {*report, run};
 }
 
 }  // namespace
@@ -162,9 +202,12 @@ TEST_CASE("segments hold each row's steps in order with the outcome of each acti
     for (auto mode : {executor_mode::single, executor_mode::threads}) {
       INFO("topology " << actors::to_string(topo) << (mode == executor_mode::single ? " single" : " threads"));
       const auto r = run_pipeline(topo, mode, 0, 12);
-      CHECK(r.error.empty());
-      CHECK(r.segments == 12);
-      CHECK(r.max_lag == 0);  // strictly on-policy
+      CHECK(r.report.error.empty());
+      CHECK(r.report.segments == 12);
+      CHECK(r.report.max_lag == 0);  // strictly on-policy
+      CHECK_FALSE(r.run.interrupted);
+      CHECK(r.run.env_steps == 12 * 8 * horizon);  // no step of segment 12 without its weights
+      CHECK(r.run.updates == 11);
     }
   }
 }
@@ -177,9 +220,10 @@ TEST_CASE("a pool batch of several groups does not stall at segment boundaries",
     for (std::size_t batch : {2, 3, 6}) {
       INFO("batch " << batch << (mode == executor_mode::single ? " single" : " threads"));
       const auto r = run_pipeline(actors::topology::pool, mode, 0, 12, 1, batch);
-      CHECK(r.error.empty());
-      CHECK(r.segments == 12);
-      CHECK(r.max_lag == 0);
+      CHECK(r.report.error.empty());
+      CHECK(r.report.segments == 12);
+      CHECK(r.report.max_lag == 0);
+      CHECK(r.run.env_steps == 12 * 8 * horizon);
     }
   }
 }
@@ -188,10 +232,13 @@ TEST_CASE("with a policy lag bound of 2 no step is more than 2 versions stale", 
   coral::test::watchdog dog("rollout pipeline", 60s);
   for (auto topo : {actors::topology::sync, actors::topology::pool}) {
     for (auto mode : {executor_mode::single, executor_mode::threads}) {
+      INFO("topology " << actors::to_string(topo) << (mode == executor_mode::single ? " single" : " threads"));
       const auto r = run_pipeline(topo, mode, 2, 12);
-      CHECK(r.error.empty());
-      CHECK(r.segments == 12);
-      CHECK(r.max_lag <= 2);
+      CHECK(r.report.error.empty());
+      CHECK(r.report.segments == 12);
+      CHECK(r.report.max_lag <= 2);
+      // The last weights are version base + 11: no group gets past segment 13.
+      CHECK(r.run.env_steps <= 14 * 8 * horizon);
     }
   }
 }

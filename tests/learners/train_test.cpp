@@ -479,7 +479,8 @@ TEST_CASE("coral train's entry point runs a test-only algorithm added with one r
   std::ostringstream progress;
   const auto r = train(o, progress);
   CHECK(r.env_steps == 2048);
-  CHECK(r.updates >= 3);  // one per 512 steps, single executor: all but perhaps the last
+  CHECK(r.updates >= 1);  // one falls due per 512 steps; the stop may cut the last ones
+  CHECK(r.updates <= 4);
   CHECK(progress.str().find(", count, topology sync,") != std::string::npos);
   CHECK(r.to_json(o).find(R"("algo":"count")") != std::string::npos);
 }

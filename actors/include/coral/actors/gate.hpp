@@ -46,6 +46,13 @@ class gate_policy {
   /// Whether group `group`, of `rows` batch rows, may take its step `step`
   /// now. Asked again, for every group still held, after each message.
   [[nodiscard]] virtual bool may_step(std::uint32_t group, std::uint64_t step, std::size_t rows) = 0;
+  /// Whether groups step in arrival order only: a group the policy holds
+  /// then holds every group that arrived after it, and may_step() is not
+  /// asked about them in that pass. For a policy whose answer does not
+  /// depend on the group (a rate limit): asking about the others would only
+  /// repeat the answer, and may_step() may have side effects that a later
+  /// question would undo (the rate limit leaves a note of what it waits for).
+  [[nodiscard]] virtual bool in_order() const { return false; }
   /// The gate let that step go to the batcher.
   virtual void stepped(std::uint32_t group, std::uint64_t step, std::size_t rows) {
     (void)group;
@@ -85,7 +92,8 @@ class gate {
   [[nodiscard]] channel<gate_msg>& inbox() noexcept { return inbox_; }
 
   /// The actor's body: forwards group g to `batcher_ready[g % size]` when
-  /// `policy` allows, in arrival order among the groups it allows. Calls
+  /// `policy` allows, in arrival order among the groups it allows (or, for
+  /// an in-order policy, up to the first it holds). Calls
   /// `on_end` once and returns when the run should end; returns without it
   /// when the inbox is closed or a forward fails (the batcher closed).
   /// `policy` must outlive it.

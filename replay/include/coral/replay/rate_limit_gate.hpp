@@ -23,8 +23,8 @@ namespace coral::replay {
 [[nodiscard]] std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options,
                                        std::size_t envs_per_group);
 
-/// Lets a group of k rows through when the env steps let through so far,
-/// plus k, are within replay_actor::insert_allowance(); otherwise holds it
+/// Lets the group at the front through when the env steps let through so
+/// far, plus its k rows, are within replay_actor::insert_allowance(); otherwise holds it
 /// and leaves a note with the replay actor, which sends the gate
 /// actors::allowance_raised once the allowance gets there. Why one side can
 /// always move is worked out in replay_actor.cpp, above raise_allowance().
@@ -44,6 +44,10 @@ class rate_limit_gate final : public actors::gate_policy {
     return replay_->wait_for_allowance(let_through_ + rows);
   }
   void stepped(std::uint32_t, std::uint64_t, std::size_t rows) override { let_through_ += rows; }
+  /// In order: the replay keeps one note of what the gate waits for, so a
+  /// group let through after one was held would clear the held one's note,
+  /// and the replay's wake-up for it would be lost.
+  bool in_order() const override { return true; }
 
  private:
   replay_actor* replay_;
