@@ -200,6 +200,7 @@ void training_run::start() {
 }
 
 train_result training_run::run() {
+  if (sampler_) throw usage_error("training_run: run() may be called only once");
   validate(options_);
   detail::prepare_run_dirs(options_);
   start();
