@@ -24,7 +24,7 @@ struct train_options {
   std::string algo = "ppo";            ///< ppo or dqn
   ppo_config ppo;
   dqn_config dqn;
-  std::vector<std::size_t> hidden{32, 32};  ///< see docs/training.md: 32 wide trains cartpole 4x cheaper than 64
+  std::vector<std::size_t> hidden{32, 32};  ///< chosen when 64 wide cost 4x (reference BLAS); see BENCHMARKS.md
   std::size_t horizon = 64;            ///< steps per row per segment
   std::size_t max_policy_lag = 0;      ///< 0: strictly on-policy
   std::size_t frames = 1;              ///< observations stacked into the policy's input
