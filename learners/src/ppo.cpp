@@ -3,6 +3,8 @@
 
 #include "algorithms.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "coral/learners/mlp_policy.hpp"
@@ -38,8 +40,8 @@ class ppo final : public algorithm {
         sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
         rollout_assembler::options{.horizon = options_.horizon,
                                    .frames = options_.frames,
-                                   .segments_in_flight = policy_lag_gate::segments_in_flight(options_.max_policy_lag)});
-    gate_ = std::make_unique<policy_lag_gate>(*assembler_, run.weights(), options_.max_policy_lag);
+                                   .segments_in_flight = policy_lag_gate::segments_in_flight(lag())});
+    gate_ = std::make_unique<policy_lag_gate>(*assembler_, run.weights(), lag());
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
                                            options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
@@ -95,6 +97,14 @@ class ppo final : public algorithm {
   std::uint64_t updates() const override { return learner_.updates(); }
 
  private:
+  /// --max-policy-lag, capped at the segments the run can produce: a larger
+  /// bound lets the same steps through, and lag + 2 segments must fit the
+  /// assembler's channel (2^64 − 1 wrapped to a channel of one segment).
+  std::size_t lag() const {
+    const std::uint64_t segment = static_cast<std::uint64_t>(options_.horizon) * sampler_->rows();
+    return static_cast<std::size_t>(std::min<std::uint64_t>(options_.max_policy_lag, options_.total_steps / segment + 1));
+  }
+
   const train_options& options_;
   actors::sampler* sampler_;
   network_spec spec_;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -483,4 +484,17 @@ TEST_CASE("coral train's entry point runs a test-only algorithm added with one r
   CHECK(r.updates <= 4);
   CHECK(progress.str().find(", count, topology sync,") != std::string::npos);
   CHECK(r.to_json(o).find(R"("algo":"count")") != std::string::npos);
+}
+
+TEST_CASE("a policy lag bound beyond the run's segments, up to 2^64 - 1, runs like an unbounded one",
+          "[learners][train][rollout]") {
+  // 2^64 - 1 once made the assembler's channel lag + 2 = 1 segment long,
+  // and the run failed with "the segments channel is full".
+  auto o = small_run(4096);
+  o.max_policy_lag = std::numeric_limits<std::size_t>::max();
+  std::ostringstream progress;
+  const auto r = train(o, progress);
+  CHECK(r.env_steps == 4096);
+  CHECK_FALSE(r.interrupted);
+  CHECK(r.updates >= 1);
 }
