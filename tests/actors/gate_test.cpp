@@ -1,5 +1,6 @@
 #include "coral/actors/gate.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -31,7 +32,18 @@ class step_limit_policy final : public gate_policy {
 
   void arrived(std::uint32_t g, std::uint64_t n) override { arrivals.emplace_back(g, n); }
   bool may_step(std::uint32_t, std::uint64_t n, std::size_t) override { return n < allowed.load(); }
-  void stepped(std::uint32_t g, std::uint64_t n, std::size_t) override { steps.emplace_back(g, n); }
+  void stepped(std::uint32_t g, std::uint64_t n, std::size_t) override {
+    // `allowed` only grows, so a step let through must still be below it.
+    if (n >= allowed.load()) ++past_allowed;
+    steps.emplace_back(g, n);
+  }
+  std::uint64_t past_allowed = 0;  // steps let through that the policy did not allow
+  /// The most steps any group has been let through.
+  [[nodiscard]] std::uint64_t most_steps() const {
+    std::uint64_t most = 0;
+    for (const auto& [g, n] : steps) most = std::max(most, n + 1);
+    return most;
+  }
 };
 
 std::vector<std::uint32_t> drain(coral::channel<ready_msg>& ch) {
@@ -203,6 +215,8 @@ TEST_CASE("a sampler behind a gate steps exactly what a concurrent note sender a
       rt.run();
       CHECK(ended.load() == static_cast<int>(gate_end::step_limit));
       CHECK(g.env_steps() == 8 * 40);
+      CHECK(policy.past_allowed == 0);
+      CHECK(policy.most_steps() <= policy.allowed.load());  // no group ran ahead of the rounds allowed
       CHECK(s.stats().env_steps.load() <= 8 * 40);
     }
   }
