@@ -52,7 +52,7 @@ asio::awaitable<void> gate::run(gate_policy& policy, std::vector<channel<ready_m
         co_return;
       }
       policy.stepped(it->group, it->step, rows);
-      env_steps_.fetch_add(rows, std::memory_order_relaxed);
+      env_steps_.store(env_steps_.load(std::memory_order_relaxed) + rows, std::memory_order_relaxed);  // one writer
       // Room for every group: a forward never waits; it fails only when closed.
       if (!batcher_ready[it->group % batcher_ready.size()]->try_send(ready_msg{it->group})) co_return;
     }

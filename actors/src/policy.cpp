@@ -77,7 +77,7 @@ std::unique_ptr<policy> make_builtin_policy(std::string_view name, const envs::s
                                             std::size_t rows, std::uint64_t seed) {
   if (name == "random") return std::make_unique<random_policy>(action_space, rows, seed);
   if (name == "constant") return std::make_unique<constant_policy>(action_space);
-  throw config_error(fmt::format(fmt::runtime(errors::bad_value), "--policy", name, "random, constant"));
+  throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--policy", name, "random, constant"));
 }
 
 }  // namespace coral::actors

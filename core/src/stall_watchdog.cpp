@@ -49,7 +49,10 @@ std::string stall_watchdog::report() const {
 }
 
 asio::awaitable<void> stall_watchdog::run() {
-  const auto period = std::min<clock::duration>(limit_ / 10, std::chrono::seconds(1));
+  // A tenth of the limit, between 1 ms (a limit under 10 ms made it 0: a
+  // busy loop) and 1 s.
+  const auto period = std::clamp<clock::duration>(clock::duration(limit_) / 10, std::chrono::milliseconds(1),
+                                                  std::chrono::seconds(1));
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const auto started = clock::now();
   for (auto& c : counters_) {

@@ -114,7 +114,10 @@ void env_slice::step_from(std::size_t first_env) {
         lengths[first + r] = 0;
       }
       was_active_[r] = rows.active(r);
-      failed[first + r] = 0;
+      // Only after a failure is there anything to clear: an unconditional
+      // store would make the column's cache line, shared by the groups on
+      // other threads, bounce on every step.
+      if (failed[first + r] != 0) failed[first + r] = 0;
     }
 
     // A try block costs nothing until something throws.

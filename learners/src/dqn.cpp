@@ -94,7 +94,9 @@ class dqn final : public algorithm {
     const auto steps = run.start_steps();
     policy_ = std::make_unique<q_policy>(spec_, sampler_->rows(), options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL),
                                          options_.dqn, steps);
-    windows_[0].time = windows_[1].time = std::chrono::steady_clock::now();
+    // A resumed replay carries its counters: rates count from them.
+    const auto& rs = replay_.stats();
+    windows_[0] = windows_[1] = {rs.env_steps.load(), rs.sampled.load(), rs.batches.load(), rs.sample_ns.load()};
   }
   actors::policy& policy() override { return *policy_; }
   actors::step_consumer& consumer() override { return *feeder_; }
@@ -140,11 +142,9 @@ class dqn final : public algorithm {
     return "td_loss,mean_q,mean_abs_td,replay_size,inserts_per_second,samples_per_second,replay_ratio,sample_us,"
            "inbox_depth,ready_batches,waiting_requests,held_groups";
   }
-  row_part row(row_stream stream, const stats_snapshot& s, double) override {
+  std::string row(row_stream stream, const stats_snapshot& s, double dt) override {
     auto& before = windows_[stream == row_stream::progress ? 0 : 1];
     const auto& rs = replay_.stats();
-    const auto now = std::chrono::steady_clock::now();
-    const double dt = std::chrono::duration<double>(now - before.time).count();
     const auto inserted = rs.env_steps.load();
     const auto sampled = rs.sampled.load();
     const auto batches = rs.batches.load();
@@ -156,7 +156,7 @@ class dqn final : public algorithm {
         batches > before.batches
             ? 1e-3 * static_cast<double>(sample_ns - before.sample_ns) / static_cast<double>(batches - before.batches)
             : 0.0;
-    before = {inserted, sampled, batches, sample_ns, now};
+    before = {inserted, sampled, batches, sample_ns};
     const auto& u = s.last_update;
     const auto size = rs.size.load();
     const auto inbox = replay_.inbox().size();
@@ -164,12 +164,14 @@ class dqn final : public algorithm {
     const auto waiting = rs.waiting_requests.load();
     const auto held = run_->gate().held();
     const std::size_t rows = sampler_->rows();
-    return {fmt::format("loss {:.4f} q {:+.3f} |td| {:.4f} eps {:.3f}-{:.3f} | replay {} ins {:.0f}/s smp {:.0f}/s "
-                        "ratio {:.2f} sample {:.1f} us | queues inbox {} ready {} held-req {} held-groups {}",
-                        u.td_loss, u.mean_q, u.mean_abs_td, policy_->epsilon(rows - 1), policy_->epsilon(0), size,
-                        inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held),
-            fmt::format("{},{},{},{},{:.1f},{:.1f},{:.3f},{:.2f},{},{},{},{}", u.td_loss, u.mean_q, u.mean_abs_td, size,
-                        inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held)};
+    if (stream == row_stream::metrics) {
+      return fmt::format("{},{},{},{},{:.1f},{:.1f},{:.3f},{:.2f},{},{},{},{}", u.td_loss, u.mean_q, u.mean_abs_td,
+                         size, inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held);
+    }
+    return fmt::format("loss {:.4f} q {:+.3f} |td| {:.4f} eps {:.3f}-{:.3f} | replay {} ins {:.0f}/s smp {:.0f}/s "
+                       "ratio {:.2f} sample {:.1f} us | queues inbox {} ready {} held-req {} held-groups {}",
+                       u.td_loss, u.mean_q, u.mean_abs_td, policy_->epsilon(rows - 1), policy_->epsilon(0), size,
+                       inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held);
   }
   std::uint64_t metrics_every() const override { return std::max<std::uint64_t>(1000, sampler_->rows()); }
   void describe(std::string& out) override {
@@ -209,7 +211,6 @@ class dqn final : public algorithm {
     std::uint64_t sampled = 0;
     std::uint64_t batches = 0;
     std::uint64_t sample_ns = 0;
-    std::chrono::steady_clock::time_point time;
   };
 
   const train_options& options_;

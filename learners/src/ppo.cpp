@@ -61,10 +61,11 @@ class ppo final : public algorithm {
                                    {{"policy loss", st.policy_loss}, {"value loss", st.value_loss}, {"entropy", st.entropy}});
         }
         run.publish(learner_.weights(), "ppo", learner_.updates());
-        const bool going = co_await run.updated(st, learner_.updates(), learner_.env_steps());
-        if (!going) co_return;
+        // The gate first: with lag 0 the sampler waits for these weights,
+        // not for the metrics row or a checkpoint.
         const bool told = co_await run.tell_gate();
-        if (!told) co_return;
+        const bool going = co_await run.updated(st, learner_.updates(), learner_.env_steps());
+        if (!told || !going) co_return;
       }
     });
   }
@@ -77,13 +78,15 @@ class ppo final : public algorithm {
   std::string_view columns() const override {
     return "policy_loss,value_loss,entropy,approx_kl,clip_fraction,learning_rate,mean_policy_lag,max_policy_lag";
   }
-  row_part row(row_stream, const stats_snapshot& s, double) override {
+  std::string row(row_stream stream, const stats_snapshot& s, double) override {
     const auto& u = s.last_update;
-    return {fmt::format("pg {:+.4f} v {:.4f} ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {})",
-                        u.policy_loss, u.value_loss, u.entropy, u.approx_kl, u.clip_fraction, u.learning_rate,
-                        u.mean_policy_lag, u.max_policy_lag),
-            fmt::format("{},{},{},{},{},{},{},{}", u.policy_loss, u.value_loss, u.entropy, u.approx_kl,
-                        u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag)};
+    if (stream == row_stream::metrics) {
+      return fmt::format("{},{},{},{},{},{},{},{}", u.policy_loss, u.value_loss, u.entropy, u.approx_kl,
+                         u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag);
+    }
+    return fmt::format("pg {:+.4f} v {:.4f} ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {})",
+                       u.policy_loss, u.value_loss, u.entropy, u.approx_kl, u.clip_fraction, u.learning_rate,
+                       u.mean_policy_lag, u.max_policy_lag);
   }
   void describe(std::string& out) override {
     out += fmt::format("  rollout assembler: {} segment(s) waiting for the learner\n", assembler_->segments().size());

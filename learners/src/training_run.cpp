@@ -85,8 +85,8 @@ void training_run::validate(const train_options& o) {
     out_of_range("--stall-seconds", o.stall_seconds, "must be in [0, 1000000] (0: no watchdog)");
   }
   if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(errors::resume_needs_dir));
-  detail::check_memory_budget(o);  // what the run allocates fits in this machine's memory
   if (algo.check) algo.check(o);
+  detail::check_memory_budget(o);  // what the run allocates fits in this machine's memory
 }
 
 training_run::training_run(const train_options& options, std::ostream& progress)
@@ -139,12 +139,12 @@ std::string training_run::make_row(row_stream stream, row_window& window) {
   const auto part = algorithm_->row(stream, s, dt);
   if (stream == row_stream::metrics) {
     return fmt::format("{:.3f},{},{:.1f},{},{},{},{},{}", seconds, s.env_steps, rate, s.episodes, s.mean_return,
-                       s.mean_length, part.csv, s.updates);
+                       s.mean_length, part, s.updates);
   }
   return fmt::format(
       "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f} | {} | updates {} ({:.2f} ms "
       "each, {:.1f} s in all)",
-      seconds, s.env_steps, rate, s.episodes, s.mean_return, s.mean_length, part.line, s.updates,
+      seconds, s.env_steps, rate, s.episodes, s.mean_return, s.mean_length, part, s.updates,
       1e3 * s.last_update.seconds, s.learner_seconds);
 }
 
@@ -196,7 +196,8 @@ void training_run::start() {
   metrics_ = std::make_unique<detail::metrics_file>(
       o.run_dir, fmt::format("{},{},updates", common_columns, algorithm_->columns()), o.resume);
   if (o.checkpoint_every != 0) next_checkpoint_ = (start_steps_ / o.checkpoint_every + 1) * o.checkpoint_every;
-  next_row_ = algorithm_->metrics_every() <= 1 ? 0 : start_steps_ + algorithm_->metrics_every();
+  const auto every = algorithm_->metrics_every();
+  next_row_ = every <= 1 ? 0 : (start_steps_ / every + 1) * every;
 }
 
 train_result training_run::run() {

@@ -64,8 +64,9 @@ class count_steps final : public learners::algorithm, actors::step_consumer, act
 
   std::string describe_setup() const override { return fmt::format("counting steps every {}", every()); }
   std::string_view columns() const override { return "counted"; }
-  learners::row_part row(learners::row_stream, const learners::stats_snapshot&, double) override {
-    return {fmt::format("counted {}", counted_.load()), fmt::format("{}", counted_.load())};
+  std::string row(learners::row_stream stream, const learners::stats_snapshot&, double) override {
+    const auto counted = counted_.load();
+    return stream == learners::row_stream::metrics ? fmt::format("{}", counted) : fmt::format("counted {}", counted);
   }
   asio::awaitable<bool> snapshot(learners::checkpoint& c) override {
     final_state(c);

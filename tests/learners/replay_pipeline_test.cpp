@@ -154,9 +154,8 @@ class checked_replay final : public coral::learners::algorithm {
         rs.sampled.load(), rs.size.load(), replay_.insert_allowance(), replay_.steps_in_flight());
   }
   std::string_view columns() const override { return "checked"; }
-  coral::learners::row_part row(coral::learners::row_stream, const coral::learners::stats_snapshot&,
-                                double) override {
-    return {"checking", "0"};
+  std::string row(coral::learners::row_stream stream, const coral::learners::stats_snapshot&, double) override {
+    return stream == coral::learners::row_stream::metrics ? "0" : "checking";
   }
   asio::awaitable<bool> snapshot(coral::learners::checkpoint& c) override {
     final_state(c);

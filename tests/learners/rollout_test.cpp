@@ -106,7 +106,9 @@ class checked_rollout final : public algorithm {
 
   std::string describe_setup() const override { return "checking every segment"; }
   std::string_view columns() const override { return "segments"; }
-  row_part row(row_stream, const stats_snapshot&, double) override { return {"checking", "0"}; }
+  std::string row(row_stream stream, const stats_snapshot&, double) override {
+    return stream == row_stream::metrics ? "0" : "checking";
+  }
   asio::awaitable<bool> snapshot(checkpoint& c) override {
     final_state(c);
     co_return true;

@@ -37,12 +37,6 @@ namespace coral::learners {
 
 class training_run;
 
-/// An algorithm's part of one progress line and one metrics row.
-struct row_part {
-  std::string line;  ///< shown between the episode figures and the update count
-  std::string csv;   ///< its metrics columns' values, comma-separated, in columns() order
-};
-
 /// Which of the two row streams a row is for: each keeps its own window for
 /// rates ("per second since the last row").
 enum class row_stream { progress, metrics };
@@ -91,8 +85,10 @@ class algorithm {
   /// before them and updates after).
   [[nodiscard]] virtual std::string_view columns() const = 0;
   /// Its part of a row on `stream`, with the statistics `s`, `seconds` after
-  /// the stream's previous row.
-  [[nodiscard]] virtual row_part row(row_stream stream, const stats_snapshot& s, double seconds) = 0;
+  /// the stream's previous row: for a progress line, the text shown between
+  /// the episode figures and the update count; for a metrics row, its
+  /// columns' values, comma-separated, in columns() order.
+  [[nodiscard]] virtual std::string row(row_stream stream, const stats_snapshot& s, double seconds) = 0;
   /// Env steps between metrics rows (a row is written after the first
   /// update past each multiple); 1: after every update.
   [[nodiscard]] virtual std::uint64_t metrics_every() const { return 1; }

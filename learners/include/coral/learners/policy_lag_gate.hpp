@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "coral/actors/gate.hpp"
@@ -33,10 +34,17 @@ class policy_lag_gate final : public actors::gate_policy {
   policy_lag_gate(rollout_assembler& assembler, const latest<std::vector<float>>& weights, std::size_t max_policy_lag)
       : assembler_(&assembler), weights_(&weights), lag_(max_policy_lag), base_(weights.version()) {
     if (base_ == 0) throw usage_error("policy_lag_gate: publish the initial weights first");
+    if (assembler.segments().capacity() < segments_in_flight(max_policy_lag)) {
+      throw usage_error("policy_lag_gate: the assembler holds fewer segments than the lag bound lets through");
+    }
   }
 
-  /// The segments the assembler must have room for.
-  [[nodiscard]] static std::size_t segments_in_flight(std::size_t max_policy_lag) { return max_policy_lag + 2; }
+  /// The segments the assembler must have room for (saturating: a lag near
+  /// 2^64 cannot be held; cap it at the run's segments first).
+  [[nodiscard]] static std::size_t segments_in_flight(std::size_t max_policy_lag) {
+    return max_policy_lag > std::numeric_limits<std::size_t>::max() - 2 ? std::numeric_limits<std::size_t>::max()
+                                                                        : max_policy_lag + 2;
+  }
 
   void arrived(std::uint32_t group, std::uint64_t step) override { assembler_->arrived(group, step); }
   bool may_step(std::uint32_t, std::uint64_t step, std::size_t) override {
