@@ -21,7 +21,8 @@ env_batch::env_batch(std::size_t rows, std::size_t obs_dim, std::size_t discrete
       active_(rows, 1),
       episode_returns_(rows, 1),
       episode_lengths_(rows, 1),
-      failed_(rows, 1) {}
+      failed_(rows, 1),
+      commands_(rows, 1) {}
 
 env_rows env_batch::view(std::size_t first, std::size_t count) noexcept {
   env_rows::parts p;

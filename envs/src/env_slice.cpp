@@ -94,6 +94,9 @@ void env_slice::clear_rows(std::size_t i) {
   std::fill_n(batch_->episode_lengths().data() + first, n, 0);
   std::fill_n(batch_->final_observations().row(first).data(), n * batch_->obs_dim(), 0.0F);
   std::fill_n(batch_->failed().data() + first, n, std::uint8_t{0});
+  // A new episode carries out any pending reset (next-step auto-reset).
+  auto& command = batch_->commands()[first];
+  if (command != row_command::step) command = row_command::step;
 }
 
 void env_slice::step_all() { step_from(0); }
@@ -102,11 +105,21 @@ void env_slice::step_from(std::size_t first_env) {
   float* const returns = batch_->episode_returns().data();
   std::int32_t* const lengths = batch_->episode_lengths().data();
   std::uint8_t* const failed = batch_->failed().data();
+  std::uint8_t* const commands = batch_->commands().data();
   const std::size_t obs_dim = batch_->obs_dim();
   for (std::size_t i = first_env; i < envs_.size(); ++i) {
     const env_rows& rows = views_[i];
     const std::size_t first = row_offsets_[i];
     const std::size_t n = rows.size();
+
+    if (const std::uint8_t command = commands[first]; command != row_command::step) {
+      if ((command & row_command::hold) != 0) {
+        commands[first] = command & row_command::reset;
+        continue;
+      }
+      reset_one(i);  // clears the command
+      continue;
+    }
 
     for (std::size_t r = 0; r < n; ++r) {
       if ((rows.terminated(r) | rows.truncated(r)) != 0) {
@@ -146,7 +159,12 @@ void env_slice::step_from(std::size_t first_env) {
         live = live || rows.active(r) != 0;
       }
     }
-    if (!live) reset_env(i, rows);
+    if (live) continue;
+    if (next_step_autoreset_) {
+      commands[first] = row_command::reset;
+    } else {
+      reset_env(i, rows);
+    }
   }
 }
 

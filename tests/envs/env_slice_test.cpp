@@ -131,6 +131,74 @@ TEST_CASE("a truncated episode is auto-reset like a terminated one and the flags
   CHECK(h.batch.episode_lengths()[0] == 1);
 }
 
+TEST_CASE("next-step auto-reset keeps the last observation on the ending step and resets on the next, "
+          "ignoring its action",
+          "[envs][slice][autoreset]") {
+  auto h = scripted_harness(2, false);
+  h.slice.set_next_step_autoreset(true);
+  h.slice.reset_all();
+  h.act(1);
+  h.slice.step_all();
+  h.act(2);
+  h.slice.step_all();  // the episode ends
+  CHECK(h.batch.terminated()[0] == 1);
+  CHECK(h.batch.rewards()[0] == 2.0F);
+  CHECK(h.obs() == std::vector<float>{1.0F, 2.0F});  // still the ended episode's last observation
+  CHECK(h.batch.episode_returns()[0] == 3.0F);
+  CHECK(h.batch.episode_lengths()[0] == 2);
+  CHECK(h.batch.commands()[0] == row_command::reset);
+
+  h.act(9);
+  h.slice.step_all();  // the reset step
+  CHECK(h.obs() == std::vector<float>{2.0F, 0.0F});
+  CHECK(h.batch.rewards()[0] == 0.0F);
+  CHECK(h.batch.terminated()[0] == 0);
+  CHECK(h.batch.truncated()[0] == 0);
+  CHECK(h.batch.episode_returns()[0] == 0.0F);
+  CHECK(h.batch.episode_lengths()[0] == 0);
+  CHECK(h.batch.commands()[0] == row_command::step);
+
+  h.act(3);
+  h.slice.step_all();
+  // Action 9 was never applied: the new episode's first action is 3.
+  CHECK(script(h).received == std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 3}});
+  CHECK(h.batch.episode_returns()[0] == 3.0F);
+  CHECK(h.batch.episode_lengths()[0] == 1);
+}
+
+TEST_CASE("a reset command starts a new episode instead of a step, and a hold command leaves the env as it is",
+          "[envs][slice][commands]") {
+  auto h = scripted_harness(5, false, 2);
+  h.slice.reset_all();
+  h.act(1);
+  h.slice.step_all();
+  REQUIRE(h.batch.episode_lengths()[1] == 1);
+
+  h.batch.commands()[0] = row_command::reset;
+  h.batch.commands()[1] = row_command::hold;
+  h.act(4);
+  h.slice.step_all();
+  CHECK(script(h, 0).received == std::vector<std::pair<int, int>>{{1, 1}});  // reset, not stepped
+  CHECK(h.batch.observations().row(0)[0] == 2.0F);                            // episode 2, step 0
+  CHECK(h.batch.observations().row(0)[1] == 0.0F);
+  CHECK(h.batch.episode_lengths()[0] == 0);
+  CHECK(script(h, 1).received == std::vector<std::pair<int, int>>{{1, 1}});  // held
+  CHECK(h.batch.observations().row(1)[1] == 1.0F);
+  CHECK(h.batch.episode_lengths()[1] == 1);
+  CHECK(h.batch.commands()[0] == row_command::step);
+  CHECK(h.batch.commands()[1] == row_command::step);
+
+  SECTION("a held env keeps a pending reset for the step after") {
+    h.batch.commands()[1] = row_command::reset | row_command::hold;
+    h.slice.step_all();
+    CHECK(h.batch.commands()[1] == row_command::reset);
+    CHECK(h.batch.observations().row(1)[0] == 1.0F);
+    h.slice.step_all();
+    CHECK(h.batch.observations().row(1)[0] == 2.0F);
+    CHECK(script(h, 1).received.size() == 1);
+  }
+}
+
 TEST_CASE("the envs of a slice own consecutive rows starting at its first row", "[envs][slice]") {
   std::vector<std::unique_ptr<env>> envs;
   for (int i = 0; i < 3; ++i) envs.push_back(std::make_unique<scripted>(i + 1, false));

@@ -22,6 +22,7 @@
 /// | episode_returns      | float   | 1                            | env_slice  |
 /// | episode_lengths      | int32   | 1                            | env_slice  |
 /// | failed               | uint8   | 1                            | env_slice, env group |
+/// | commands             | uint8   | 1                            | driver, env_slice |
 ///
 /// The action layout is space.hpp's: Discrete/MultiDiscrete components go to
 /// the int32 part, Box elements to the float part, in leaf order. See
@@ -39,6 +40,20 @@
 #include "coral/envs/space.hpp"
 
 namespace coral::envs {
+
+/// What env_slice::step_all() does with an env, read from the commands()
+/// column at the env's first row (bits; 0 is a plain step).
+namespace row_command {
+/// Step the env as usual.
+inline constexpr std::uint8_t step = 0;
+/// Start a new episode instead of stepping: the action is ignored, the rows
+/// get the first observation, reward 0, flags 0, episode columns 0.
+inline constexpr std::uint8_t reset = 1;
+/// Leave the env and its rows as they are for this step (a partial reset
+/// holds the envs it does not reset). A pending reset bit stays for the
+/// next step.
+inline constexpr std::uint8_t hold = 2;
+}  // namespace row_command
 
 /// The batch buffer. Allocates in its constructor only.
 class env_batch {
@@ -112,6 +127,14 @@ class env_batch {
   /// See failed().
   [[nodiscard]] std::span<const std::uint8_t> failed() const noexcept { return failed_.block(0, rows()); }
 
+  /// One row_command per row, written by whoever drives the envs (a
+  /// vector env's caller) while it owns the rows, and by env_slice for
+  /// next-step auto-reset; step_all() clears each command it carries out.
+  /// All 0 unless someone writes them: the learners never do.
+  [[nodiscard]] std::span<std::uint8_t> commands() noexcept { return commands_.block(0, rows()); }
+  /// See commands().
+  [[nodiscard]] std::span<const std::uint8_t> commands() const noexcept { return commands_.block(0, rows()); }
+
   /// The env_rows view of rows [first, first + count). Unchecked.
   [[nodiscard]] env_rows view(std::size_t first, std::size_t count) noexcept;
 
@@ -131,6 +154,7 @@ class env_batch {
   slab<float> episode_returns_;
   slab<std::int32_t> episode_lengths_;
   slab<std::uint8_t> failed_;
+  slab<std::uint8_t> commands_;
 };
 
 }  // namespace coral::envs

@@ -26,6 +26,18 @@
 ///  5. `failed` is set to 0 for R (the env group sets it to 1 when it resets
 ///     an env that failed: see env_batch::failed()).
 ///
+/// Before 1., the env's command (env_batch::commands() at its first row) is
+/// read: `hold` skips the env for this step (rows untouched; the hold bit is
+/// cleared, a reset bit kept); `reset` runs env::reset(R) instead of steps
+/// 1-4 and clears R as reset_all() does (the action is ignored); the command
+/// is then cleared.
+///
+/// Next-step auto-reset (set_next_step_autoreset(true), what Gymnasium calls
+/// NEXT_STEP): in 4., the env is not reset at once; its command becomes
+/// `reset`, so the observation rows keep the ended episode's last
+/// observation and the next step_all() starts the new episode (reward 0,
+/// flags 0, the action ignored). The learners use the default (same-step).
+///
 /// With finite checks on (the default), a step whose reward or any element
 /// of an active row's observation is NaN or infinite is a failure of that
 /// env (errors::non_finite_reward / non_finite_observation), as if step()
@@ -88,6 +100,9 @@ class env_slice {
   /// Turns the non-finite checks of step_from() on (the default) or off.
   void check_finite(bool on) noexcept { check_finite_ = on; }
 
+  /// Next-step auto-reset on or off (the default); see the file comment.
+  void set_next_step_autoreset(bool on) noexcept { next_step_autoreset_ = on; }
+
   /// Starts a new episode in every env; see the file comment. If env i's
   /// reset throws, stops there and throws env_failed(i, errors::reset_failed).
   void reset_all();
@@ -132,6 +147,7 @@ class env_slice {
   std::vector<env_rows> views_;
   std::vector<std::uint8_t> was_active_;  // scratch, one per row of the widest env
   bool check_finite_ = true;
+  bool next_step_autoreset_ = false;
 };
 
 }  // namespace coral::envs
