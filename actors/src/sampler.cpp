@@ -18,7 +18,10 @@ std::vector<std::unique_ptr<envs::env>> make_envs(const sampler_options& o, std:
 
 }  // namespace
 
-sampler::sampler(sampler_options options) : options_(std::move(options)), wiring_(resolve_wiring(options_)) {
+sampler::sampler(sampler_options options) : sampler(std::move(options), nullptr) {}
+
+sampler::sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows)
+    : options_(std::move(options)), wiring_(resolve_wiring(options_)) {
   const std::size_t k = options_.envs_per_group;
   std::vector<std::vector<std::unique_ptr<envs::env>>> envs_by_group;
   envs_by_group.reserve(wiring_.groups);
@@ -28,7 +31,15 @@ sampler::sampler(sampler_options options) : options_(std::move(options)), wiring
   observation_space_ = probe.observation_space();
   action_space_ = probe.action_space();
   const std::size_t agents = probe.max_agents();
-  batch_ = std::make_unique<envs::env_batch>(options_.num_envs * agents, observation_space_, action_space_);
+  if (rows == nullptr) {
+    batch_ = std::make_shared<envs::env_batch>(options_.num_envs * agents, observation_space_, action_space_);
+  } else if (rows->rows() != options_.num_envs * agents || rows->obs_dim() != observation_space_.flat_size() ||
+             rows->discrete_action_dim() != action_space_.discrete_size() ||
+             rows->continuous_action_dim() != action_space_.continuous_size()) {
+    throw usage_error("sampler: the rows given do not fit this env's spaces and count");
+  } else {
+    batch_ = std::move(rows);
+  }
 
   for (std::size_t c = 0; c < wiring_.ready_channels; ++c) {
     // Room for every group: a ready announcement never waits.
@@ -37,6 +48,7 @@ sampler::sampler(sampler_options options) : options_(std::move(options)), wiring
   for (std::size_t g = 0; g < wiring_.groups; ++g) {
     envs::env_slice slice(*batch_, g * k * agents, std::move(envs_by_group[g]));
     slice.check_finite(options_.check_finite);
+    slice.set_next_step_autoreset(options_.next_step_autoreset);
     groups_.push_back(std::make_unique<env_group>("env-group-" + std::to_string(g), static_cast<std::uint32_t>(g),
                                                   g * k, std::move(slice), *ready_[g % ready_.size()],
                                                   options_.on_env_error));

@@ -31,6 +31,10 @@ namespace coral::actors {
 class sampler {
  public:
   explicit sampler(sampler_options options);
+  /// The same, writing into `rows` (rows × widths of this env's spaces, else
+  /// usage_error) rather than a batch of its own: a vector_env restarted
+  /// with new envs keeps the rows its caller reads.
+  sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows);
   sampler(const sampler&) = delete;
   sampler& operator=(const sampler&) = delete;
   ~sampler();
@@ -62,6 +66,8 @@ class sampler {
   [[nodiscard]] const sampler_options& options() const noexcept { return options_; }
   [[nodiscard]] const wiring& wires() const noexcept { return wiring_; }
   [[nodiscard]] envs::env_batch& batch() noexcept { return *batch_; }
+  /// The batch, shared (to build a later sampler on the same rows).
+  [[nodiscard]] std::shared_ptr<envs::env_batch> shared_batch() const noexcept { return batch_; }
   [[nodiscard]] const envs::space& observation_space() const noexcept { return observation_space_; }
   [[nodiscard]] const envs::space& action_space() const noexcept { return action_space_; }
   /// Batch rows (num_envs × agents per env).
@@ -84,7 +90,7 @@ class sampler {
   wiring wiring_;
   envs::space observation_space_;
   envs::space action_space_;
-  std::unique_ptr<envs::env_batch> batch_;
+  std::shared_ptr<envs::env_batch> batch_;
   std::vector<std::unique_ptr<channel<ready_msg>>> ready_;
   std::vector<std::unique_ptr<env_group>> groups_;
   std::unique_ptr<inference_batcher> batcher_;

@@ -44,6 +44,9 @@ struct sampler_options {
   /// produced it (handled by on_env_error); false (`--allow-non-finite`)
   /// passes such values on.
   bool check_finite = true;
+  /// Gymnasium's next-step auto-reset (env_slice::set_next_step_autoreset):
+  /// for a vector env's caller; the learners take the default, same-step.
+  bool next_step_autoreset = false;
 };
 
 /// Checks `options` and resolves its wiring. Throws config_error naming the

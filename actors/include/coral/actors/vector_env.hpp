@@ -1,0 +1,153 @@
+#pragma once
+/// \file
+/// `vector_env`: a sampler driven from outside. The caller receives a batch
+/// of env rows, writes their actions, and sends the batch back; the env
+/// groups, channels and batcher are the same actors `coral train` and
+/// `coral bench` run, in the same topologies. This is the engine of
+/// Python's `coral.make_vec` (python/), and usable from C++ as it is.
+///
+/// ```
+/// coral::actors::vector_env v(options);          // builds the envs; config_error before anything starts
+/// v.start();                                      // envs reset, the first batch forms
+/// for (;;) {
+///   auto ids = v.receive(std::chrono::milliseconds(50));   // nullopt: not yet (check signals, wait again)
+///   if (!ids) continue;
+///   // read v.batch().observations() rows *ids, write their action rows
+///   v.send();
+/// }
+/// ```
+///
+/// ## The hand-off
+///
+/// The batcher's policy is a hand-off: when a batch is full, the batcher
+/// offers it (the env ids of its rows, in increasing order) and waits until
+/// the caller sends it back; then the groups step with the actions in their
+/// rows. Between receive() and send() the caller owns the rows of the batch:
+/// their observations, rewards, flags and episode columns hold the step's
+/// outcome and stay as they are, and their action rows and commands (see
+/// env_batch::commands()) are the caller's to write. Every other row belongs
+/// to the actors. Each side polls for up to `spin` (sampler_options::spin)
+/// before it blocks, so a caller that answers at once pays no wake-up.
+///
+/// With threads the batcher runs on the sampling threads and blocks one of
+/// them while the caller holds a batch (in sync that thread has nothing else
+/// to do); with `executor_mode::single` the whole sampler runs on one thread
+/// of its own, and runs are reproducible.
+///
+/// Only single-agent envs (one row per env): env id = row.
+///
+/// Thread safety: one caller thread at a time for every member function; the
+/// actors run on threads of their own.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "coral/actors/sampler_options.hpp"
+#include "coral/envs/env_batch.hpp"
+#include "coral/envs/space.hpp"
+
+namespace coral {
+class runtime;
+}
+
+namespace coral::actors {
+
+class sampler;
+
+/// What Gymnasium calls the autoreset mode of a vector env.
+enum class autoreset_mode {
+  /// The step that ends an episode shows its last observation; the next step
+  /// of that env resets it (its action ignored, reward 0, flags 0).
+  next_step,
+  /// The step that ends an episode resets the env at once: the observation is
+  /// the new episode's first, the ended one's last is in final_observations.
+  same_step,
+};
+
+/// Parses next_step or same_step; throws config_error naming `what` otherwise.
+[[nodiscard]] autoreset_mode parse_autoreset_mode(std::string_view text, std::string_view what = "autoreset_mode");
+
+/// A sampler whose policy is the caller; see the file comment.
+class vector_env {
+ public:
+  /// Builds the sampler (every env; options checked as resolve_wiring()
+  /// does, config_error naming the option at fault). Throws config_error if
+  /// the env has more than one agent per env. Nothing runs until start().
+  vector_env(sampler_options options, autoreset_mode mode);
+  vector_env(const vector_env&) = delete;
+  vector_env& operator=(const vector_env&) = delete;
+  /// close()s.
+  ~vector_env();
+
+  /// Starts the actors: every env resets and the first batch forms. If it
+  /// was running, it is closed first and every env is built anew, seeded
+  /// from `seed` if given (else from the seed it had): a new episode
+  /// everywhere, and the same trajectories as a fresh vector_env with that
+  /// seed.
+  void start(std::optional<std::uint64_t> seed = std::nullopt);
+
+  /// Waits at most `timeout` for the next batch. Returns the env ids of its
+  /// rows in increasing order (valid until send()), or nullopt if none came
+  /// in time. Throws what ended the run (actor_failed naming the env for an
+  /// env fault), or usage_error if not started, closed, or a batch is in hand.
+  [[nodiscard]] std::optional<std::span<const std::uint32_t>> receive(std::chrono::nanoseconds timeout);
+
+  /// Hands the batch in hand back: the groups step with the actions (and
+  /// commands) in its rows. Throws usage_error if no batch is in hand.
+  void send();
+
+  /// True between receive() returning ids and send().
+  [[nodiscard]] bool holding() const noexcept { return holding_; }
+  /// The ids of the batch in hand (empty if none).
+  [[nodiscard]] std::span<const std::uint32_t> held() const noexcept;
+
+  /// Stops the actors and joins their threads; the batch rows keep their
+  /// last contents. Idempotent. Rethrows nothing: a failure that ended the
+  /// run is reported by receive().
+  void close() noexcept;
+
+  /// True after start() until close().
+  [[nodiscard]] bool running() const noexcept { return runtime_ != nullptr; }
+
+  [[nodiscard]] const sampler_options& options() const noexcept { return options_; }
+  [[nodiscard]] autoreset_mode autoreset() const noexcept { return mode_; }
+  [[nodiscard]] std::size_t num_envs() const noexcept { return options_.num_envs; }
+  /// Envs per batch.
+  [[nodiscard]] std::size_t batch_size() const noexcept;
+  [[nodiscard]] const envs::space& observation_space() const noexcept;
+  [[nodiscard]] const envs::space& action_space() const noexcept;
+  /// The rows; the same object for the life of the vector_env (start() with
+  /// a restart builds new envs into the same rows).
+  [[nodiscard]] envs::env_batch& batch() noexcept;
+  /// The same rows, shared: they stay valid while a holder keeps them, after
+  /// the vector_env is gone (for views handed out to other owners).
+  [[nodiscard]] std::shared_ptr<envs::env_batch> shared_batch() const noexcept { return batch_; }
+  /// Env steps the actors took since start().
+  [[nodiscard]] std::uint64_t env_steps() const noexcept;
+
+ private:
+  class handoff;
+
+  void build(std::uint64_t seed);
+
+  sampler_options options_;
+  autoreset_mode mode_;
+  std::unique_ptr<handoff> handoff_;
+  std::shared_ptr<envs::env_batch> batch_;  ///< every sampler built writes into these rows
+  std::unique_ptr<sampler> sampler_;
+  std::unique_ptr<runtime> runtime_;
+  std::thread runner_;
+  bool holding_ = false;
+  bool spawned_ = false;  ///< sampler_ ran (a sampler's actors run once)
+};
+
+}  // namespace coral::actors

@@ -1,0 +1,232 @@
+#include "coral/actors/vector_env.hpp"
+
+#include <algorithm>
+
+#include <asio/error.hpp>
+#include <asio/system_error.hpp>
+#include <fmt/format.h>
+
+#include "coral/actors/errors.hpp"
+#include "coral/actors/policy.hpp"
+#include "coral/actors/sampler.hpp"
+#include "coral/core/error.hpp"
+#include "coral/core/errors.hpp"
+#include "coral/core/runtime.hpp"
+#include "coral/envs/registry.hpp"
+
+namespace coral::actors {
+namespace {
+using clock = std::chrono::steady_clock;
+
+/// The hand-off's states.
+namespace phase {
+constexpr std::uint32_t idle = 0;      ///< the actors are stepping or forming a batch
+constexpr std::uint32_t offered = 1;   ///< the batcher offers a batch and waits
+constexpr std::uint32_t held = 2;      ///< the caller has it
+constexpr std::uint32_t returned = 3;  ///< the caller sent it back; the batcher goes on
+}  // namespace phase
+
+}  // namespace
+
+autoreset_mode parse_autoreset_mode(std::string_view text, std::string_view what) {
+  if (text == "next_step") return autoreset_mode::next_step;
+  if (text == "same_step") return autoreset_mode::same_step;
+  throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), what, text, "next_step, same_step"));
+}
+
+/// The policy the batcher calls: it offers each batch to the caller and
+/// waits for it to come back. State changes are seq_cst stores followed by
+/// a look at the number of parked waiters (and waits register, then look at
+/// the state), so neither side can miss the other's change.
+class vector_env::handoff final : public policy {
+ public:
+  handoff(std::size_t rows, std::chrono::microseconds spin) : spin_(spin) { ids_.reserve(rows); }
+
+  void act(const policy_rows& rows) override {
+    ids_.clear();
+    for (const auto& r : rows.ranges) {
+      for (std::size_t i = 0; i < r.count; ++i) ids_.push_back(static_cast<std::uint32_t>(r.first + i));
+    }
+    set(phase::offered);
+    wait_for([this] { return state_.load() == phase::returned || stopping_.load(); }, clock::time_point::max());
+    if (state_.load() != phase::returned) {
+      // Stopping (close(), or another actor failed) with the batch still
+      // out: the groups must not step rows the caller may be writing. The
+      // runtime counts this as a clean end of the batcher after a stop.
+      throw asio::system_error(asio::error::operation_aborted);
+    }
+    state_.store(phase::idle);
+  }
+  void load_weights(std::span<const float>) override {}
+
+  /// Caller: waits until `deadline` for an offer; true if one came (it is then held).
+  bool take(clock::time_point deadline) {
+    const bool got =
+        wait_for([this] { return state_.load() == phase::offered || ended_.load(); }, deadline);
+    if (!got || state_.load() != phase::offered) return false;
+    state_.store(phase::held);
+    return true;
+  }
+  void give_back() { set(phase::returned); }
+
+  /// Runner: the run is over (by `failure`, or null for a clean end).
+  void end(std::exception_ptr failure) {
+    {
+      std::lock_guard lock(mutex_);
+      failure_ = std::move(failure);
+    }
+    ended_.store(true);
+    wake();
+  }
+  /// close(): the batcher must not wait for the caller any more.
+  void stop() {
+    stopping_.store(true);
+    wake();
+  }
+  void reset() {
+    state_.store(phase::idle);
+    stopping_.store(false);
+    ended_.store(false);
+    std::lock_guard lock(mutex_);
+    failure_ = nullptr;
+  }
+
+  [[nodiscard]] bool ended() const noexcept { return ended_.load(); }
+  [[nodiscard]] std::exception_ptr failure() {
+    std::lock_guard lock(mutex_);
+    return failure_;
+  }
+  [[nodiscard]] std::span<const std::uint32_t> ids() const noexcept { return ids_; }
+
+ private:
+  void set(std::uint32_t s) {
+    state_.store(s);
+    wake();
+  }
+  void wake() {
+    if (parked_.load() == 0) return;
+    std::lock_guard lock(mutex_);
+    cv_.notify_all();
+  }
+  /// Polls `ready` for up to spin_, then parks until it holds or `deadline`.
+  template <class Ready>
+  bool wait_for(Ready ready, clock::time_point deadline) {
+    if (ready()) return true;
+    const auto spin_until = std::min(deadline, clock::now() + spin_);
+    while (clock::now() < spin_until) {
+      for (int i = 0; i < 64; ++i) {
+        if (ready()) return true;
+      }
+    }
+    std::unique_lock lock(mutex_);
+    parked_.fetch_add(1);
+    bool ok = true;
+    if (deadline == clock::time_point::max()) {
+      cv_.wait(lock, ready);
+    } else {
+      ok = cv_.wait_until(lock, deadline, ready);
+    }
+    parked_.fetch_sub(1);
+    return ok;
+  }
+
+  std::chrono::microseconds spin_;
+  std::vector<std::uint32_t> ids_;  ///< written by the batcher before `offered`, read by the caller while held
+  std::atomic<std::uint32_t> state_{phase::idle};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> ended_{false};
+  std::atomic<int> parked_{0};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::exception_ptr failure_;  ///< under mutex_
+};
+
+vector_env::vector_env(sampler_options options, autoreset_mode mode)
+    : options_(std::move(options)), mode_(mode) {
+  options_.next_step_autoreset = mode_ == autoreset_mode::next_step;
+  // The caller holds the batcher inside act(): a thread of its own would only add a hop.
+  options_.inference_thread = false;
+  build(options_.seed);
+  if (sampler_->first_env().max_agents() != 1) {
+    throw config_error(fmt::format(fmt::runtime(errors::vector_env_multi_agent), options_.env,
+                                   sampler_->first_env().max_agents()));
+  }
+  handoff_ = std::make_unique<handoff>(sampler_->rows(), options_.spin);
+}
+
+vector_env::~vector_env() { close(); }
+
+void vector_env::build(std::uint64_t seed) {
+  options_.seed = seed;
+  sampler_.reset();  // its envs go before the new ones are made
+  sampler_ = std::make_unique<sampler>(options_, batch_);
+  if (batch_ == nullptr) batch_ = sampler_->shared_batch();
+}
+
+void vector_env::start(std::optional<std::uint64_t> seed) {
+  close();
+  // A sampler runs once: after a run, or for another seed, the envs are built anew.
+  if (spawned_ || (seed && *seed != options_.seed)) build(seed.value_or(options_.seed));
+  spawned_ = true;
+  handoff_->reset();
+  runtime_ = std::make_unique<runtime>(runtime_options{.mode = options_.executor});
+  // Any stop (a failed env included) releases a batcher waiting for the caller.
+  runtime_->on_stop([h = handoff_.get()] { h->stop(); });
+  sampler_->spawn(*runtime_, *handoff_, 0);
+  runner_ = std::thread([this] {
+    std::exception_ptr failure;
+    try {
+      runtime_->run();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    handoff_->end(failure);
+  });
+}
+
+std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::nanoseconds timeout) {
+  if (!running()) throw usage_error(std::string(errors::vector_env_not_running));
+  if (holding_) throw usage_error(std::string(errors::vector_env_holding));
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(timeout);
+  if (handoff_->take(deadline)) {
+    holding_ = true;
+    return handoff_->ids();
+  }
+  if (handoff_->ended()) {
+    if (auto failure = handoff_->failure()) std::rethrow_exception(failure);
+    throw usage_error(std::string(errors::vector_env_not_running));  // stopped without a failure
+  }
+  return std::nullopt;
+}
+
+void vector_env::send() {
+  if (!holding_) throw usage_error(std::string(errors::vector_env_not_holding));
+  holding_ = false;
+  handoff_->give_back();
+}
+
+std::span<const std::uint32_t> vector_env::held() const noexcept {
+  return holding_ ? handoff_->ids() : std::span<const std::uint32_t>{};
+}
+
+void vector_env::close() noexcept {
+  holding_ = false;
+  if (!running()) return;
+  // The stop callback (start()) releases a batcher waiting for the caller;
+  // releasing it before the stop began would count as its failure.
+  runtime_->request_stop();
+  if (runner_.joinable()) runner_.join();
+  // A run that failed keeps its failure for the next receive() only while
+  // running; after close() there is nothing to receive.
+  runtime_.reset();
+}
+
+std::size_t vector_env::batch_size() const noexcept { return sampler_->wires().batch_size; }
+const envs::space& vector_env::observation_space() const noexcept { return sampler_->observation_space(); }
+const envs::space& vector_env::action_space() const noexcept { return sampler_->action_space(); }
+envs::env_batch& vector_env::batch() noexcept { return *batch_; }
+std::uint64_t vector_env::env_steps() const noexcept {
+  return running() ? sampler_->stats().env_steps.load(std::memory_order_relaxed) : 0;
+}
+
+}  // namespace coral::actors

@@ -1,0 +1,239 @@
+#include "coral/actors/vector_env.hpp"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "coral/actors/errors.hpp"
+#include "coral/core/error.hpp"
+#include "coral/core/errors.hpp"
+#include "counter_env.hpp"
+
+using namespace coral::actors;
+using namespace std::chrono_literals;
+using coral::executor_mode;
+
+namespace {
+
+sampler_options counter_options(topology t, std::size_t threads = 2, std::size_t num_envs = 8,
+                                std::size_t envs_per_group = 2) {
+  coral::test::counter_env::register_once();
+  sampler_options o;
+  o.env = "test-counter";
+  o.env_args = {{"episode_length", "3"}};
+  o.topo = t;
+  o.num_envs = num_envs;
+  o.envs_per_group = envs_per_group;
+  o.threads = threads;
+  o.spin = 20us;
+  return o;
+}
+
+/// Receives the next batch, waiting as long as it takes (the test's own
+/// timeout bounds it).
+std::vector<std::uint32_t> next(vector_env& v) {
+  for (;;) {
+    auto ids = v.receive(100ms);
+    if (ids) return {ids->begin(), ids->end()};
+  }
+}
+
+float obs(vector_env& v, std::uint32_t id, std::size_t k) { return v.batch().observations().row(id)[k]; }
+
+void act(vector_env& v, const std::vector<std::uint32_t>& ids, std::int32_t a) {
+  for (auto id : ids) v.batch().discrete_actions()(id, 0) = a;
+}
+
+}  // namespace
+
+TEST_CASE("a sync vector env hands every env to its caller, steps them with the caller's actions, and shows "
+          "each step's outcome",
+          "[actors][vector_env]") {
+  for (auto mode : {executor_mode::threads, executor_mode::single}) {
+    auto o = counter_options(topology::sync);
+    o.executor = mode;
+    vector_env v(o, autoreset_mode::same_step);
+    REQUIRE(v.batch_size() == 8);
+    v.start();
+    auto ids = next(v);
+    REQUIRE(ids == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    for (auto id : ids) {
+      CHECK(obs(v, id, 0) == static_cast<float>(id));
+      CHECK(obs(v, id, 3) == -1.0F);  // fresh from a reset
+    }
+    for (std::int32_t t = 1; t <= 3; ++t) {
+      for (auto id : ids) v.batch().discrete_actions()(id, 0) = static_cast<std::int32_t>((id + t) % 4);
+      v.send();
+      ids = next(v);
+      REQUIRE(ids.size() == 8);
+      for (auto id : ids) {
+        CHECK(obs(v, id, 1) == static_cast<float>(t));  // steps taken: one per send
+        CHECK(v.batch().rewards()[id] == 1.0F);
+        if (t < 3) CHECK(obs(v, id, 3) == static_cast<float>((id + t) % 4));
+      }
+    }
+    // Step 3 ended every episode: same-step auto-reset, the last observation kept aside.
+    for (auto id : ids) {
+      CHECK(v.batch().terminated()[id] == 1);
+      CHECK(obs(v, id, 2) == 0.0F);
+      CHECK(v.batch().final_observations().row(id)[2] == 3.0F);
+      CHECK(v.batch().final_observations().row(id)[3] == static_cast<float>((id + 3) % 4));
+      CHECK(v.batch().episode_returns()[id] == 3.0F);
+    }
+    v.close();
+  }
+}
+
+TEST_CASE("in next-step mode the step after an episode end resets that env, ignoring its action",
+          "[actors][vector_env]") {
+  vector_env v(counter_options(topology::sync), autoreset_mode::next_step);
+  v.start();
+  auto ids = next(v);
+  for (int t = 0; t < 3; ++t) {
+    act(v, ids, 1);
+    v.send();
+    ids = next(v);
+  }
+  for (auto id : ids) {
+    CHECK(v.batch().terminated()[id] == 1);
+    CHECK(obs(v, id, 2) == 3.0F);  // the ended episode's last observation
+  }
+  act(v, ids, 2);
+  v.send();
+  ids = next(v);
+  for (auto id : ids) {
+    CHECK(v.batch().terminated()[id] == 0);
+    CHECK(v.batch().rewards()[id] == 0.0F);
+    CHECK(obs(v, id, 1) == 3.0F);   // no step taken: action 2 was ignored
+    CHECK(obs(v, id, 3) == -1.0F);  // a reset
+  }
+  v.close();
+}
+
+TEST_CASE("pool vector envs never lose or duplicate an env across receive and send", "[actors][vector_env]") {
+  for (std::size_t threads : {1U, 2U}) {
+    vector_env v(counter_options(topology::pool, threads, 8, 1), autoreset_mode::same_step);
+    REQUIRE(v.batch_size() == 2);
+    v.start();
+    std::vector<std::int64_t> sent(8, 0);
+    for (int round = 0; round < 2000; ++round) {
+      auto ids = next(v);
+      REQUIRE(ids.size() == 2);
+      REQUIRE(std::is_sorted(ids.begin(), ids.end()));
+      REQUIRE(ids[0] != ids[1]);
+      for (auto id : ids) {
+        // Every env shows exactly the steps it was sent for: none lost, none twice.
+        REQUIRE(obs(v, id, 1) == static_cast<float>(sent[id]));
+        ++sent[id];
+      }
+      act(v, ids, round % 4);
+      v.send();
+    }
+    CHECK(std::count(sent.begin(), sent.end(), 0) == 0);
+    v.close();
+  }
+}
+
+TEST_CASE("a failed env ends the vector env's run, and receive reports it naming the env",
+          "[actors][vector_env][errors]") {
+  auto o = counter_options(topology::pool, 2, 8, 1);
+  o.env_args = {{"episode_length", "3"}, {"fail_env", "5"}, {"fail_step", "4"}};
+  vector_env v(o, autoreset_mode::same_step);
+  v.start();
+  std::string what;
+  try {
+    for (int round = 0; round < 1000; ++round) {
+      auto ids = next(v);
+      act(v, ids, 0);
+      v.send();
+    }
+  } catch (const coral::actor_failed& e) {
+    what = e.what();
+  }
+  CHECK(what == fmt::format(fmt::runtime(coral::errors::actor_failed), "env-group-5",
+                            fmt::format(fmt::runtime(errors::env_failed), 5, "env-group-5", "boom")));
+  v.close();
+}
+
+TEST_CASE("vector env misuse is refused with a clear error", "[actors][vector_env][errors]") {
+  vector_env v(counter_options(topology::sync), autoreset_mode::same_step);
+  CHECK_THROWS_WITH(v.receive(1ms), std::string(errors::vector_env_not_running));
+  v.start();
+  CHECK_THROWS_WITH(v.send(), std::string(errors::vector_env_not_holding));
+  (void)next(v);
+  CHECK_THROWS_WITH(v.receive(1ms), std::string(errors::vector_env_holding));
+  v.close();
+  CHECK_THROWS_WITH(v.receive(1ms), std::string(errors::vector_env_not_running));
+  v.close();  // idempotent
+
+  auto multi = counter_options(topology::sync);
+  multi.env = "race";
+  multi.env_args = {};
+  CHECK_THROWS_WITH(vector_env(multi, autoreset_mode::same_step),
+                    fmt::format(fmt::runtime(errors::vector_env_multi_agent), "race", 4));
+  CHECK_THROWS_WITH(parse_autoreset_mode("sometimes"),
+                    fmt::format(fmt::runtime(coral::errors::bad_value), "autoreset_mode", "sometimes",
+                                "next_step, same_step"));
+}
+
+TEST_CASE("closing a vector env while a batch is out, or while the caller waits, ends at once",
+          "[actors][vector_env]") {
+  vector_env v(counter_options(topology::pool, 2, 8, 1), autoreset_mode::same_step);
+  v.start();
+  (void)next(v);  // held: the batcher waits for it
+  v.close();
+  CHECK_FALSE(v.running());
+
+  v.start();  // a restart: envs built anew
+  auto ids = next(v);
+  for (auto id : ids) CHECK(obs(v, id, 1) == 0.0F);
+  act(v, ids, 0);
+  v.send();
+  std::thread closer([&] {
+    std::this_thread::sleep_for(5ms);
+    v.close();
+  });
+  // Whatever the closer's timing, this returns: a batch, nothing, or "stopped".
+  try {
+    while (v.running()) {
+      auto got = v.receive(1ms);
+      if (got) v.send();
+    }
+  } catch (const coral::usage_error&) {
+  }
+  closer.join();
+  CHECK_FALSE(v.running());
+}
+
+TEST_CASE("a restarted vector env with a seed repeats a fresh one's trajectories", "[actors][vector_env]") {
+  auto o = counter_options(topology::sync);
+  o.env = "cartpole";
+  o.env_args = {};
+  auto first_obs = [](vector_env& v) {
+    auto ids = next(v);
+    std::vector<float> out;
+    for (auto id : ids) {
+      auto row = v.batch().observations().row(id);
+      out.insert(out.end(), row.begin(), row.end());
+    }
+    return out;
+  };
+  o.seed = 7;
+  vector_env fresh(o, autoreset_mode::same_step);
+  fresh.start();
+  const auto expected = first_obs(fresh);
+  fresh.close();
+
+  o.seed = 1;
+  vector_env v(o, autoreset_mode::same_step);
+  v.start();
+  const auto seed1 = first_obs(v);
+  CHECK(seed1 != expected);
+  v.start(7);
+  CHECK(first_obs(v) == expected);
+}
