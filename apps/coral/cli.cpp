@@ -29,6 +29,10 @@ void add_config_help(CLI::App& app, std::string& unused) {
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  return run(argc, argv, out, err, run_hooks{});
+}
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const run_hooks& hooks) {
   CLI::App app("coral: an actor-model runtime for reinforcement learning", "coral");
   app.add_option_function<std::string>(
          "--log-level", [](const std::string& level) { coral::log::set_level(coral::log::parse_level(level)); },
@@ -39,7 +43,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_envs_command(app, out);
   add_bench_command(app, out);
 #ifdef CORAL_HAVE_TRAIN
-  add_train_command(app, out);
+  add_train_command(app, out, hooks);
 #endif
   std::string unused_config;
   add_config_help(app, unused_config);

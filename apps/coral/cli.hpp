@@ -5,6 +5,8 @@
 /// later `bench_command.cpp`, `train_command.cpp`) and adds itself to the
 /// CLI11 app through an `add_*_command` function declared here.
 
+#include <functional>
+#include <string_view>
 #include <ostream>
 
 #include <CLI/CLI.hpp>
@@ -37,6 +39,16 @@ inline constexpr int failed = exit_codes::run_failed;
 /// see config_file.hpp and docs/cli.md) and `--log-level LEVEL`.
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
+/// What a program that runs `coral` in-process (Python's coral.train) can
+/// hook into.
+struct run_hooks {
+  /// `coral train`: learners::train_options::on_metrics_row.
+  std::function<bool(std::string_view header, std::string_view row)> on_metrics_row;
+};
+
+/// run() with hooks.
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const run_hooks& hooks);
+
 /// Adds `coral envs` (list envs, spaces and config keys) and
 /// `coral envs rollout` (print a trajectory as JSON lines) to `app`.
 /// Their output goes to `out`.
@@ -48,6 +60,6 @@ void add_bench_command(CLI::App& app, std::ostream& out);
 
 /// Adds `coral train` (PPO on any env and topology; progress lines, then one
 /// JSON object, see shared/DESIGN.md's contract and docs/training.md) to `app`.
-void add_train_command(CLI::App& app, std::ostream& out);
+void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks = {});
 
 }  // namespace coral::cli

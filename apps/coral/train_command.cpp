@@ -62,7 +62,7 @@ void check_conflicts(const train_flags& f, const given_flags& g) {
   }
 }
 
-void run_train(std::ostream& out, train_flags& f, const given_flags& given) {
+void run_train(std::ostream& out, train_flags& f, const given_flags& given, const run_hooks& hooks) {
   check_conflicts(f, given);
   const bool target_given = given.target_return->count() > 0;
   const bool run_dir_given = given.run_dir->count() > 0;
@@ -84,6 +84,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given) {
     o.run_dir = run_dir_given ? f.run_dir
                               : fmt::format("runs/{}-{}-seed{}", o.sampler.env, f.sampler.topology, o.sampler.seed);
   }
+  o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
   const auto result = learners::train(o, out);
   if (result.metrics_written) out << fmt::format("metrics: {}/metrics.csv\n", o.run_dir);
@@ -92,7 +93,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app, std::ostream& out) {
+void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks) {
   auto f = std::make_shared<train_flags>();
   auto& o = f->o;
   auto* cmd = app.add_subcommand("train", "train an agent with PPO or DQN; the last line is one JSON object");
@@ -174,7 +175,7 @@ void add_train_command(CLI::App& app, std::ostream& out) {
                   "happened for this long (0: never)")
       ->capture_default_str();
   const given_flags given{target, run_dir, checkpoint_every};
-  cmd->callback([&out, f, given] { run_train(out, *f, given); });
+  cmd->callback([&out, f, given, hooks] { run_train(out, *f, given, hooks); });
 }
 
 }  // namespace coral::cli

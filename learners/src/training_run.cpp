@@ -155,7 +155,14 @@ void training_run::report() {
 
 void training_run::record() {
   std::lock_guard lock(rows_mutex_);
-  if (metrics_->is_open()) metrics_->write_row(make_row(row_stream::metrics, metrics_window_));
+  const bool to_file = metrics_->is_open();
+  if (!to_file && !options_.on_metrics_row) return;
+  const auto row = make_row(row_stream::metrics, metrics_window_);
+  if (to_file) metrics_->write_row(row);
+  if (options_.on_metrics_row && !options_.on_metrics_row(metrics_header_, row)) {
+    stopped_by_caller_ = true;
+    if (runtime_ != nullptr) runtime_->request_stop();
+  }
 }
 
 checkpoint training_run::checkpoint_base() const {
@@ -193,8 +200,8 @@ void training_run::start() {
   algorithm_->start(*this);
   if (weights_.version() == 0) throw usage_error("training_run: the algorithm published no initial weights");
   sampler_->announce_to(gate_->inbox());
-  metrics_ = std::make_unique<detail::metrics_file>(
-      o.run_dir, fmt::format("{},{},updates", common_columns, algorithm_->columns()), o.resume);
+  metrics_header_ = fmt::format("{},{},updates", common_columns, algorithm_->columns());
+  metrics_ = std::make_unique<detail::metrics_file>(o.run_dir, metrics_header_, o.resume);
   if (o.checkpoint_every != 0) next_checkpoint_ = (start_steps_ / o.checkpoint_every + 1) * o.checkpoint_every;
   const auto every = algorithm_->metrics_every();
   next_row_ = every <= 1 ? 0 : (start_steps_ / every + 1) * every;
@@ -276,7 +283,7 @@ train_result training_run::run() {
   train_result result;
   result.wall_seconds = wall;
   result.solved = target_ && s.window >= 100 && s.mean_return >= *target_;
-  result.interrupted = ended.load() < 0;
+  result.interrupted = ended.load() < 0 || stopped_by_caller_;
   result.env_steps = gate_->env_steps();
   result.mean_return = s.mean_return;
   result.mean_length = s.mean_length;

@@ -7,7 +7,9 @@
 /// This is `coral train`; tests call it in-process.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string_view>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -38,6 +40,11 @@ struct train_options {
   std::string run_dir;                 ///< empty: no metrics files
   double progress_seconds = 2.0;       ///< progress line period; 0: none
   double stall_seconds = 30.0;         ///< stop a run with no env step and no update for this long; 0: never
+  /// Called with the metrics header and each metrics row (metrics.csv's
+  /// text, without the newline), whether or not a run dir is written, on the
+  /// learner's thread. Returning false stops the run as a signal does (a
+  /// final checkpoint, result.interrupted). Empty: none.
+  std::function<bool(std::string_view header, std::string_view row)> on_metrics_row;
 };
 
 /// How a run ended.

@@ -123,6 +123,8 @@ class training_run {
   std::string last_checkpoint_;
   std::chrono::steady_clock::time_point started_;
   std::mutex rows_mutex_;  // the progress actor and the learner both make rows
+  std::string metrics_header_;
+  bool stopped_by_caller_ = false;  ///< on_metrics_row said stop (under rows_mutex_, read after the run)
   row_window progress_window_;
   row_window metrics_window_;
   std::uint64_t next_row_ = 0;         // env steps of the next metrics row (0: after every update)
