@@ -1,0 +1,175 @@
+"""coral.register: Python envs inside coral, on every topology and in coral.train."""
+
+import numpy as np
+import pytest
+
+import coral
+
+spaces = coral._spaces._impl
+
+
+class Counter:
+    """counts its own steps; observation [steps in total, steps this episode, last action]"""
+
+    def __init__(self, length=4, scale=1.0):
+        self.length = length
+        self.scale = scale
+        self.observation_space = spaces.Box(low=-1e9, high=1e9, shape=(3,), dtype=np.float32)
+        self.action_space = spaces.Discrete(3)
+        self.total = 0
+        self.t = 0
+        self.seeds = []
+
+    def reset(self, seed=None, options=None):
+        self.seeds.append(seed)
+        self.t = 0
+        return np.array([self.total, 0, -1], dtype=np.float32), {}
+
+    def step(self, action):
+        assert action in (0, 1, 2)
+        self.total += 1
+        self.t += 1
+        obs = np.array([self.total, self.t, action], dtype=np.float32)
+        return obs, self.scale, self.t >= self.length, False, {}
+
+
+class Structured:
+    """Dict observation, Tuple action"""
+
+    def __init__(self):
+        self.observation_space = spaces.Dict({
+            "pos": spaces.Box(low=-10, high=10, shape=(2,), dtype=np.float32),
+            "mode": spaces.Discrete(3),
+        })
+        self.action_space = spaces.Tuple((spaces.Discrete(4), spaces.Box(low=-1, high=1, shape=(2,),
+                                                                         dtype=np.float32)))
+        self.pos = np.zeros(2, dtype=np.float32)
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        self.pos[:] = 0
+        self.t = 0
+        return {"pos": self.pos.copy(), "mode": 0}, {}
+
+    def step(self, action):
+        k, push = action
+        self.pos += push
+        self.t += 1
+        return {"pos": self.pos.copy(), "mode": int(k) % 3}, float(k), False, self.t >= 5, {}
+
+
+class Broken:
+    """raises on its third step"""
+
+    def __init__(self):
+        self.observation_space = spaces.Box(low=-1, high=1, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.t == 3:
+            raise ArithmeticError("the env broke")
+        return np.zeros(1, dtype=np.float32), 0.0, False, False, {}
+
+
+class Noisy:
+    """its first observation is drawn from the seed of its first reset"""
+
+    def __init__(self):
+        self.observation_space = spaces.Box(low=0, high=1, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.rng = np.random.default_rng()
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        return self.rng.random(2).astype(np.float32), {}
+
+    def step(self, action):
+        return self.rng.random(2).astype(np.float32), 0.0, False, False, {}
+
+
+coral.register("py-counter", Counter, length=4, scale=1.0)
+coral.register("py-noisy", Noisy)
+coral.register("py-structured", Structured)
+coral.register("py-broken", Broken)
+
+
+def test_a_registered_env_is_listed_and_takes_its_settings():
+    assert "py-counter" in coral.env_names()
+    with coral.make_vec("py-counter", 2, length=2, scale=0.5) as env:
+        env.reset()
+        obs, rew, term, *_ = env.step(np.array([1, 2]))
+        assert list(rew) == [0.5, 0.5]
+        obs, rew, term, *_ = env.step(np.array([1, 2]))
+        assert term.all()
+    with pytest.raises(ValueError, match="lenght"):
+        coral.make_vec("py-counter", 2, lenght=3)
+    with pytest.raises(ValueError, match="already|taken|exists"):
+        coral.register("py-counter", Counter)
+    with pytest.raises(ValueError, match="int, float or bool"):
+        coral.register("py-bad-default", Counter, length="four")
+
+
+@pytest.mark.parametrize("topology", ["sync", "double-buffer", "pool"])
+def test_a_python_env_runs_on_every_topology(topology):
+    with coral.make_vec("py-counter", 4, topology=topology, num_threads=2, envs_per_group=1,
+                        autoreset_mode="same_step") as env:
+        env.async_reset()
+        sent = np.zeros(4, dtype=np.int64)
+        for r in range(100):
+            obs, rew, term, trunc, infos = env.recv()
+            ids = infos["env_id"]
+            # obs[0] counts every step the env took: exactly the actions it was sent
+            np.testing.assert_array_equal(obs[:, 0], sent[ids])
+            actions = (ids + r) % 3
+            env.send(actions, ids)
+            sent[ids] += 1
+
+
+def test_structured_spaces_are_unflattened_to_dicts_and_tuples():
+    with coral.make_vec("py-structured", 3) as env:
+        assert type(env.single_observation_space).__name__ == "Dict"
+        obs, _ = env.reset()
+        assert set(obs) == {"pos", "mode"}
+        assert obs["pos"].shape == (3, 2) and obs["mode"].shape == (3,)
+        assert obs["mode"].dtype == np.int64
+        actions = (np.array([1, 2, 3]), np.array([[0.5, -0.5], [0.25, 0.0], [1.0, 1.0]], dtype=np.float32))
+        obs, rew, term, trunc, _ = env.step(actions)
+        np.testing.assert_allclose(obs["pos"], actions[1])
+        assert list(obs["mode"]) == [1, 2, 0]
+        assert list(rew) == [1.0, 2.0, 3.0]
+        assert env.observation_space.contains(obs)
+        with pytest.raises(ValueError, match="outside"):
+            env.step((np.array([1, 9, 3]), actions[1]))
+
+
+def test_a_python_env_that_raises_is_an_env_error_naming_the_env_and_the_exception():
+    env = coral.make_vec("py-broken", 2)
+    env.reset()
+    with pytest.raises(coral.EnvError, match="ArithmeticError: the env broke") as info:
+        for _ in range(5):
+            env.step(np.zeros(2, dtype=np.int64))
+    assert info.value.env_id in (0, 1)
+    env.close()
+
+
+def test_python_envs_are_seeded_per_env_and_repeat_for_a_seed():
+    def first_obs(seed):
+        with coral.make_vec("py-noisy", 3, seed=seed) as env:
+            return env.reset()[0].copy()
+    a = first_obs(1)
+    np.testing.assert_array_equal(a, first_obs(1))
+    assert not np.array_equal(a, first_obs(2))
+    assert len({tuple(row) for row in a}) == 3  # each env its own seed
+
+
+def test_coral_train_runs_a_python_env(tmp_path):
+    result = coral.train(env="py-counter", algo="ppo", total_steps=2000, no_run_dir=True, verbose=False,
+                         topology="sync", num_envs=4)
+    assert result["env"] == "py-counter"
+    assert result["env_steps"] == 2000

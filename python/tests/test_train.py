@@ -1,0 +1,164 @@
+"""coral.train, and Ctrl-C inside coral, against the real extension."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import coral
+
+
+def test_train_solves_cartpole_and_returns_the_result():
+    rows = []
+    result = coral.train(env="cartpole", algo="ppo", seed=1, no_run_dir=True, verbose=False,
+                         on_row=rows.append)
+    assert result["solved"] is True
+    assert result["mean_return"] >= 475
+    assert result["env"] == "cartpole" and result["algo"] == "ppo"
+    assert rows, "the row callback got no metrics row"
+    assert {"seconds", "env_steps", "mean_return", "updates"} <= set(rows[-1])
+    assert rows[-1]["env_steps"] <= result["env_steps"]
+
+
+def test_a_row_callback_can_stop_the_run_and_its_exception_comes_back():
+    seen = []
+
+    def stop_after_three(row):
+        seen.append(row)
+        return len(seen) < 3
+
+    result = coral.train(env="cartpole", total_steps=10**7, keep_going=True, no_run_dir=True, verbose=False,
+                         on_row=stop_after_three)
+    assert len(seen) == 3
+    assert result["interrupted"] is True
+
+    def broken(row):
+        raise ZeroDivisionError("in my callback")
+
+    with pytest.raises(ZeroDivisionError, match="in my callback"):
+        coral.train(env="cartpole", total_steps=10**7, keep_going=True, no_run_dir=True, verbose=False,
+                    on_row=broken)
+
+
+def test_progress_lines_reach_stdout_when_verbose(capsys):
+    coral.train(env="cartpole", total_steps=3000, no_run_dir=True, progress_seconds=0.01)
+    out = capsys.readouterr().out
+    assert "coral train: env cartpole" in out
+
+
+@pytest.mark.parametrize("flags, error, match", [
+    (dict(env="nope"), ValueError, "nope"),
+    (dict(algo="a3c"), ValueError, "--algo"),
+    (dict(num_envs=0), ValueError, "--num-envs"),
+    (dict(no_such_flag=1), ValueError, "--no-such-flag"),
+    (dict(learning_rate="fast"), ValueError, "--learning-rate"),
+    (dict(resume=True), ValueError, "--resume"),
+    (dict(env="faulty", env_arg={"throw_step": 50, "env": 1}, total_steps=5000), coral.EnvError, "env 1 in group"),
+])
+def test_train_errors_are_python_exceptions_with_coral_s_message(flags, error, match):
+    flags.setdefault("no_run_dir", True)
+    with pytest.raises(error, match=match):
+        coral.train(verbose=False, **flags)
+
+
+def run_child(code, send_after, wait_for=None, timeout=60):
+    """Runs `code` in a fresh interpreter; sends SIGINT `send_after` seconds
+    after it printed `wait_for` (or started). Returns (stdout, returncode, seconds from SIGINT to exit)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env)
+    if wait_for is not None:
+        deadline = time.monotonic() + timeout
+        line = ""
+        while wait_for not in line:
+            assert time.monotonic() < deadline, "the child never got ready"
+            line = child.stdout.readline()
+            assert line, "the child ended before it got ready"
+    time.sleep(send_after)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=timeout)
+    return out, child.returncode, time.monotonic() - sent
+
+
+def test_ctrl_c_inside_step_raises_keyboard_interrupt_promptly():
+    code = """
+        import time, numpy as np, coral
+        class Slow:
+            def __init__(self):
+                self.observation_space = coral._spaces._impl.Box(low=-1, high=1, shape=(1,), dtype=np.float32)
+                self.action_space = coral._spaces._impl.Discrete(2)
+            def reset(self, seed=None, options=None):
+                return np.zeros(1, dtype=np.float32), {}
+            def step(self, action):
+                time.sleep(0.05)
+                return np.zeros(1, dtype=np.float32), 0.0, False, False, {}
+        coral.register("slow", Slow)
+        env = coral.make_vec("slow", 2)
+        env.reset()
+        print("ready", flush=True)
+        try:
+            while True:
+                env.step(np.zeros(2, dtype=np.int64))
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        env.reset()  # an interrupted step leaves no batch in hand: reset, and go on
+        env.step(np.zeros(2, dtype=np.int64))
+        env.close()
+        print("closed", flush=True)
+    """
+    out, code_, seconds = run_child(code, 0.3, wait_for="ready")
+    assert "interrupted" in out and "closed" in out, out
+    assert code_ == 0
+    assert seconds < 5
+
+
+def test_ctrl_c_inside_recv_on_cpp_envs_raises_keyboard_interrupt():
+    code = """
+        import numpy as np, coral
+        env = coral.make_vec("delay", 4, batch_size=2, mean_us=200000)
+        env.async_reset()
+        print("ready", flush=True)
+        try:
+            while True:
+                obs, rew, term, trunc, infos = env.recv()
+                env.send(np.zeros(2, dtype=np.int64), infos["env_id"])
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        env.close()
+    """
+    out, code_, seconds = run_child(code, 0.3, wait_for="ready")
+    assert "interrupted" in out, out
+    assert code_ == 0
+    assert seconds < 5
+
+
+def test_ctrl_c_stops_train_with_a_checkpoint_that_resume_continues(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    code = f"""
+        import json, coral
+        print("ready", flush=True)
+        try:
+            coral.train(env="cartpole", total_steps=10**9, keep_going=True, checkpoint_dir={str(ckpt)!r},
+                        no_run_dir=True, verbose=False)
+        except coral.TrainingInterrupted as e:
+            print("RESULT " + json.dumps(e.result), flush=True)
+    """
+    out, code_, seconds = run_child(code, 2.0, wait_for="ready")
+    assert code_ == 0, out
+    line = [x for x in out.splitlines() if x.startswith("RESULT ")]
+    assert line, out
+    result = json.loads(line[0][len("RESULT "):])
+    assert result["interrupted"] is True
+    assert result["checkpoint"] and os.path.exists(result["checkpoint"])
+    assert seconds < 10
+    resumed = coral.train(env="cartpole", total_steps=result["env_steps"] + 2000, keep_going=True,
+                          checkpoint_dir=str(ckpt), resume=True, no_run_dir=True, verbose=False)
+    assert resumed["resumed_from"] == result["checkpoint"]
+    assert resumed["env_steps"] == result["env_steps"] + 2000
