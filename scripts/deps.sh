@@ -9,6 +9,8 @@ packages=(
   libtorch-dev libtomlplusplus-dev gnuplot-nox
   libopenblas0  # takes over libblas.so.3 from the reference BLAS: PPO updates 1.5-3x faster (BENCHMARKS.md)
   clang-14 libclang-rt-14-dev  # the fuzz build: clang and its libFuzzer, ASan and UBSan runtimes
+  python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
+  python3-pytest python3-torch  # its tests, and the example PPO in PyTorch
 )
 
 missing=()

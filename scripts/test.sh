@@ -20,6 +20,10 @@ if command -v ccache > /dev/null; then cache=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccac
 step "release build"
 cmake --preset release "${cache[@]}" > /dev/null
 cmake --build --preset release -j"$jobs"
+# `import coral` for Debian's python3, as scripts/run.sh does.
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+"${sudo_cmd[@]}" cmake --install build/release --component python > /dev/null
 step "release tests (all labels)"
 ctest --preset release-all
 

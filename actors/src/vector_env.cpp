@@ -212,9 +212,12 @@ std::span<const std::uint32_t> vector_env::held() const noexcept {
 void vector_env::close() noexcept {
   holding_ = false;
   if (!running()) return;
-  // The stop callback (start()) releases a batcher waiting for the caller;
-  // releasing it before the stop began would count as its failure.
+  // Stop first, then release a batcher waiting for the caller: released
+  // before the stop began, its abort would count as a failure. The stop
+  // callback (start()) would release it too, but with executor_mode::single
+  // that callback runs on the very thread the batcher blocks.
   runtime_->request_stop();
+  handoff_->stop();
   if (runner_.joinable()) runner_.join();
   // A run that failed keeps its failure for the next receive() only while
   // running; after close() there is nothing to receive.

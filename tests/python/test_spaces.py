@@ -6,7 +6,7 @@ import pathlib
 import numpy as np
 import pytest
 
-_SPACES_PATH = pathlib.Path(__file__).resolve().parents[1] / "coral" / "spaces.py"
+_SPACES_PATH = pathlib.Path(__file__).resolve().parents[2] / "python" / "coral" / "spaces.py"
 _spec = importlib.util.spec_from_file_location("coral_spaces", _SPACES_PATH)
 spaces = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(spaces)

@@ -1,7 +1,7 @@
-"""Test set-up: import the package from the build tree.
+"""Test set-up for the pytest suite of python/: import the package from the build tree.
 
 ctest passes CORAL_PYTHON_PATH (the build's python/ folder); run by hand with
-`PYTHONPATH=build/release/python /usr/bin/python3 -m pytest python/tests`.
+`PYTHONPATH=build/release/python /usr/bin/python3 -m pytest tests/python`.
 """
 
 import os

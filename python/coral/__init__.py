@@ -1,0 +1,28 @@
+"""coral from Python: its envs as a Gymnasium-style vector env, and its trainer.
+
+    import coral
+    envs = coral.make_vec("cartpole", 8)          # a Gymnasium VectorEnv
+    obs, infos = envs.reset(seed=0)
+    obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+    result = coral.train(env="cartpole", algo="ppo")   # `coral train`, in-process
+
+See docs/python.md.
+"""
+
+from . import _coral
+from ._errors import EnvError
+from ._pyenv import register
+from ._spaces import USING_GYMNASIUM
+from ._train import TrainingInterrupted, train
+from ._vector import VectorEnv, make_vec
+
+__version__ = "0.1.0"
+
+
+def env_names():
+    """The names of every registered env (built-in and coral.register'ed)."""
+    return list(_coral.env_names())
+
+
+__all__ = ["make_vec", "VectorEnv", "register", "train", "env_names", "EnvError", "TrainingInterrupted",
+           "USING_GYMNASIUM"]

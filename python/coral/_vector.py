@@ -1,0 +1,327 @@
+"""coral.make_vec: coral's sampler as a Gymnasium-style vector env."""
+
+import numbers
+
+import numpy as np
+
+from . import _coral
+from . import _spaces
+
+AUTORESET_MODES = ("next_step", "same_step")
+TOPOLOGIES = ("sync", "double-buffer", "pool")
+
+
+def _count(name, value, minimum=1, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}: {value!r} is invalid: must be an integer")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name}: {value} is invalid: must be at least {minimum}")
+    return value
+
+
+def _env_arg_text(key, value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (numbers.Integral, numbers.Real, str)):
+        return str(value)
+    raise ValueError(f"{key}: {value!r} is invalid: env settings are numbers or booleans")
+
+
+def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
+             autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
+             **env_args):
+    """coral's envs as a vector env; see VectorEnv."""
+    return VectorEnv(env_id, num_envs, batch_size=batch_size, num_threads=num_threads, topology=topology,
+                     seed=seed, autoreset_mode=autoreset_mode, copy=copy, envs_per_group=envs_per_group,
+                     executor=executor, spin_us=spin_us, **env_args)
+
+
+class VectorEnv:
+    """`num_envs` coral envs, stepped by coral's actors in the topology chosen.
+
+    The Gymnasium VectorEnv protocol (reset/step on every env at once, with
+    batch_size == num_envs, the default) and EnvPool's asynchronous one
+    (async_reset/send/recv on batches of batch_size envs, for pool sampling).
+
+    Arrays returned are views of coral's rows, valid until the next call to
+    step, send, reset, async_reset or close; pass copy=True for copies. A
+    batch of envs that are not consecutive rows (pool batches drawn from
+    several groups) is gathered into new arrays.
+    """
+
+    def __init__(self, env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
+                 autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
+                 **env_args):
+        if not isinstance(env_id, str):
+            raise ValueError(f"env_id: {env_id!r} is invalid: must be an env name (see coral.env_names())")
+        num_envs = _count("num_envs", num_envs)
+        batch_size = _count("batch_size", batch_size, allow_none=True)
+        threads = _count("num_threads", num_threads, allow_none=True) or 1
+        seed = _count("seed", seed, minimum=0)
+        if autoreset_mode not in AUTORESET_MODES:
+            raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: {', '.join(AUTORESET_MODES)})")
+        if topology is None:
+            topology = "sync" if batch_size is None or batch_size == num_envs else "pool"
+        if topology not in TOPOLOGIES:
+            raise ValueError(f"topology: {topology!r} is invalid (allowed: {', '.join(TOPOLOGIES)})")
+        if batch_size is None:
+            batch_size = {"sync": num_envs, "double-buffer": num_envs // 2, "pool": max(1, num_envs // 4)}[topology]
+        if envs_per_group is None:
+            envs_per_group = self._default_group(topology, num_envs, batch_size, threads)
+        envs_per_group = _count("envs_per_group", envs_per_group)
+        spin_us = _count("spin_us", spin_us, minimum=0)
+        args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
+
+        self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed, autoreset_mode,
+                                      envs_per_group, executor, spin_us, args)
+        self.num_envs = num_envs
+        self.batch_size = self._engine.batch_size
+        self.copy = bool(copy)
+        self.metadata = {"autoreset_mode": autoreset_mode, "env_id": env_id, "topology": topology}
+        self.spec = None
+        self.render_mode = None
+        self.closed = False
+        self._seed = seed
+        self._same_step = autoreset_mode == "same_step"
+        self._obs_layout = _spaces.ObservationLayout(self._engine.observation_space)
+        self._action_layout = _spaces.ActionLayout(self._engine.action_space)
+        self.single_observation_space = _spaces.from_desc(self._engine.observation_space)
+        self.single_action_space = _spaces.from_desc(self._engine.action_space)
+        self.observation_space = _spaces.batch(self.single_observation_space, num_envs)
+        self.action_space = _spaces.batch(self.single_action_space, num_envs)
+        self._simple_actions = self._action_layout.kind in ("box", "discrete", "multi_discrete")
+
+        v = self._engine.views()
+        self._v = v
+        self._obs_all = self._obs_layout.view(v["observations"])
+        self._final_all = self._obs_layout.view(v["final_observations"])
+        self._all_ids = np.arange(num_envs, dtype=np.int32)
+        self._all_ids.flags.writeable = False
+        self._all_true = np.ones(num_envs, dtype=bool)
+        self._all_true.flags.writeable = False
+        self._count = 0
+        self._started = False
+        # A whole-batch step whose outputs are all views returns the same
+        # view objects every step: it runs in C++ from actions to outputs.
+        self._fast = (self.batch_size == num_envs and self._simple_actions and self._obs_layout.all_views
+                      and not self.copy)
+        if self._fast:
+            every = slice(None)
+            ended = v["ended"]
+            infos = {"env_id": self._all_ids, "_env_id": self._all_true,
+                     "episode": {"r": v["episode_returns"], "l": v["episode_lengths"]}, "_episode": ended,
+                     "failed": v["failed"], "_failed": self._all_true}
+            if self._same_step:
+                infos["final_obs"] = self._final_all
+                infos["_final_obs"] = ended
+                infos["final_info"] = {"episode": infos["episode"], "_episode": ended}
+                infos["_final_info"] = ended
+            self._engine.set_outputs(self._obs_all[every], v["rewards"], v["terminated"], v["truncated"], infos)
+
+    @staticmethod
+    def _default_group(topology, num_envs, batch_size, threads):
+        # A pool batch of one group is consecutive rows (views, not copies);
+        # sync and double-buffer split each batch across the threads.
+        if topology == "pool":
+            return batch_size if num_envs % batch_size == 0 else 1
+        if batch_size % threads == 0:
+            return batch_size // threads
+        return 1
+
+    # --- the Gymnasium protocol -------------------------------------------
+
+    def reset(self, *, seed=None, options=None):
+        """Starts new episodes: in every env, or those of options["reset_mask"]."""
+        self._check_open()
+        if seed is not None:
+            seed = _count("seed", seed, minimum=0)
+        mask = None
+        if options is not None:
+            if not isinstance(options, dict) or set(options) - {"reset_mask"}:
+                raise ValueError(f"options: {options!r} is invalid (allowed: {{'reset_mask': bool array}})")
+            mask = np.asarray(options["reset_mask"])
+            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+                raise ValueError(f"reset_mask: expected a bool array of shape ({self.num_envs},)")
+        self._check_sync("reset")
+        holding = self._engine.holding
+        if seed is None and holding:
+            commands = self._v["commands"]
+            if mask is None:
+                commands[:] = 1
+            else:
+                commands[mask] = 1
+                commands[~mask] |= 2
+            self._engine.send()
+        elif mask is not None and not mask.all():
+            raise ValueError("reset_mask: a partial reset needs a running env (reset it fully first)")
+        else:
+            if seed is not None:
+                self._seed = seed
+            self._engine.start(seed)
+            self._started = True
+        self._count = self._engine.recv()
+        obs = self._observations(slice(None))
+        if self.copy:
+            obs = _copy(obs)
+        return obs, {"env_id": self._ids(), "_env_id": self._all_true}
+
+    def step(self, actions):
+        """One step of every env: (obs, rewards, terminations, truncations, infos)."""
+        if self._fast and not self.closed:
+            return self._engine.fast_step(actions)
+        self._check_open()
+        self._check_sync("step")
+        if not self._engine.holding:
+            raise RuntimeError("step: no batch in hand: reset() the env first (also after a KeyboardInterrupt "
+                               "or an error inside step)")
+        if self._simple_actions:
+            self._count = self._engine.step(actions)
+        else:
+            d, c = self._action_layout.flatten_batch(actions, self.num_envs)
+            self._engine.put_flat(d, c)
+            self._engine.send()
+            self._count = self._engine.recv()
+        return self._outputs(slice(None))
+
+    # --- EnvPool's asynchronous protocol -----------------------------------
+
+    def async_reset(self, *, seed=None):
+        """(Re)starts every env; recv() then returns the first batches."""
+        self._check_open()
+        if seed is not None:
+            self._seed = _count("seed", seed, minimum=0)
+        self._engine.start(self._seed)
+        self._started = True
+        self._count = 0
+
+    def send(self, actions, env_id=None):
+        """Actions for the envs of the last recv(), in env_id's order (default: that batch's)."""
+        self._check_open()
+        if not self._engine.holding:
+            raise RuntimeError("send: no batch in hand; call recv() first")
+        if self._simple_actions:
+            self._engine.put_actions(actions, env_id)
+        else:
+            d, c = self._action_layout.flatten_batch(actions, self._count)
+            self._engine.put_flat(d, c, env_id)
+        self._engine.send()
+
+    def recv(self):
+        """The next batch_size envs: (obs, rewards, terminations, truncations, infos); infos["env_id"] says which."""
+        self._check_open()
+        if not self._started:
+            raise RuntimeError("recv: call async_reset() first")
+        self._count = self._engine.recv()
+        return self._outputs(self._rows())
+
+    # --- the rest -----------------------------------------------------------
+
+    def close(self):
+        if not self.closed:
+            self._engine.close()
+            self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return (f"coral.VectorEnv({self.metadata['env_id']!r}, num_envs={self.num_envs}, "
+                f"batch_size={self.batch_size}, topology={self.metadata['topology']!r})")
+
+    @property
+    def unwrapped(self):
+        return self
+
+    @property
+    def env_steps(self):
+        """Env steps coral took since the last (re)start."""
+        return self._engine.env_steps
+
+    # --- internals ----------------------------------------------------------
+
+    def _check_open(self):
+        if self.closed:
+            raise RuntimeError("the vector env is closed")
+
+    def _check_sync(self, what):
+        if self.batch_size != self.num_envs:
+            raise RuntimeError(
+                f"{what}: this env returns batches of {self.batch_size} of {self.num_envs} envs; "
+                "use async_reset/send/recv (or batch_size=num_envs)")
+
+    def _ids(self):
+        if self._count == self.num_envs:
+            return self._all_ids
+        return self._v["ids"][:self._count].copy()
+
+    def _rows(self):
+        """What selects the batch's rows: a slice when they are consecutive, else the ids."""
+        n = self._count
+        ids = self._v["ids"]
+        first = int(ids[0])
+        if int(ids[n - 1]) - first == n - 1:
+            return slice(first, first + n)
+        return ids[:n].copy()
+
+    def _observations(self, rows, final=False):
+        if self._obs_layout.all_views:
+            return _take(self._final_all if final else self._obs_all, rows)
+        flat = self._v["final_observations" if final else "observations"][rows]
+        return self._obs_layout.view(flat)
+
+    def _outputs(self, rows):
+        v = self._v
+        n = self._count
+        ended = v["ended"][:n]
+        obs = self._observations(rows)
+        returns = v["episode_returns"][rows]
+        lengths = v["episode_lengths"][rows]
+        mask = self._all_true[:n]
+        infos = {
+            "env_id": self._ids(),
+            "_env_id": mask,
+            "episode": {"r": returns, "l": lengths},
+            "_episode": ended,
+            "failed": v["failed"][rows],
+            "_failed": mask,
+        }
+        if self._same_step:
+            infos["final_obs"] = self._observations(rows, final=True)
+            infos["_final_obs"] = ended
+            infos["final_info"] = {"episode": {"r": returns, "l": lengths}, "_episode": ended}
+            infos["_final_info"] = ended
+        out = (obs, v["rewards"][rows], v["terminated"][rows], v["truncated"][rows], infos)
+        if self.copy:
+            out = _copy(out)
+        return out
+
+
+def _take(structured, rows):
+    if isinstance(structured, dict):
+        return {k: _take(x, rows) for k, x in structured.items()}
+    if isinstance(structured, tuple):
+        return tuple(_take(x, rows) for x in structured)
+    return structured[rows]
+
+
+def _copy(value):
+    if isinstance(value, dict):
+        return {k: _copy(x) for k, x in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_copy(x) for x in value)
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value

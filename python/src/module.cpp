@@ -1,0 +1,490 @@
+// coral._coral: the extension behind `import coral` (python/coral/).
+//
+// It holds no Python objects per env: a vector env's arrays are numpy views
+// of its env_batch, made once (views()), and each step only moves actions in
+// and hands the batch over. The GIL is released whenever coral works or
+// waits; a wait wakes every 50 ms to let Python handle signals, so Ctrl-C
+// raises KeyboardInterrupt inside step()/recv()/train().
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <tuple>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <streambuf>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "coral/actors/memory_budget.hpp"
+#include "coral/actors/vector_env.hpp"
+#include "coral/cli.hpp"
+#include "coral/core/error.hpp"
+#include "coral/envs/registry.hpp"
+#include "python_env.hpp"
+#include "spaces.hpp"
+
+namespace py = pybind11;
+using namespace std::chrono_literals;
+
+namespace coral::python {
+namespace {
+
+constexpr auto signal_check_period = 50ms;
+
+/// Every Discrete/MultiDiscrete component's count, in the flat action row's order.
+void discrete_bounds(const envs::space& s, std::vector<std::int32_t>& out) {
+  switch (s.kind()) {
+    case envs::space_kind::discrete:
+    case envs::space_kind::multi_discrete:
+      out.insert(out.end(), s.nvec().begin(), s.nvec().end());
+      break;
+    case envs::space_kind::dict:
+    case envs::space_kind::tuple:
+      for (const auto& c : s.children()) discrete_bounds(c, out);
+      break;
+    case envs::space_kind::box:
+      break;
+  }
+}
+
+std::string shape_text(const py::array& a) {
+  std::string out = "(";
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) out += fmt::format("{}{}", i == 0 ? "" : ", ", a.shape(i));
+  return out + (a.ndim() == 1 ? ",)" : ")");
+}
+
+/// What numpy views point into: the batch rows and the per-batch buffers.
+/// Views hold it through a capsule, not through the vec: no reference cycle,
+/// and a view stays valid memory after its vector env is gone.
+struct buffers {
+  std::shared_ptr<envs::env_batch> batch;
+  std::vector<std::int32_t> ids;    ///< env ids of the batch in hand, in batch order
+  std::vector<std::uint8_t> ended;  ///< per batch position: the episode ended on this step
+};
+
+/// A Python vector env's engine: a vector_env plus the numpy side of it.
+class vec {
+ public:
+  vec(const std::string& env, std::size_t num_envs, std::size_t batch_size, std::size_t threads,
+      const std::string& topology, std::uint64_t seed, const std::string& autoreset, std::size_t envs_per_group,
+      const std::string& executor, std::int64_t spin_us, const envs::config_args& env_args)
+      : v_(make_options(env, num_envs, batch_size, threads, topology, seed, envs_per_group, executor, spin_us,
+                        env_args),
+           actors::parse_autoreset_mode(autoreset)),
+        buffers_(std::make_shared<buffers>()) {
+    discrete_bounds(v_.action_space(), bounds_);
+    buffers_->batch = v_.shared_batch();
+    buffers_->ids.assign(v_.num_envs(), 0);
+    buffers_->ended.assign(v_.num_envs(), 0);
+    marks_.assign(v_.num_envs(), 0);
+    single_discrete_ = v_.action_space().kind() == envs::space_kind::discrete;
+  }
+
+  ~vec() { close(); }
+
+  /// Numpy views of the whole batch (every array the vector env returns is one of these or a slice of one).
+  py::dict views() {
+    auto& b = *buffers_->batch;
+    py::capsule owner(new std::shared_ptr<buffers>(buffers_),
+                      [](void* p) { delete static_cast<std::shared_ptr<buffers>*>(p); });
+    const auto n = static_cast<py::ssize_t>(b.rows());
+    auto matrix = [&](auto* data, std::size_t cols, py::dtype dt) {
+      const auto item = static_cast<py::ssize_t>(dt.itemsize());
+      return py::array(dt, {n, static_cast<py::ssize_t>(cols)}, {static_cast<py::ssize_t>(cols) * item, item}, data,
+                       owner);
+    };
+    auto column = [&](auto* data, py::dtype dt) { return py::array(dt, {n}, {dt.itemsize()}, data, owner); };
+    py::dict d;
+    d["observations"] = matrix(b.observations().data(), b.obs_dim(), py::dtype::of<float>());
+    d["final_observations"] = matrix(b.final_observations().data(), b.obs_dim(), py::dtype::of<float>());
+    d["discrete_actions"] = matrix(b.discrete_actions().data(), b.discrete_action_dim(), py::dtype::of<std::int32_t>());
+    d["continuous_actions"] = matrix(b.continuous_actions().data(), b.continuous_action_dim(), py::dtype::of<float>());
+    d["rewards"] = column(b.rewards().data(), py::dtype::of<float>());
+    d["terminated"] = column(b.terminated().data(), py::dtype::of<bool>());
+    d["truncated"] = column(b.truncated().data(), py::dtype::of<bool>());
+    d["failed"] = column(b.failed().data(), py::dtype::of<bool>());
+    d["episode_returns"] = column(b.episode_returns().data(), py::dtype::of<float>());
+    d["episode_lengths"] = column(b.episode_lengths().data(), py::dtype::of<std::int32_t>());
+    d["commands"] = column(b.commands().data(), py::dtype::of<std::uint8_t>());
+    d["ids"] = column(buffers_->ids.data(), py::dtype::of<std::int32_t>());
+    d["ended"] = column(buffers_->ended.data(), py::dtype::of<bool>());
+    return d;
+  }
+
+  /// What fast_step() returns for a whole-batch step: these objects, and a
+  /// shallow copy of `infos` (all views, made once by the package).
+  void set_outputs(py::object obs, py::object rewards, py::object terminated, py::object truncated,
+                   py::dict infos) {
+    outputs_ = py::make_tuple(std::move(obs), std::move(rewards), std::move(terminated), std::move(truncated));
+    infos_ = std::move(infos);
+  }
+
+  /// One Gymnasium step of every env, all in C++: actions in, the batch
+  /// handed over and back, the cached outputs returned.
+  py::tuple fast_step(const py::handle& actions) {
+    if (outputs_.size() != 4) throw std::runtime_error("fast_step: set_outputs() was not called");
+    if (!v_.holding()) {
+      throw std::runtime_error(
+          "step: no batch in hand: reset() the env first (also after a KeyboardInterrupt or an error inside step)");
+    }
+    if (!put_int64_fast(actions)) put_actions(actions, py::none());
+    send();
+    (void)recv();
+    return py::make_tuple(outputs_[0], outputs_[1], outputs_[2], outputs_[3],
+                          py::reinterpret_steal<py::dict>(PyDict_Copy(infos_.ptr())));
+  }
+
+  void start(std::optional<std::uint64_t> seed) {
+    py::gil_scoped_release release;
+    v_.start(seed);
+  }
+
+  /// Waits for the next batch; its env ids go to buffers_->ids[0, count)
+  /// and whether each one's episode ended on this step to buffers_->ended.
+  /// Returns count.
+  std::size_t recv() {
+    std::optional<std::span<const std::uint32_t>> got;
+    for (;;) {
+      {
+        py::gil_scoped_release release;
+        got = v_.receive(signal_check_period);
+      }
+      if (got) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    const auto& b = v_.batch();
+    const auto* term = b.terminated().data();
+    const auto* trunc = b.truncated().data();
+    auto& ids = buffers_->ids;
+    auto& ended = buffers_->ended;
+    std::size_t i = 0;
+    for (auto id : *got) {
+      ids[i] = static_cast<std::int32_t>(id);
+      ended[i] = static_cast<std::uint8_t>(term[id] | trunc[id]);
+      ++i;
+    }
+    return i;
+  }
+
+  void send() {
+    py::gil_scoped_release release;
+    v_.send();
+  }
+
+  /// Writes `actions` (one per env of the batch in hand, in `env_ids`'
+  /// order, or the batch's own order if None) into the action rows: the
+  /// discrete part for Discrete/MultiDiscrete spaces, the float part for Box.
+  void put_actions(const py::handle& actions, const py::handle& env_ids) {
+    const auto kind = v_.action_space().kind();
+    if (kind == envs::space_kind::box) {
+      put_flat(py::none(), actions, env_ids);
+    } else if (kind == envs::space_kind::discrete || kind == envs::space_kind::multi_discrete) {
+      put_flat(actions, py::none(), env_ids);
+    } else {
+      throw std::invalid_argument("actions: a Dict or Tuple action space takes put_flat()");
+    }
+  }
+
+  /// The same with both parts given as arrays of (batch, width) (None for an empty part).
+  void put_flat(const py::handle& discrete, const py::handle& continuous, const py::handle& env_ids) {
+    auto& b = v_.batch();
+    const auto held = v_.held();
+    if (held.empty()) throw std::runtime_error("actions: no batch in hand; call recv() (or reset()) first");
+    const std::size_t n = held.size();
+    const std::int32_t* ids = buffers_->ids.data();
+    py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> given_ids;
+    if (!env_ids.is_none()) {
+      given_ids = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>::ensure(env_ids);
+      if (!given_ids || given_ids.ndim() != 1 || static_cast<std::size_t>(given_ids.size()) != n) {
+        throw std::invalid_argument(fmt::format("env_id: expected {} env ids, those of the batch received", n));
+      }
+      ids = given_ids.data();
+      check_same_envs(ids, n);
+    }
+    write_part(discrete, b.discrete_action_dim(), ids, n, "discrete", [&](std::size_t row, const void* src) {
+      const auto* a = static_cast<const std::int32_t*>(src);
+      for (std::size_t k = 0; k < bounds_.size(); ++k) {
+        if (a[k] < 0 || a[k] >= bounds_[k]) {
+          throw std::invalid_argument(
+              fmt::format("actions: env {}: action {} is outside {} (component {}, allowed 0..{})", row, a[k],
+                          v_.action_space().to_string(), k, bounds_[k] - 1));
+        }
+        b.discrete_actions()(row, k) = a[k];
+      }
+    });
+    write_part(continuous, b.continuous_action_dim(), ids, n, "continuous", [&](std::size_t row, const void* src) {
+      std::memcpy(b.continuous_actions().row(row).data(), src, b.continuous_action_dim() * sizeof(float));
+    });
+  }
+
+  /// put_actions() on the whole batch, send(), recv(): one Gymnasium step.
+  std::size_t step(const py::handle& actions) {
+    put_actions(actions, py::none());
+    send();
+    return recv();
+  }
+
+  void close() {
+    py::gil_scoped_release release;
+    v_.close();
+  }
+
+  actors::vector_env& engine() noexcept { return v_; }
+
+ private:
+  static actors::sampler_options make_options(const std::string& env, std::size_t num_envs, std::size_t batch_size,
+                                              std::size_t threads, const std::string& topology, std::uint64_t seed,
+                                              std::size_t envs_per_group, const std::string& executor,
+                                              std::int64_t spin_us, const envs::config_args& env_args) {
+    actors::sampler_options o;
+    o.env = env;
+    o.env_args = env_args;
+    o.num_envs = num_envs;
+    o.batch_size = batch_size;
+    o.threads = threads;
+    o.topo = actors::parse_topology(topology);
+    o.seed = seed;
+    o.envs_per_group = envs_per_group;
+    o.executor = parse_executor_mode(executor);
+    if (spin_us < 0 || spin_us > 1'000'000) {
+      throw config_error(fmt::format("spin_us: {} is invalid: must be in 0..1000000", spin_us));
+    }
+    o.spin = std::chrono::microseconds(spin_us);
+    (void)actors::resolve_wiring(o);  // the flag at fault, before any env is built
+    // A run that cannot fit is refused before anything is allocated.
+    const auto shape = actors::probe_env_shape(o);
+    actors::memory_estimate estimate;
+    actors::add_sampler_memory(estimate, o, shape);
+    actors::check_memory(estimate, {{"num_envs", fmt::format("{}", num_envs), 0.0}}, actors::available_memory());
+    return o;
+  }
+
+  void check_same_envs(const std::int32_t* ids, std::size_t n) {
+    const auto held = v_.held();
+    for (auto id : held) marks_[id] = 1;
+    std::string bad;
+    for (std::size_t i = 0; i < n && bad.empty(); ++i) {
+      const auto id = ids[i];
+      if (id < 0 || static_cast<std::size_t>(id) >= marks_.size() || marks_[static_cast<std::size_t>(id)] != 1) {
+        bad = fmt::format("env_id: {} is not an env of the batch in hand (or is given twice)", id);
+      } else {
+        marks_[static_cast<std::size_t>(id)] = 2;
+      }
+    }
+    for (auto id : held) marks_[id] = 0;
+    if (!bad.empty()) throw std::invalid_argument(bad);
+  }
+
+  template <class Write>
+  void write_part(const py::handle& part, std::size_t width, const std::int32_t* ids, std::size_t n,
+                  std::string_view what, Write write) {
+    if (width == 0) return;
+    if (part.is_none()) throw std::invalid_argument(fmt::format("actions: the {} part is missing", what));
+    if (what == "discrete") {
+      auto a = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>::ensure(part);
+      check_shape(a, width, n);
+      for (std::size_t i = 0; i < n; ++i) write(static_cast<std::size_t>(ids[i]), a.data() + i * width);
+    } else {
+      auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(part);
+      check_shape(a, width, n);
+      for (std::size_t i = 0; i < n; ++i) write(static_cast<std::size_t>(ids[i]), a.data() + i * width);
+    }
+  }
+
+  void check_shape(const py::array& a, std::size_t width, std::size_t n) const {
+    if (!a) throw std::invalid_argument("actions: not convertible to a numeric array");
+    if (a.ndim() == 0 || static_cast<std::size_t>(a.shape(0)) != n ||
+        static_cast<std::size_t>(a.size()) != n * width) {
+      throw std::invalid_argument(fmt::format("actions: expected {} actions of {} ({} numbers each), got shape {}", n,
+                                              v_.action_space().to_string(), width, shape_text(a)));
+    }
+  }
+
+  /// The common case of a Discrete action space and numpy's default
+  /// integers (an int64 array of one action per env): read in place, no
+  /// conversion. False if `actions` is anything else.
+  bool put_int64_fast(const py::handle& actions) {
+    if (!single_discrete_ || !py::isinstance<py::array_t<std::int64_t>>(actions)) return false;
+    auto a = py::reinterpret_borrow<py::array_t<std::int64_t>>(actions);
+    const auto held = v_.held();
+    if (a.ndim() != 1 || static_cast<std::size_t>(a.shape(0)) != held.size() ||
+        (a.strides(0) != sizeof(std::int64_t))) {
+      return false;
+    }
+    const std::int64_t* src = a.data();
+    const std::int64_t n = bounds_.front();
+    auto& actions_slab = buffers_->batch->discrete_actions();
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      if (src[i] < 0 || src[i] >= n) return false;  // the general path says what is wrong
+      actions_slab(held[i], 0) = static_cast<std::int32_t>(src[i]);
+    }
+    return true;
+  }
+
+  actors::vector_env v_;
+  std::shared_ptr<buffers> buffers_;
+  std::vector<std::int32_t> bounds_;
+  std::vector<std::uint8_t> marks_;
+  bool single_discrete_ = false;
+  py::tuple outputs_;
+  py::dict infos_;
+};
+
+/// A streambuf that hands each complete line to a Python callable (under the
+/// GIL) and keeps the last one.
+class line_sink final : public std::streambuf {
+ public:
+  explicit line_sink(py::object on_line) : on_line_(std::move(on_line)) {}
+  ~line_sink() override = default;
+  [[nodiscard]] const std::string& last_line() const noexcept { return last_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c == traits_type::eof()) return 0;
+    if (c == '\n') {
+      flush_line();
+    } else {
+      line_.push_back(static_cast<char>(c));
+    }
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    for (std::streamsize i = 0; i < n; ++i) overflow(static_cast<unsigned char>(s[i]));
+    return n;
+  }
+
+ private:
+  void flush_line() {
+    last_ = line_;
+    line_.clear();
+    if (on_line_.is_none()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      on_line_(last_);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("coral.train progress callback");
+    }
+  }
+
+  py::object on_line_;
+  std::string line_;
+  std::string last_;
+};
+
+/// Runs `coral train <args>` in this process. Returns (exit code, the last
+/// line written, what was written to the error stream).
+py::tuple train(const std::vector<std::string>& args, py::object on_line, py::object on_row) {
+  std::vector<std::string> argv_text{"coral", "train"};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<const char*> argv;
+  argv.reserve(argv_text.size());
+  for (const auto& a : argv_text) argv.push_back(a.c_str());
+
+  line_sink sink(std::move(on_line));
+  std::ostream out(&sink);
+  std::ostringstream err;
+  cli::run_hooks hooks;
+  if (!on_row.is_none()) {
+    hooks.on_metrics_row = [&on_row](std::string_view header, std::string_view row) {
+      py::gil_scoped_acquire gil;
+      try {
+        return on_row(std::string(header), std::string(row)).cast<bool>();
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("coral.train row callback");
+        return false;
+      }
+    };
+  }
+  int code = 0;
+  {
+    py::gil_scoped_release release;
+    code = cli::run(static_cast<int>(argv.size()), argv.data(), out, err, hooks);
+  }
+  out.flush();
+  return py::make_tuple(code, sink.last_line(), err.str());
+}
+
+}  // namespace
+}  // namespace coral::python
+
+PYBIND11_MODULE(_coral, m) {
+  using namespace coral;
+  using coral::python::vec;
+  m.doc() = "coral's extension module; use the `coral` package.";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const config_error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const actor_failed& e) {
+      // coral/__init__.py turns this into coral.EnvError when an env failed.
+      py::object error = py::module_::import("coral._errors").attr("from_actor_failure")(e.actor(), e.what());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+    } catch (const usage_error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  py::class_<vec>(m, "_VecEnv")
+      .def(py::init<const std::string&, std::size_t, std::size_t, std::size_t, const std::string&, std::uint64_t,
+                    const std::string&, std::size_t, const std::string&, std::int64_t, const envs::config_args&>(),
+           py::arg("env"), py::arg("num_envs"), py::arg("batch_size"), py::arg("threads"), py::arg("topology"),
+           py::arg("seed"), py::arg("autoreset"), py::arg("envs_per_group"), py::arg("executor"), py::arg("spin_us"),
+           py::arg("env_args"))
+      .def("views", &vec::views)
+      .def("set_outputs", &vec::set_outputs)
+      .def("fast_step", &vec::fast_step)
+      .def("start", &vec::start, py::arg("seed") = py::none())
+      .def("recv", &vec::recv)
+      .def("send", &vec::send)
+      .def("put_actions", &vec::put_actions, py::arg("actions"), py::arg("env_ids") = py::none())
+      .def("put_flat", &vec::put_flat, py::arg("discrete"), py::arg("continuous"), py::arg("env_ids") = py::none())
+      .def("step", &vec::step)
+      .def("close", &vec::close)
+      .def_property_readonly("num_envs", [](vec& v) { return v.engine().num_envs(); })
+      .def_property_readonly("batch_size", [](vec& v) { return v.engine().batch_size(); })
+      .def_property_readonly("holding", [](vec& v) { return v.engine().holding(); })
+      .def_property_readonly("running", [](vec& v) { return v.engine().running(); })
+      .def_property_readonly("env_steps", [](vec& v) { return v.engine().env_steps(); })
+      .def_property_readonly("observation_space",
+                             [](vec& v) { return python::space_to_desc(v.engine().observation_space()); })
+      .def_property_readonly("action_space", [](vec& v) { return python::space_to_desc(v.engine().action_space()); });
+
+  // keys: (name, type, default, description) with type int, float or bool.
+  m.def(
+      "register_env",
+      [](const std::string& name, const std::string& description,
+         const std::vector<std::tuple<std::string, std::string, std::string, std::string>>& keys,
+         py::object make_adapter) {
+        std::vector<envs::config_key> config_keys;
+        for (const auto& [key, type, value, help] : keys) {
+          envs::config_key k{.name = key, .default_value = value, .description = help};
+          if (type == "int") {
+            k.type = envs::config_type::integer;
+          } else if (type == "float") {
+            k.type = envs::config_type::real;
+          } else if (type == "bool") {
+            k.type = envs::config_type::boolean;
+          } else {
+            throw std::invalid_argument(fmt::format("register: key '{}' has type {} (allowed: int, float, bool)", key, type));
+          }
+          config_keys.push_back(std::move(k));
+        }
+        python::register_python_env(name, description, std::move(config_keys), std::move(make_adapter));
+      },
+      py::arg("name"), py::arg("description"), py::arg("keys"), py::arg("make_adapter"));
+  m.def("env_names", [] { return envs::registry::global().names(); });
+  m.attr("exit_ok") = cli::exit_code::ok;
+  m.attr("exit_rejected") = cli::exit_code::rejected;
+  m.attr("exit_failed") = cli::exit_code::failed;
+  m.def("train", &python::train, py::arg("args"), py::arg("on_line") = py::none(), py::arg("on_row") = py::none());
+}
