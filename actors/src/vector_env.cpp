@@ -165,6 +165,7 @@ void vector_env::build(std::uint64_t seed) {
 
 void vector_env::start(std::optional<std::uint64_t> seed) {
   close();
+  std::lock_guard lock(control_);
   // A sampler runs once: after a run, or for another seed, the envs are built anew.
   if (spawned_ || (seed && *seed != options_.seed)) build(seed.value_or(options_.seed));
   spawned_ = true;
@@ -182,14 +183,15 @@ void vector_env::start(std::optional<std::uint64_t> seed) {
     }
     handoff_->end(failure);
   });
+  running_.store(true);
 }
 
 std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::nanoseconds timeout) {
   if (!running()) throw usage_error(std::string(errors::vector_env_not_running));
-  if (holding_) throw usage_error(std::string(errors::vector_env_holding));
+  if (holding_.load()) throw usage_error(std::string(errors::vector_env_holding));
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(timeout);
   if (handoff_->take(deadline)) {
-    holding_ = true;
+    holding_.store(true);
     return handoff_->ids();
   }
   if (handoff_->ended()) {
@@ -200,18 +202,19 @@ std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::n
 }
 
 void vector_env::send() {
-  if (!holding_) throw usage_error(std::string(errors::vector_env_not_holding));
-  holding_ = false;
+  if (!holding_.exchange(false)) throw usage_error(std::string(errors::vector_env_not_holding));
   handoff_->give_back();
 }
 
 std::span<const std::uint32_t> vector_env::held() const noexcept {
-  return holding_ ? handoff_->ids() : std::span<const std::uint32_t>{};
+  return holding_.load() ? handoff_->ids() : std::span<const std::uint32_t>{};
 }
 
 void vector_env::close() noexcept {
-  holding_ = false;
-  if (!running()) return;
+  std::lock_guard lock(control_);
+  holding_.store(false);
+  if (runtime_ == nullptr) return;
+  running_.store(false);
   // Stop first, then release a batcher waiting for the caller: released
   // before the stop began, its abort would count as a failure. The stop
   // callback (start()) would release it too, but with executor_mode::single

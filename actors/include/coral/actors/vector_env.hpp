@@ -36,8 +36,9 @@
 ///
 /// Only single-agent envs (one row per env): env id = row.
 ///
-/// Thread safety: one caller thread at a time for every member function; the
-/// actors run on threads of their own.
+/// Thread safety: one caller thread at a time, except that close() may come
+/// from another thread while the caller waits in receive() (which then
+/// throws usage_error: not running). The actors run on threads of their own.
 
 #include <atomic>
 #include <chrono>
@@ -106,7 +107,7 @@ class vector_env {
   void send();
 
   /// True between receive() returning ids and send().
-  [[nodiscard]] bool holding() const noexcept { return holding_; }
+  [[nodiscard]] bool holding() const noexcept { return holding_.load(); }
   /// The ids of the batch in hand (empty if none).
   [[nodiscard]] std::span<const std::uint32_t> held() const noexcept;
 
@@ -116,7 +117,7 @@ class vector_env {
   void close() noexcept;
 
   /// True after start() until close().
-  [[nodiscard]] bool running() const noexcept { return runtime_ != nullptr; }
+  [[nodiscard]] bool running() const noexcept { return running_.load(); }
 
   [[nodiscard]] const sampler_options& options() const noexcept { return options_; }
   [[nodiscard]] autoreset_mode autoreset() const noexcept { return mode_; }
@@ -146,7 +147,9 @@ class vector_env {
   std::unique_ptr<sampler> sampler_;
   std::unique_ptr<runtime> runtime_;
   std::thread runner_;
-  bool holding_ = false;
+  std::atomic<bool> holding_{false};
+  std::atomic<bool> running_{false};
+  std::mutex control_;  ///< start() and close(): runtime_, runner_, sampler_
   bool spawned_ = false;  ///< sampler_ ran (a sampler's actors run once)
 };
 
