@@ -9,7 +9,7 @@
 See docs/python.md.
 """
 
-from . import _coral
+from . import _coral, spaces
 from ._errors import EnvError
 from ._pyenv import register
 from ._spaces import USING_GYMNASIUM
