@@ -59,13 +59,16 @@ class vector_env::handoff final : public policy {
   }
   void load_weights(std::span<const float>) override {}
 
-  /// Caller: waits until `deadline` for an offer; true if one came (it is then held).
+  /// Caller: waits until `deadline` for an offer; true if one came (it is
+  /// then held). Two callers never both take one offer.
   bool take(clock::time_point deadline) {
-    const bool got =
-        wait_for([this] { return state_.load() == phase::offered || ended_.load(); }, deadline);
-    if (!got || state_.load() != phase::offered) return false;
-    state_.store(phase::held);
-    return true;
+    for (;;) {
+      const bool got = wait_for([this] { return state_.load() == phase::offered || ended_.load(); }, deadline);
+      if (!got) return false;
+      auto expected = phase::offered;
+      if (state_.compare_exchange_strong(expected, phase::held)) return true;
+      if (ended_.load()) return false;
+    }
   }
   void give_back() { set(phase::returned); }
 

@@ -40,6 +40,18 @@ TOTAL_MASS = MASS_CART + MASS_POLE
 POLEMASS_LENGTH = MASS_POLE * HALF_LENGTH
 
 
+def _advance(x, x_dot, theta, theta_dot, action):
+    """One Euler step of the cart and pole: the next (x, x_dot, theta, theta_dot)."""
+    force = FORCE_MAG if action == 1 else -FORCE_MAG
+    cos_theta = math.cos(theta)
+    sin_theta = math.sin(theta)
+    temp = (force + POLEMASS_LENGTH * theta_dot * theta_dot * sin_theta) / TOTAL_MASS
+    theta_acc = (GRAVITY * sin_theta - cos_theta * temp) / (
+        HALF_LENGTH * (4.0 / 3.0 - MASS_POLE * cos_theta * cos_theta / TOTAL_MASS))
+    x_acc = temp - POLEMASS_LENGTH * theta_acc * cos_theta / TOTAL_MASS
+    return (x + TAU * x_dot, x_dot + TAU * x_acc, theta + TAU * theta_dot, theta_dot + TAU * theta_acc)
+
+
 class CartPole:
     """Gymnasium-style CartPole: `reset(seed=None) -> (obs, info)`,
     `step(action) -> (obs, reward, terminated, truncated, info)`. An observation is a tuple of
@@ -64,23 +76,40 @@ class CartPole:
         return self._state, {}
 
     def step(self, action: int):
-        x, x_dot, theta, theta_dot = self._state
-        force = FORCE_MAG if action == 1 else -FORCE_MAG
-        cos_theta = math.cos(theta)
-        sin_theta = math.sin(theta)
-        temp = (force + POLEMASS_LENGTH * theta_dot * theta_dot * sin_theta) / TOTAL_MASS
-        theta_acc = (GRAVITY * sin_theta - cos_theta * temp) / (
-            HALF_LENGTH * (4.0 / 3.0 - MASS_POLE * cos_theta * cos_theta / TOTAL_MASS))
-        x_acc = temp - POLEMASS_LENGTH * theta_acc * cos_theta / TOTAL_MASS
-        x = x + TAU * x_dot
-        x_dot = x_dot + TAU * x_acc
-        theta = theta + TAU * theta_dot
-        theta_dot = theta_dot + TAU * theta_acc
-        self._state = (x, x_dot, theta, theta_dot)
+        self._state = _advance(*self._state, action)
         self._steps += 1
+        x, _, theta, _ = self._state
         terminated = x < -X_THRESHOLD or x > X_THRESHOLD or theta < -THETA_THRESHOLD or theta > THETA_THRESHOLD
         truncated = self._steps >= self.max_steps
         return self._state, 1.0, terminated, truncated, {}
+
+
+class NumpyStateCartPole(CartPole):
+    """The same dynamics, keeping state the way Gymnasium's CartPole-v1 does: a numpy array drawn
+    by a numpy Generator at reset, arithmetic on the numpy scalars unpacked from it, and a fresh
+    float32 array returned by every step. The more common shape of a user's Python env, and a
+    slower one than CartPole's plain floats."""
+
+    def __init__(self, seed: int | None = None, max_steps: int = 500):
+        super().__init__(seed, max_steps)
+        self._np_rng = np.random.default_rng(seed)
+        self._state = np.zeros(4)
+
+    def reset(self, seed: int | None = None):
+        if seed is not None:
+            self._np_rng = np.random.default_rng(seed)
+        self._state = self._np_rng.uniform(-0.05, 0.05, size=4)
+        self._steps = 0
+        return np.array(self._state, dtype=np.float32), {}
+
+    def step(self, action: int):
+        x, x_dot, theta, theta_dot = self._state  # numpy scalars, as in Gymnasium
+        self._state = np.array(_advance(x, x_dot, theta, theta_dot, action))
+        self._steps += 1
+        x, theta = self._state[0], self._state[2]
+        terminated = bool(x < -X_THRESHOLD or x > X_THRESHOLD or theta < -THETA_THRESHOLD or theta > THETA_THRESHOLD)
+        truncated = self._steps >= self.max_steps
+        return np.array(self._state, dtype=np.float32), 1.0, terminated, truncated, {}
 
 
 class PurePythonVecEnv:
@@ -97,11 +126,12 @@ class PurePythonVecEnv:
     you keep.
     """
 
-    def __init__(self, n: int, seed: int = 0, autoreset_mode: str = "next_step", max_steps: int = 500):
+    def __init__(self, n: int, seed: int = 0, autoreset_mode: str = "next_step", max_steps: int = 500,
+                 env_class=CartPole):
         if autoreset_mode not in ("next_step", "same_step"):
             raise ValueError(f"autoreset_mode must be 'next_step' or 'same_step', got {autoreset_mode!r}")
         self.num_envs = n
-        self.envs = [CartPole(seed + i, max_steps) for i in range(n)]
+        self.envs = [env_class(seed + i, max_steps) for i in range(n)]
         self.single_observation_space = self.envs[0].observation_space
         self.single_action_space = self.envs[0].action_space
         self.observation_space = spaces.batch_space(self.single_observation_space, n)

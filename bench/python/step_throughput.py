@@ -7,7 +7,9 @@ C++ loop and against a pure-Python vector env, measured in one run.
   (b) bench:   `coral bench` on the same envs (sync topology, 1 thread, random policy): the
                same envs stepped with no Python in the loop;
   (c) pure:    the loop of (a) over `PurePythonVecEnv(N)` (pure_cartpole.py), N CartPoles with
-               coral's dynamics stepped one by one in Python.
+               coral's dynamics stepped one by one in Python, on plain floats;
+  (d) numpy:   the same with NumpyStateCartPole, whose state is a numpy array as in Gymnasium's
+               CartPole-v1.
 
 The three are measured alternately, round after round, so that drift of the machine's speed
 touches all of them alike; each round's figures and ratios are printed, then the medians, then
@@ -18,7 +20,7 @@ one JSON line. (a)/(b) is the share of coral's native speed that survives the Py
 --seconds; its figure is its own timing of the sampling loop (process start excluded).
 
 Usage: PYTHONPATH=build/release/python bench/python/step_throughput.py [--num-envs 64]
-       [--seconds 2] [--rounds 3] [--coral-bin build/release/apps/coral] [--measure python,bench,pure]
+       [--seconds 2] [--rounds 3] [--coral-bin build/release/apps/coral] [--measure python,bench,pure,numpy]
 """
 from __future__ import annotations
 
@@ -36,10 +38,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from pure_cartpole import PurePythonVecEnv  # noqa: E402
+from pure_cartpole import NumpyStateCartPole, PurePythonVecEnv  # noqa: E402
 
-KINDS = ("python", "bench", "pure")
-LABELS = {"python": "(a) Python loop on coral", "bench": "(b) coral bench", "pure": "(c) pure-Python vec env"}
+KINDS = ("python", "bench", "pure", "numpy")
+LABELS = {"python": "(a) Python loop on coral", "bench": "(b) coral bench", "pure": "(c) pure Python, floats",
+          "numpy": "(d) pure Python, numpy"}
 
 
 def python_loop_steps_per_second(env, num_envs: int, seconds: float, seed: int) -> float:
@@ -58,8 +61,9 @@ def python_loop_steps_per_second(env, num_envs: int, seconds: float, seed: int) 
 
 
 def coral_bench_command(coral_bin: str, num_envs: int, steps: int, seed: int) -> list[str]:
+    # The settings make_vec("cartpole", N) picks: sync, one thread, one group of every env.
     return [coral_bin, "bench", "--env", "cartpole", "--topology", "sync", "--num-envs", str(num_envs),
-            "--threads", "1", "--policy", "random", "--seed", str(seed), "--steps", str(steps),
+            "--threads", "1", "--envs-per-group", str(num_envs), "--spin-us", "50", "--policy", "random", "--seed", str(seed), "--steps", str(steps),
             "--no-baseline", "--json"]
 
 
@@ -95,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--coral-bin", default=str(REPO / "build" / "release" / "apps" / "coral"),
                         help="the coral command (default: the repository's build/release/apps/coral)")
     parser.add_argument("--measure", default=",".join(KINDS),
-                        help="comma-separated subset of python (a), bench (b), pure (c) (default all)")
+                        help="comma-separated subset of python (a), bench (b), pure (c), numpy (d) (default all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the envs and the actions (default 0)")
     args = parser.parse_args(argv)
     args.measure = [kind.strip() for kind in args.measure.split(",") if kind.strip()]
@@ -147,9 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         pure_env = PurePythonVecEnv(n, seed=args.seed)
         python_loop_steps_per_second(pure_env, n, min(0.2, args.seconds), args.seed)  # warm-up
         measure["pure"] = lambda: python_loop_steps_per_second(pure_env, n, args.seconds, args.seed)
+    if "numpy" in args.measure:
+        numpy_env = PurePythonVecEnv(n, seed=args.seed, env_class=NumpyStateCartPole)
+        python_loop_steps_per_second(numpy_env, n, min(0.2, args.seconds), args.seed)  # warm-up
+        measure["numpy"] = lambda: python_loop_steps_per_second(numpy_env, n, args.seconds, args.seed)
 
     header = (f"{'round':>6} | " + " | ".join(f"{LABELS[k]:>24}" for k in KINDS)
-              + f" | {'(a)/(b)':>8} | {'(a)/(c)':>8}")
+              + f" | {'(a)/(b)':>8} | {'(a)/(c)':>8} | {'(a)/(d)':>8}")
     print(f"env steps per second, cartpole, {n} envs, {args.seconds:g} s per measurement")
     print(header)
     print("-" * len(header))
@@ -158,27 +166,31 @@ def main(argv: list[str] | None = None) -> int:
         row = {kind: (measure[kind]() if kind in measure else None) for kind in KINDS}
         row["python_over_bench"] = ratio(row["python"], row["bench"])
         row["python_over_pure"] = ratio(row["python"], row["pure"])
+        row["python_over_numpy"] = ratio(row["python"], row["numpy"])
         rounds.append(row)
         print(f"{r + 1:>6} | " + " | ".join(f"{format_rate(row[k]):>24}" for k in KINDS)
-              + f" | {format_ratio(row['python_over_bench']):>8} | {format_ratio(row['python_over_pure']):>8}",
-              flush=True)
+              + f" | {format_ratio(row['python_over_bench']):>8} | {format_ratio(row['python_over_pure']):>8}"
+              + f" | {format_ratio(row['python_over_numpy']):>8}", flush=True)
 
     def median(key: str) -> float | None:
         values = [row[key] for row in rounds if row[key] is not None]
         return statistics.median(values) if values else None
 
-    summary = {key: median(key) for key in (*KINDS, "python_over_bench", "python_over_pure")}
+    summary = {key: median(key) for key in (*KINDS, "python_over_bench", "python_over_pure", "python_over_numpy")}
     print("-" * len(header))
     print(f"{'median':>6} | " + " | ".join(f"{format_rate(summary[k]):>24}" for k in KINDS)
-          + f" | {format_ratio(summary['python_over_bench']):>8} | {format_ratio(summary['python_over_pure']):>8}")
+          + f" | {format_ratio(summary['python_over_bench']):>8} | {format_ratio(summary['python_over_pure']):>8}"
+          + f" | {format_ratio(summary['python_over_numpy']):>8}")
     print("(ratios: the median of each round's ratio, each taken from figures measured side by side)")
     print(json.dumps({
         "env": "cartpole", "num_envs": n, "seconds": args.seconds, "rounds": args.rounds,
         "python_loop_steps_per_second": summary["python"],
         "coral_bench_steps_per_second": summary["bench"],
         "pure_python_steps_per_second": summary["pure"],
+        "numpy_python_steps_per_second": summary["numpy"],
         "python_over_bench": summary["python_over_bench"],
         "python_over_pure": summary["python_over_pure"],
+        "python_over_numpy": summary["python_over_numpy"],
         "per_round": rounds,
     }))
     return 0

@@ -293,3 +293,58 @@ def test_every_topology_steps_every_env(topology):
             seen[infos["env_id"]] += 1
             env.send(np.zeros(env.batch_size, dtype=np.int64), infos["env_id"])
         assert (seen > 0).all()
+
+
+def test_views_stay_readable_after_the_env_is_gone():
+    import gc
+    env = coral.make_vec("cartpole", 4, seed=0)
+    obs, _ = env.reset()
+    expected = obs.copy()
+    env.close()
+    del env
+    gc.collect()
+    np.testing.assert_array_equal(obs, expected)  # the rows live as long as a view does
+
+
+def test_two_threads_on_one_env_get_errors_not_crashes():
+    import threading
+    env = coral.make_vec("cartpole", 8, batch_size=2, num_threads=2, seed=0)
+    env.async_reset()
+    errors, batches = [], []
+
+    def worker():
+        for _ in range(300):
+            try:
+                obs, rew, term, trunc, infos = env.recv()
+                batches.append(len(infos["env_id"]))
+                env.send(np.zeros(2, dtype=np.int64), infos["env_id"])
+            except RuntimeError as e:  # the other thread holds the batch, or has just sent it
+                errors.append(str(e))
+            except ValueError as e:
+                errors.append(str(e))
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert batches and all(n == 2 for n in batches)
+    assert all("batch" in e for e in errors), errors[:3]
+    env.close()
+
+
+def test_closing_from_another_thread_ends_a_waiting_recv():
+    import threading
+    env = coral.make_vec("delay", 2, batch_size=1, mean_us=300000)
+    env.async_reset()
+    obs, rew, term, trunc, infos = env.recv()
+    env.send(np.zeros(1, dtype=np.int64), infos["env_id"])
+    env.recv()
+    env.send(np.zeros(1, dtype=np.int64), env._v["ids"][:1].copy())
+    closer = threading.Timer(0.05, env._engine.close)
+    closer.start()
+    with pytest.raises(RuntimeError, match="not running"):
+        for _ in range(100):
+            _, _, _, _, infos = env.recv()
+            env.send(np.zeros(1, dtype=np.int64), infos["env_id"])
+    closer.join()
