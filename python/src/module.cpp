@@ -135,9 +135,8 @@ class vec {
       throw std::runtime_error(
           "step: no batch in hand: reset() the env first (also after a KeyboardInterrupt or an error inside step)");
     }
-    if (!put_int64_fast(actions)) put_actions(actions, py::none());
-    send();
-    (void)recv();
+    if (!put_discrete_fast(actions)) put_actions(actions, py::none());
+    (void)exchange(true);
     return py::make_tuple(outputs_[0], outputs_[1], outputs_[2], outputs_[3],
                           py::reinterpret_steal<py::dict>(PyDict_Copy(infos_.ptr())));
   }
@@ -150,11 +149,17 @@ class vec {
   /// Waits for the next batch; its env ids go to buffers_->ids[0, count)
   /// and whether each one's episode ended on this step to buffers_->ended.
   /// Returns count.
-  std::size_t recv() {
+  std::size_t recv() { return exchange(false); }
+
+  /// recv(), after handing the batch in hand back if `send_first` (one GIL
+  /// release for both).
+  std::size_t exchange(bool send_first) {
     std::optional<std::span<const std::uint32_t>> got;
     for (;;) {
       {
         py::gil_scoped_release release;
+        if (send_first) v_.send();
+        send_first = false;
         got = v_.receive(signal_check_period);
       }
       if (got) break;
@@ -308,23 +313,32 @@ class vec {
     }
   }
 
-  /// The common case of a Discrete action space and numpy's default
-  /// integers (an int64 array of one action per env): read in place, no
-  /// conversion. False if `actions` is anything else.
-  bool put_int64_fast(const py::handle& actions) {
-    if (!single_discrete_ || !py::isinstance<py::array_t<std::int64_t>>(actions)) return false;
-    auto a = py::reinterpret_borrow<py::array_t<std::int64_t>>(actions);
+  /// The common case of a Discrete action space and one action per env in
+  /// a contiguous int64 (numpy's default), int32 or bool array: read in
+  /// place, no conversion. False if `actions` is anything else, or holds an
+  /// action out of range (the general path then says which).
+  bool put_discrete_fast(const py::handle& actions) {
+    if (!single_discrete_) return false;
+    if (py::isinstance<py::array_t<std::int64_t>>(actions)) return put_discrete_as<std::int64_t>(actions);
+    if (py::isinstance<py::array_t<std::int32_t>>(actions)) return put_discrete_as<std::int32_t>(actions);
+    if (py::isinstance<py::array_t<bool>>(actions)) return put_discrete_as<bool>(actions);
+    return false;
+  }
+
+  template <class T>
+  bool put_discrete_as(const py::handle& actions) {
+    auto a = py::reinterpret_borrow<py::array_t<T>>(actions);
     const auto held = v_.held();
-    if (a.ndim() != 1 || static_cast<std::size_t>(a.shape(0)) != held.size() ||
-        (a.strides(0) != sizeof(std::int64_t))) {
+    if (a.ndim() != 1 || static_cast<std::size_t>(a.shape(0)) != held.size() || a.strides(0) != sizeof(T)) {
       return false;
     }
-    const std::int64_t* src = a.data();
-    const std::int64_t n = bounds_.front();
+    const T* src = a.data();
+    const auto n = static_cast<std::int64_t>(bounds_.front());
     auto& actions_slab = buffers_->batch->discrete_actions();
     for (std::size_t i = 0; i < held.size(); ++i) {
-      if (src[i] < 0 || src[i] >= n) return false;  // the general path says what is wrong
-      actions_slab(held[i], 0) = static_cast<std::int32_t>(src[i]);
+      const auto value = static_cast<std::int64_t>(src[i]);
+      if (value < 0 || value >= n) return false;
+      actions_slab(held[i], 0) = static_cast<std::int32_t>(value);
     }
     return true;
   }
