@@ -103,6 +103,8 @@ def test_seeding_gives_identical_trajectories_and_different_seeds_differ():
     a = trajectory(3)
     np.testing.assert_array_equal(a, trajectory(3))
     np.testing.assert_array_equal(a, trajectory(3, num_threads=2, envs_per_group=1))
+    np.testing.assert_array_equal(a, trajectory(3, executor="single"))
+    np.testing.assert_array_equal(a, trajectory(3, spin_us=0))
     assert not np.array_equal(a, trajectory(4))
     np.testing.assert_array_equal(trajectory(0, reset_seed=3), a)
 
