@@ -294,6 +294,13 @@ class vec {
     if (width == 0) return;
     if (part.is_none()) throw std::invalid_argument(fmt::format("actions: the {} part is missing", what));
     if (what == "discrete") {
+      // Floats for a Discrete space are a caller's bug, not values to truncate.
+      const auto given = py::array::ensure(part);
+      if (given && std::string_view("iub").find(given.dtype().kind()) == std::string_view::npos) {
+        throw std::invalid_argument(fmt::format("actions: {} actions must be integers, got {}",
+                                                v_.action_space().to_string(),
+                                                py::str(given.dtype()).cast<std::string>()));
+      }
       auto a = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>::ensure(part);
       check_shape(a, width, n);
       for (std::size_t i = 0; i < n; ++i) write(static_cast<std::size_t>(ids[i]), a.data() + i * width);

@@ -236,8 +236,10 @@ def test_bad_actions_and_misuse_raise_clear_errors():
         env.step(np.array([0, 1, 7, 0]))
     with pytest.raises(ValueError, match="action -1"):
         env.step(np.array([0, -1, 0, 0]))
-    with pytest.raises(ValueError, match="not convertible|expected"):
+    with pytest.raises(ValueError, match="not convertible|expected|integers"):
         env.step("left")
+    with pytest.raises(ValueError, match=r"Discrete\(2\) actions must be integers, got float64"):
+        env.step(np.full(4, 0.7))
     env.step(np.zeros(4, dtype=np.int64))  # still usable after the errors
     with pytest.raises(RuntimeError, match="async_reset/send/recv|recv"):
         coral.make_vec("cartpole", 8, batch_size=2).step(np.zeros(8))
