@@ -1,6 +1,7 @@
 """coral.make_vec: coral's sampler as a Gymnasium-style vector env."""
 
 import numbers
+import re
 
 import numpy as np
 
@@ -28,6 +29,18 @@ def _env_arg_text(key, value):
     if isinstance(value, (numbers.Integral, numbers.Real, str)):
         return str(value)
     raise ValueError(f"{key}: {value!r} is invalid: env settings are numbers or booleans")
+
+
+_FLAG = re.compile(r"--([a-z][a-z-]*)")
+_ARGUMENT_OF_FLAG = {"threads": "num_threads"}
+
+
+def _python_names(message):
+    """coral's messages name its command-line flags; here they are make_vec's arguments."""
+    def name(match):
+        flag = match.group(1)
+        return _ARGUMENT_OF_FLAG.get(flag, flag.replace("-", "_"))
+    return _FLAG.sub(name, message)
 
 
 def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
@@ -75,8 +88,11 @@ class VectorEnv:
         spin_us = _count("spin_us", spin_us, minimum=0)
         args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
 
-        self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed, autoreset_mode,
-                                      envs_per_group, executor, spin_us, args)
+        try:
+            self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed, autoreset_mode,
+                                          envs_per_group, executor, spin_us, args)
+        except ValueError as e:
+            raise ValueError(_python_names(str(e))) from None
         self.num_envs = num_envs
         self.batch_size = self._engine.batch_size
         self.copy = bool(copy)

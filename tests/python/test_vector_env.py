@@ -219,6 +219,9 @@ def test_pool_batches_of_one_group_are_views():
     (dict(env_id="cartpole", num_envs=4, executor="fibers"), "fibers"),
     (dict(env_id="cartpole", num_envs=4, seed=-1), "seed: -1 is invalid"),
     (dict(env_id="race", num_envs=4), "single-agent"),
+    (dict(env_id="cartpole", num_envs=4, topology="double-buffer", envs_per_group=4),
+     r"^envs_per_group: 4 is invalid: double-buffer"),
+    (dict(env_id="cartpole", num_envs=4, num_threads=100000), r"^num_threads: 100000 is invalid"),
 ])
 def test_bad_arguments_raise_value_error_naming_them(kwargs, match):
     with pytest.raises(ValueError, match=match):
