@@ -53,6 +53,20 @@ void env_slice::reset_env(std::size_t i, const env_rows& rows) {
   } catch (const std::exception& e) {
     throw env_failed(i, fmt::format(fmt::runtime(errors::reset_failed), e.what()));
   }
+  if (!check_finite_) return;
+  // A first observation is checked like any other: a NaN from reset() would
+  // otherwise reach the policy unseen.
+  const std::size_t obs_dim = batch_->obs_dim();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (rows.active(r) == 0) continue;
+    const float* obs = rows.observation(r).data();
+    for (std::size_t k = 0; k < obs_dim; ++k) {
+      if (!std::isfinite(obs[k])) {
+        throw env_failed(i, fmt::format(fmt::runtime(errors::reset_failed),
+                                        fmt::format(fmt::runtime(errors::non_finite_observation), k, obs[k])));
+      }
+    }
+  }
 }
 
 void env_slice::check_values(std::size_t i, const env_rows& rows) const {

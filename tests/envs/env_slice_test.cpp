@@ -1,8 +1,12 @@
 #include "coral/envs/env_slice.hpp"
 
+#include <limits>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/envs/errors.hpp"
 #include "harness.hpp"
 
 using namespace coral::envs;
@@ -197,6 +201,39 @@ TEST_CASE("a reset command starts a new episode instead of a step, and a hold co
     CHECK(h.batch.observations().row(1)[0] == 2.0F);
     CHECK(script(h, 1).received.size() == 1);
   }
+}
+
+namespace {
+// Its first observation is NaN: a broken reset.
+class nan_reset final : public env {
+ public:
+  void reset(const env_rows& rows) override { rows.observation()[0] = std::numeric_limits<float>::quiet_NaN(); }
+  void step(const env_rows& rows) override { rows.observation()[0] = 0.0F; }
+  [[nodiscard]] const space& observation_space() const noexcept override { return obs_; }
+  [[nodiscard]] const space& action_space() const noexcept override { return act_; }
+
+ private:
+  space obs_ = space::box({1}, -1.0F, 1.0F);
+  space act_ = space::discrete(2);
+};
+}  // namespace
+
+TEST_CASE("a reset that writes a non-finite observation is a failure of that env, unless the checks are off",
+          "[envs][slice][errors]") {
+  std::vector<std::unique_ptr<env>> made;
+  made.push_back(std::make_unique<nan_reset>());
+  harness h(std::move(made));
+  try {
+    h.slice.reset_all();
+    FAIL("reset_all accepted a NaN first observation");
+  } catch (const env_failed& e) {
+    CHECK(e.index() == 0);
+    CHECK(std::string(e.what()) ==
+          fmt::format(fmt::runtime(errors::reset_failed),
+                      fmt::format(fmt::runtime(errors::non_finite_observation), 0, std::numeric_limits<float>::quiet_NaN())));
+  }
+  h.slice.check_finite(false);
+  CHECK_NOTHROW(h.slice.reset_all());
 }
 
 TEST_CASE("the envs of a slice own consecutive rows starting at its first row", "[envs][slice]") {

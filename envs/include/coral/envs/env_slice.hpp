@@ -41,7 +41,8 @@
 /// With finite checks on (the default), a step whose reward or any element
 /// of an active row's observation is NaN or infinite is a failure of that
 /// env (errors::non_finite_reward / non_finite_observation), as if step()
-/// had thrown. A reset() that throws (in reset_all(), reset_one() or the
+/// had thrown; so is a reset() that writes such an observation
+/// (errors::reset_failed around non_finite_observation). A reset() that throws (in reset_all(), reset_one() or the
 /// auto-reset of step 4) is a failure of that env too
 /// (errors::reset_failed).
 ///
