@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <span>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -14,6 +17,19 @@ namespace {
 
 [[noreturn]] void mismatch(std::size_t index, std::string_view reason) {
   throw usage_error(fmt::format(fmt::runtime(errors::batch_mismatch), fmt::format("#{}", index), reason));
+}
+
+/// errors::non_finite_observation for the first NaN or infinite element of
+/// `obs`, if there is one.
+std::optional<std::string> non_finite_element(std::span<const float> obs) {
+  // x * 0 is 0 for every finite x and NaN otherwise: one branch per row.
+  float probe = 0.0F;
+  for (const float x : obs) probe += x * 0.0F;
+  if (probe == 0.0F) return std::nullopt;
+  for (std::size_t k = 0; k < obs.size(); ++k) {
+    if (!std::isfinite(obs[k])) return fmt::format(fmt::runtime(errors::non_finite_observation), k, obs[k]);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -56,36 +72,21 @@ void env_slice::reset_env(std::size_t i, const env_rows& rows) {
   if (!check_finite_) return;
   // A first observation is checked like any other: a NaN from reset() would
   // otherwise reach the policy unseen.
-  const std::size_t obs_dim = batch_->obs_dim();
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (rows.active(r) == 0) continue;
-    const float* obs = rows.observation(r).data();
-    for (std::size_t k = 0; k < obs_dim; ++k) {
-      if (!std::isfinite(obs[k])) {
-        throw env_failed(i, fmt::format(fmt::runtime(errors::reset_failed),
-                                        fmt::format(fmt::runtime(errors::non_finite_observation), k, obs[k])));
-      }
+    if (const auto bad = non_finite_element(rows.observation(r))) {
+      throw env_failed(i, fmt::format(fmt::runtime(errors::reset_failed), *bad));
     }
   }
 }
 
 void env_slice::check_values(std::size_t i, const env_rows& rows) const {
-  const std::size_t obs_dim = batch_->obs_dim();
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (was_active_[r] != 0 && !std::isfinite(rows.reward(r))) {
       throw env_failed(i, fmt::format(fmt::runtime(errors::non_finite_reward), rows.reward(r)));
     }
     if (rows.active(r) == 0) continue;
-    // x * 0 is 0 for every finite x and NaN otherwise: one branch per row.
-    const float* obs = rows.observation(r).data();
-    float probe = 0.0F;
-    for (std::size_t k = 0; k < obs_dim; ++k) probe += obs[k] * 0.0F;
-    if (probe == 0.0F) continue;
-    for (std::size_t k = 0; k < obs_dim; ++k) {
-      if (!std::isfinite(obs[k])) {
-        throw env_failed(i, fmt::format(fmt::runtime(errors::non_finite_observation), k, obs[k]));
-      }
-    }
+    if (const auto bad = non_finite_element(rows.observation(r))) throw env_failed(i, *bad);
   }
 }
 

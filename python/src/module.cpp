@@ -200,7 +200,6 @@ class vec {
 
   /// The same with both parts given as arrays of (batch, width) (None for an empty part).
   void put_flat(const py::handle& discrete, const py::handle& continuous, const py::handle& env_ids) {
-    auto& b = v_.batch();
     const auto held = v_.held();
     if (held.empty()) throw std::runtime_error("actions: no batch in hand; call recv() (or reset()) first");
     const std::size_t n = held.size();
@@ -214,27 +213,14 @@ class vec {
       ids = given_ids.data();
       check_same_envs(ids, n);
     }
-    write_part(discrete, b.discrete_action_dim(), ids, n, "discrete", [&](std::size_t row, const void* src) {
-      const auto* a = static_cast<const std::int32_t*>(src);
-      for (std::size_t k = 0; k < bounds_.size(); ++k) {
-        if (a[k] < 0 || a[k] >= bounds_[k]) {
-          throw std::invalid_argument(
-              fmt::format("actions: env {}: action {} is outside {} (component {}, allowed 0..{})", row, a[k],
-                          v_.action_space().to_string(), k, bounds_[k] - 1));
-        }
-        b.discrete_actions()(row, k) = a[k];
-      }
-    });
-    write_part(continuous, b.continuous_action_dim(), ids, n, "continuous", [&](std::size_t row, const void* src) {
-      std::memcpy(b.continuous_actions().row(row).data(), src, b.continuous_action_dim() * sizeof(float));
-    });
+    write_discrete(discrete, ids, n);
+    write_continuous(continuous, ids, n);
   }
 
   /// put_actions() on the whole batch, send(), recv(): one Gymnasium step.
   std::size_t step(const py::handle& actions) {
     put_actions(actions, py::none());
-    send();
-    return recv();
+    return exchange(true);
   }
 
   void close() {
@@ -288,26 +274,52 @@ class vec {
     if (!bad.empty()) throw std::invalid_argument(bad);
   }
 
-  template <class Write>
-  void write_part(const py::handle& part, std::size_t width, const std::int32_t* ids, std::size_t n,
-                  std::string_view what, Write write) {
-    if (width == 0) return;
+  /// `part` as a C-contiguous array of T with n rows of `width`; throws
+  /// naming what is wrong (missing, or the wrong shape).
+  template <class T>
+  py::array_t<T, py::array::c_style | py::array::forcecast> rows_of(const py::handle& part, std::size_t width,
+                                                                     std::size_t n, std::string_view what) const {
     if (part.is_none()) throw std::invalid_argument(fmt::format("actions: the {} part is missing", what));
-    if (what == "discrete") {
-      // Floats for a Discrete space are a caller's bug, not values to truncate.
-      const auto given = py::array::ensure(part);
-      if (given && std::string_view("iub").find(given.dtype().kind()) == std::string_view::npos) {
-        throw std::invalid_argument(fmt::format("actions: {} actions must be integers, got {}",
-                                                v_.action_space().to_string(),
-                                                py::str(given.dtype()).cast<std::string>()));
+    auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(part);
+    check_shape(a, width, n);
+    return a;
+  }
+
+  /// The discrete part of n actions into rows ids[0..n), each component checked against its count.
+  void write_discrete(const py::handle& part, const std::int32_t* ids, std::size_t n) {
+    auto& slab = buffers_->batch->discrete_actions();
+    const std::size_t width = slab.cols();
+    if (width == 0) return;
+    // Floats for a Discrete space are a caller's bug, not values to truncate.
+    const auto given = py::array::ensure(part);
+    if (given && std::string_view("iub").find(given.dtype().kind()) == std::string_view::npos) {
+      throw std::invalid_argument(fmt::format("actions: {} actions must be integers, got {}",
+                                              v_.action_space().to_string(),
+                                              py::str(given.dtype()).cast<std::string>()));
+    }
+    const auto a = rows_of<std::int32_t>(part, width, n, "discrete");
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto row = static_cast<std::size_t>(ids[i]);
+      const std::int32_t* src = a.data() + i * width;
+      for (std::size_t k = 0; k < width; ++k) {
+        if (src[k] < 0 || src[k] >= bounds_[k]) {
+          throw std::invalid_argument(
+              fmt::format("actions: env {}: action {} is outside {} (component {}, allowed 0..{})", row, src[k],
+                          v_.action_space().to_string(), k, bounds_[k] - 1));
+        }
+        slab(row, k) = src[k];
       }
-      auto a = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>::ensure(part);
-      check_shape(a, width, n);
-      for (std::size_t i = 0; i < n; ++i) write(static_cast<std::size_t>(ids[i]), a.data() + i * width);
-    } else {
-      auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(part);
-      check_shape(a, width, n);
-      for (std::size_t i = 0; i < n; ++i) write(static_cast<std::size_t>(ids[i]), a.data() + i * width);
+    }
+  }
+
+  /// The continuous part of n actions into rows ids[0..n).
+  void write_continuous(const py::handle& part, const std::int32_t* ids, std::size_t n) {
+    auto& slab = buffers_->batch->continuous_actions();
+    const std::size_t width = slab.cols();
+    if (width == 0) return;
+    const auto a = rows_of<float>(part, width, n, "continuous");
+    for (std::size_t i = 0; i < n; ++i) {
+      std::memcpy(slab.row(static_cast<std::size_t>(ids[i])).data(), a.data() + i * width, width * sizeof(float));
     }
   }
 

@@ -1,6 +1,7 @@
 #include "coral/actors/vector_env.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "coral/actors/errors.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/errors.hpp"
+#include "../support/watchdog.hpp"
 #include "counter_env.hpp"
 
 using namespace coral::actors;
@@ -183,6 +185,7 @@ TEST_CASE("vector env misuse is refused with a clear error", "[actors][vector_en
 
 TEST_CASE("closing a vector env while a batch is out, or while the caller waits, ends at once",
           "[actors][vector_env]") {
+  const coral::test::watchdog guard("closing a vector env", 60s);
   vector_env v(counter_options(topology::pool, 2, 8, 1), autoreset_mode::same_step);
   v.start();
   (void)next(v);  // held: the batcher waits for it
@@ -194,8 +197,11 @@ TEST_CASE("closing a vector env while a batch is out, or while the caller waits,
   for (auto id : ids) CHECK(obs(v, id, 1) == 0.0F);
   act(v, ids, 0);
   v.send();
+  // The closer waits until the caller is going round receive() and send(),
+  // then closes from its own thread.
+  std::atomic<int> rounds{0};
   std::thread closer([&] {
-    std::this_thread::sleep_for(5ms);
+    while (rounds.load() < 100) std::this_thread::yield();
     v.close();
   });
   // Whatever the closer's timing, this returns: a batch, nothing, or "stopped".
@@ -203,9 +209,11 @@ TEST_CASE("closing a vector env while a batch is out, or while the caller waits,
     while (v.running()) {
       auto got = v.receive(1ms);
       if (got) v.send();
+      rounds.fetch_add(1);
     }
   } catch (const coral::usage_error&) {
   }
+  rounds.store(100);  // should the loop have ended some other way, the closer still goes
   closer.join();
   CHECK_FALSE(v.running());
 }
