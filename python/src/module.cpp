@@ -27,6 +27,7 @@
 #include "coral/actors/vector_env.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/envs/registry.hpp"
 #include "python_env.hpp"
 #include "spaces.hpp"
@@ -436,6 +437,12 @@ py::tuple train(const std::vector<std::string>& args, py::object on_line, py::ob
       }
     };
   }
+  // A Ctrl-C that Python's handler caught just before coral's took over
+  // would otherwise wait, unseen, for the whole run: check for one after
+  // coral's scope is in place (a later one stops the run as it starts).
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  const interrupt_scope interrupts([] {});
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   int code = 0;
   {
     py::gil_scoped_release release;

@@ -162,3 +162,22 @@ def test_ctrl_c_stops_train_with_a_checkpoint_that_resume_continues(tmp_path):
                           checkpoint_dir=str(ckpt), resume=True, no_run_dir=True, verbose=False)
     assert resumed["resumed_from"] == result["checkpoint"]
     assert resumed["env_steps"] == result["env_steps"] + 2000
+
+
+def test_ctrl_c_as_train_starts_stops_it_instead_of_going_unseen():
+    # A SIGINT that Python's own handler catches just before coral's takes
+    # over used to wait, unseen, for the whole run (here 10**9 steps).
+    code = """
+        import coral
+        print("ready", flush=True)
+        try:
+            coral.train(env="cartpole", total_steps=10**9, keep_going=True, no_run_dir=True, verbose=False)
+            print("returned", flush=True)
+        except KeyboardInterrupt as e:
+            print("interrupted", type(e).__name__, flush=True)
+    """
+    for _ in range(3):
+        out, code_, seconds = run_child(code, 0.0, wait_for="ready", timeout=30)
+        assert "interrupted" in out, out
+        assert code_ == 0
+        assert seconds < 10
