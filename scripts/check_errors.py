@@ -40,13 +40,16 @@ import pathlib
 import re
 import sys
 
-LAYERS = ("core", "channels", "envs", "actors", "replay", "learners", "apps")
+LAYERS = ("core", "channels", "envs", "actors", "replay", "learners", "distributed", "apps")
 TEST_DIRS = ("tests", "fuzz")
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".cc"}
 MIN_FIXED = 8
 
 # name -> why no test can provoke it. Keep this tiny.
-ALLOWED: dict[str, str] = {}
+ALLOWED: dict[str, str] = {
+    "mpi_thread_level": "Debian's OpenMPI provides MPI_THREAD_MULTIPLE; no test can make it give less",
+    "wire_too_big": "needs one message over 2 GiB (a segment of half a billion floats)",
+}
 
 NAMESPACE_OPEN = re.compile(r"\bnamespace\s+((?:\w+::)*errors)\s*\{")
 CONSTANT = re.compile(r"\bconstexpr\s+std::string_view\s+(\w+)\s*=")

@@ -11,6 +11,7 @@ packages=(
   clang-14 libclang-rt-14-dev  # the fuzz build: clang and its libFuzzer, ASan and UBSan runtimes
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
   python3-pytest python3-torch  # its tests, and the example PPO in PyTorch
+  libopenmpi-dev openmpi-bin  # coral train --distributed (distributed/), its mpi tests
 )
 
 missing=()

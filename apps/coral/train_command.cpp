@@ -14,6 +14,13 @@
 #include "coral/learners/train.hpp"
 #include "coral/errors.hpp"
 #include "coral/sampler_flags.hpp"
+#ifdef CORAL_HAVE_MPI
+#include <iostream>
+
+#include <mpi.h>
+
+#include "coral/distributed/mpi_transport.hpp"
+#endif
 
 namespace coral::cli {
 namespace {
@@ -40,6 +47,7 @@ struct train_flags {
   std::optional<double> max_grad_norm;
   bool uniform_replay = false;
   bool no_double_dqn = false;
+  bool distributed = false;
 };
 
 /// Flags whose presence matters, not only their value.
@@ -86,9 +94,29 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
   }
   o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
-  const auto result = learners::train(o, out);
-  if (result.metrics_written) out << fmt::format("metrics: {}/metrics.csv\n", o.run_dir);
-  out << result.to_json(o) << '\n';
+#ifdef CORAL_HAVE_MPI
+  if (f.distributed) o.remote = distributed::mpi_transport::start();
+#endif
+  learners::train_result result;
+  try {
+    result = learners::train(o, out);
+  } catch (const config_error& e) {
+#ifdef CORAL_HAVE_MPI
+    // Refused on this rank before the ranks met (a run dir in use, no
+    // checkpoint to resume): the others would wait for it, so the job ends here.
+    if (o.remote && o.remote->size() > 1) {
+      std::cerr << "error: " << e.what() << '\n' << std::flush;
+      MPI_Abort(MPI_COMM_WORLD, exit_code::rejected);
+    }
+#endif
+    o.remote.reset();
+    throw;
+  }
+  if (!learners::sampler_rank(o)) {  // samplers leave the run's lines to the learner
+    if (result.metrics_written) out << fmt::format("metrics: {}/metrics.csv\n", o.run_dir);
+    out << result.to_json(o) << '\n' << std::flush;
+  }
+  o.remote.reset();  // MPI ends with the run
 }
 
 }  // namespace
@@ -106,6 +134,11 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                      .allow_non_finite_help = "pass NaN/infinite rewards, observations, losses and weights on instead "
                                               "of stopping the run"});
   cmd->add_option("--total-steps", o.total_steps, "env steps to run at most")->capture_default_str();
+#ifdef CORAL_HAVE_MPI  // a build without MPI has no such flag
+  cmd->add_flag("--distributed", f->distributed,
+                "run under mpirun -np N (N >= 2): rank 0 learns, the other ranks sample with the flags above each "
+                "(docs/distributed.md)");
+#endif
   auto* target = cmd->add_option("--target-return", f->target_return,
                                  "mean return over the last 100 episodes that counts as solved (default: the env's)");
   cmd->add_flag("--keep-going", f->keep_going, "do not stop when solved; run --total-steps");

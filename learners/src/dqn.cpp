@@ -6,6 +6,7 @@
 #include "coral/core/json.hpp"
 
 #include <chrono>
+#include <deque>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,7 @@
 #include "coral/replay/replay_feeder.hpp"
 #include "finite_checks.hpp"
 #include "option_checks.hpp"
+#include "wire.hpp"
 
 namespace coral::learners {
 namespace {
@@ -36,14 +38,16 @@ std::size_t stream_capacity(const train_options& o, std::size_t rows) {
   return (o.dqn.replay_capacity + rows - 1) / rows;
 }
 
-/// The replay actor's settings for a run of `o` over `s`.
+/// The replay actor's settings for a run of `o` over `s`. A distributed
+/// run's learner keeps one stream per row of every sampler rank; a sampler
+/// rank's replay actor only passes inserts to the bridge and holds nothing.
 replay::replay_actor_config replay_config(const train_options& o, actors::sampler& s) {
   const auto& d = o.dqn;
   const auto& so = o.sampler;
-  const std::size_t rows = s.rows();
+  const std::size_t rows = s.rows() * (learner_rank(o) ? sampler_ranks(o) : 1);
   const auto& batch = s.batch();
   replay::replay_actor_config rc;
-  rc.buffer = {.capacity = stream_capacity(o, rows) * rows,
+  rc.buffer = {.capacity = sampler_rank(o) ? rows * (d.n_step + 2) : stream_capacity(o, rows) * rows,
                .num_streams = rows,
                .obs_dim = batch.obs_dim(),
                .discrete_action_dim = batch.discrete_action_dim(),
@@ -85,11 +89,14 @@ class dqn final : public algorithm {
 
   void start(training_run& run) override {
     run_ = &run;
-    run.weights().publish(learner_.weights());
-    feeder_ = std::make_unique<replay::replay_feeder>(
-        sampler_->batch(), replay_, [&run](double r, double l) { run.episode(r, l); },
-        replay::replay_feeder::options{.n_step = options_.dqn.n_step, .gamma = options_.dqn.gamma});
-    gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
+    run.publish_initial(learner_.weights());
+    base_inserts_ = replay_.limiter().inserts();
+    if (!learner_rank(options_)) {  // the sampling side
+      feeder_ = std::make_unique<replay::replay_feeder>(
+          sampler_->batch(), replay_, [&run](double r, double l) { run.episode(r, l); },
+          replay::replay_feeder::options{.n_step = options_.dqn.n_step, .gamma = options_.dqn.gamma});
+      gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
+    }
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     const auto steps = run.start_steps();
     policy_ = std::make_unique<q_policy>(spec_, sampler_->rows(), options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL),
@@ -119,14 +126,16 @@ class dqn final : public algorithm {
         if (learner_.updates() % d.publish_every == 0) run.publish(learner_.weights(), "dqn", learner_.updates());
         const bool sent = co_await replay_.inbox().async_send(replay::replay_msg(std::move(b)));
         if (!sent) co_return;
-        const bool going = co_await run.updated(st, learner_.updates(), run.gate().env_steps());
+        const bool going = co_await run.updated(st, learner_.updates(), run.env_steps());
         if (!going) co_return;
       }
     });
   }
   void close() noexcept override { replay_.close(); }
   /// Inserts still in flight belong in the final checkpoint.
-  void finish() override { replay_.drain(); }
+  void finish() override {
+    if (!sampler_rank(options_)) replay_.drain();
+  }
 
   std::string describe_setup() const override {
     const auto& d = options_.dqn;
@@ -162,7 +171,7 @@ class dqn final : public algorithm {
     const auto inbox = replay_.inbox().size();
     const auto ready = replay_.samples().size();
     const auto waiting = rs.waiting_requests.load();
-    const auto held = run_->gate().held();
+    const auto held = learner_rank(options_) ? 0 : run_->gate().held();
     const std::size_t rows = sampler_->rows();
     if (stream == row_stream::metrics) {
       return fmt::format("{},{},{},{},{:.1f},{:.1f},{:.3f},{:.2f},{},{},{},{}", u.td_loss, u.mean_q, u.mean_abs_td,
@@ -199,9 +208,118 @@ class dqn final : public algorithm {
   }
   std::uint64_t updates() const override { return learner_.updates(); }
 
+  // Distributed: a sampler rank's feeder fills insert blocks as in one
+  // process; the bridge takes them from the (never running) replay actor's
+  // inbox and the learner's replay actor gets them with the streams of that
+  // rank. The rate limit is the learner's: each sampler rank is granted the
+  // env steps the learner received from it, the steps it may always have on
+  // the way, and an equal share of the allowance left.
+  bool distributed() const override { return true; }
+  bool take(std::vector<std::byte>& out) override {
+    constexpr std::size_t max_bytes = 256 * 1024;  // blocks batched into one message up to this size
+    bool took = false;
+    const auto count_at = out.size();
+    wire::writer w(out);
+    w.put<std::uint64_t>(0);
+    std::uint64_t blocks = 0;
+    while (out.size() < max_bytes) {
+      auto msg = replay_.inbox().try_receive();
+      if (!msg) break;
+      auto* block = std::get_if<std::unique_ptr<replay::insert_block>>(&*msg);
+      if (block == nullptr) continue;  // only inserts reach a sampler rank's replay
+      encode_block(**block, w);
+      ++blocks;
+      took = true;
+      (*block)->clear();
+      (void)replay_.free_blocks().try_send(std::move(*block));
+    }
+    std::memcpy(out.data() + count_at, &blocks, sizeof(blocks));
+    if (!took) out.resize(count_at);
+    return took;
+  }
+  bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) override {
+    wire::reader r(in, from);
+    const auto blocks = r.get<std::uint64_t>("insert blocks");
+    const auto& batch = sampler_->batch();
+    const auto rows = sampler_->rows();
+    for (std::uint64_t b = 0; b < blocks; ++b) {
+      auto block = std::make_unique<replay::insert_block>(batch.obs_dim(), batch.discrete_action_dim(),
+                                                          batch.continuous_action_dim());
+      decode_block(r, *block);
+      for (auto& stream : block->streams) {
+        if (stream >= rows) r.bad("insert stream");
+        stream += static_cast<std::uint32_t>(index * rows);
+      }
+      for (auto& stream : block->cuts) {
+        if (stream >= rows) r.bad("insert cut");
+        stream += static_cast<std::uint32_t>(index * rows);
+      }
+      received_[index] += block->env_steps;
+      received_all_ += block->env_steps;
+      inserts_.push_back(std::move(block));
+    }
+    r.finish("insert blocks");
+    pump();
+    return true;
+  }
+  void pump() override {
+    while (!inserts_.empty()) {
+      if (!replay_.inbox().try_send(replay::replay_msg(std::move(inserts_.front())))) return;
+      inserts_.pop_front();
+    }
+  }
+  bool control(std::size_t index, std::vector<std::byte>& out) override {
+    const auto allowance = replay_.insert_allowance();
+    const auto used = base_inserts_ + received_all_;
+    const auto left = allowance > used ? allowance - used : 0;
+    const auto grant = received_[index] + replay_.steps_in_flight() + left / sampler_ranks(options_);
+    if (grant <= granted_[index]) return false;
+    granted_[index] = grant;
+    wire::writer(out).put<std::uint64_t>(grant);
+    return true;
+  }
+  void apply_control(std::span<const std::byte> in, const std::string& from) override {
+    wire::reader r(in, from);
+    const auto grant = r.get<std::uint64_t>("insert allowance");
+    r.finish("insert allowance");
+    replay_.grant(grant);
+  }
+
  private:
+  static void encode_block(const replay::insert_block& b, wire::writer& w) {
+    w.put<std::uint64_t>(b.env_steps);
+    w.put_vector(b.streams);
+    w.put_vector(b.observations);
+    w.put_vector(b.next_observations);
+    w.put_vector(b.discrete);
+    w.put_vector(b.continuous);
+    w.put_vector(b.returns);
+    w.put_vector(b.discounts);
+    w.put_vector(b.steps);
+    w.put_vector(b.last_of_episode);
+    w.put_vector(b.cuts);
+  }
+  static void decode_block(wire::reader& r, replay::insert_block& b) {
+    b.env_steps = r.get<std::uint64_t>("insert env steps");
+    r.get_vector(b.streams, "insert streams");
+    const auto n = b.streams.size();
+    auto sized = [&r](auto& v, std::string_view field, std::size_t expected) {
+      r.get_vector(v, field);
+      if (v.size() != expected) r.bad(field);
+    };
+    sized(b.observations, "insert observations", n * b.obs_dim);
+    sized(b.next_observations, "insert next observations", n * b.obs_dim);
+    sized(b.discrete, "insert discrete actions", n * b.discrete_dim);
+    sized(b.continuous, "insert continuous actions", n * b.continuous_dim);
+    sized(b.returns, "insert returns", n);
+    sized(b.discounts, "insert discounts", n);
+    sized(b.steps, "insert steps", n);
+    sized(b.last_of_episode, "insert last_of_episode", n);
+    r.get_vector(b.cuts, "insert cuts");
+  }
+
   void fill_learner(checkpoint& c) {
-    learner_.set_env_steps(run_->gate().env_steps());
+    learner_.set_env_steps(run_->env_steps());
     c.learner = learner_.state();
     c.target_parameters = learner_.target_weights();
   }
@@ -224,6 +342,13 @@ class dqn final : public algorithm {
   std::unique_ptr<replay::rate_limit_gate> gate_;
   std::unique_ptr<q_policy> policy_;
   window windows_[2];  // per row_stream
+  // Distributed learner: what each sampler rank sent and was granted, and
+  // inserts waiting for room in the replay's inbox.
+  std::uint64_t base_inserts_ = 0;
+  std::uint64_t received_all_ = 0;
+  std::vector<std::uint64_t> received_ = std::vector<std::uint64_t>(sampler_ranks(options_));
+  std::vector<std::uint64_t> granted_ = std::vector<std::uint64_t>(sampler_ranks(options_));
+  std::deque<std::unique_ptr<replay::insert_block>> inserts_;
 };
 
 void check_dqn_options(const train_options& o) {

@@ -4,6 +4,9 @@
 #include "algorithms.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -15,6 +18,7 @@
 #include "coral/learners/training_run.hpp"
 #include "finite_checks.hpp"
 #include "option_checks.hpp"
+#include "segment_wire.hpp"
 
 namespace coral::learners {
 namespace {
@@ -35,7 +39,8 @@ class ppo final : public algorithm {
   }
 
   void start(training_run& run) override {
-    run.weights().publish(learner_.weights());
+    run_ = &run;
+    run.publish_initial(learner_.weights());
     assembler_ = std::make_unique<rollout_assembler>(
         sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
         rollout_assembler::options{.horizon = options_.horizon,
@@ -99,7 +104,72 @@ class ppo final : public algorithm {
   void final_state(checkpoint& c) override { c.learner = learner_.state(); }
   std::uint64_t updates() const override { return learner_.updates(); }
 
+  // Distributed: each sampler rank sends its segments; the learner trains on
+  // segment k once every rank's segment k arrived, joined row-wise.
+  bool distributed() const override { return true; }
+  bool take(std::vector<std::byte>& out) override {
+    auto seg = assembler_->segments().try_receive();
+    if (!seg) return false;
+    wire::writer w(out);
+    detail::encode_segment(**seg, w);
+    return true;
+  }
+  bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) override {
+    wire::reader r(in, from);
+    auto seg = detail::decode_segment(r);
+    r.finish("segment");
+    if (seg.rows != sampler_->rows() || seg.horizon != options_.horizon || seg.obs_dim != assembler_width() ||
+        seg.discrete_dim != sampler_->batch().discrete_action_dim() ||
+        seg.continuous_dim != sampler_->batch().continuous_action_dim()) {
+      r.bad("segment shape");
+    }
+    auto& parts = parts_[seg.index];
+    if (parts.empty()) parts.resize(sampler_ranks(options_));
+    if (index >= parts.size() || parts[index]) r.bad("segment index (sent twice)");
+    // Policy lag at arrival, per rank: the learner's version now against the acting ones.
+    const auto now = run_->weights().version();
+    std::uint64_t sum = 0, most = 0;
+    for (const auto v : seg.policy_versions) {
+      const auto lag = now > v ? now - v : 0;
+      sum += lag;
+      most = std::max(most, lag);
+    }
+    if (index < lags_.size() && !seg.policy_versions.empty()) {
+      lags_[index].mean.store(static_cast<double>(sum) / static_cast<double>(seg.policy_versions.size()));
+      lags_[index].max.store(most);
+    }
+    parts[index] = std::move(seg);
+    pump();
+    return true;
+  }
+  void pump() override {
+    for (;;) {
+      if (!joined_) {
+        if (parts_.empty()) return;
+        auto& parts = parts_.begin()->second;
+        if (!std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.has_value(); })) return;
+        std::vector<rollout_segment> all;
+        for (auto& p : parts) all.push_back(std::move(*p));
+        parts_.erase(parts_.begin());
+        joined_ = std::make_unique<rollout_segment>(detail::join_segments(all));
+      }
+      if (!assembler_->segments().try_send(std::move(joined_))) return;
+      joined_.reset();
+    }
+  }
+  std::string rank_row(std::size_t index) const override {
+    if (index >= lags_.size()) return {};
+    return fmt::format("lag {:.2f}/{}", lags_[index].mean.load(), lags_[index].max.load());
+  }
+
  private:
+  /// The width of a segment's observation rows (stacked frames).
+  std::size_t assembler_width() const { return sampler_->batch().obs_dim() * options_.frames; }
+
+  struct rank_lag {
+    std::atomic<double> mean{0};
+    std::atomic<std::uint64_t> max{0};
+  };
   /// --max-policy-lag, capped at the segments the run can produce: a larger
   /// bound lets the same steps through, and lag + 2 segments must fit the
   /// assembler's channel (2^64 − 1 wrapped to a channel of one segment).
@@ -115,6 +185,12 @@ class ppo final : public algorithm {
   std::unique_ptr<rollout_assembler> assembler_;
   std::unique_ptr<policy_lag_gate> gate_;
   std::unique_ptr<mlp_policy> policy_;
+  training_run* run_ = nullptr;
+  // Learner of a distributed run: the parts of each segment index, and a joined
+  // segment waiting for room in the learner's channel.
+  std::map<std::uint64_t, std::vector<std::optional<rollout_segment>>> parts_;
+  std::unique_ptr<rollout_segment> joined_;
+  std::vector<rank_lag> lags_ = std::vector<rank_lag>(sampler_ranks(options_));
 };
 
 void check_ppo_options(const train_options& o) {

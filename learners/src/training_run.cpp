@@ -11,6 +11,7 @@
 #include "coral/core/json.hpp"
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/learners/errors.hpp"
+#include "bridge.hpp"
 #include "finite_checks.hpp"
 #include "memory_budget.hpp"
 #include "option_checks.hpp"
@@ -85,19 +86,72 @@ void training_run::validate(const train_options& o) {
     out_of_range("--stall-seconds", o.stall_seconds, "must be in [0, 1000000] (0: no watchdog)");
   }
   if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(errors::resume_needs_dir));
+  if (o.remote && o.remote->size() < 2) {
+    throw config_error(fmt::format(fmt::runtime(errors::distributed_needs_ranks), o.remote->size()));
+  }
   if (algo.check) algo.check(o);
   detail::check_memory_budget(o);  // what the run allocates fits in this machine's memory
 }
 
 training_run::training_run(const train_options& options, std::ostream& progress)
-    : options_(options), progress_(&progress) {}
+    : options_(options), progress_(&progress) {
+  // Each sampler rank's envs and actions draw from streams of their own.
+  if (sampler_rank(options_)) options_.sampler.seed ^= options_.remote->rank() * 0x9E3779B97F4A7C15ULL;
+}
 
 training_run::~training_run() = default;
 
 void training_run::episode(double episode_return, double episode_length) {
   bool full = false;
   const double mean = stats_.add_episode(episode_return, episode_length, &full);
-  if (options_.stop_when_solved && target_ && full && mean >= *target_) gate_->request_end();
+  if (sampler_rank(options_)) {
+    bridge_->episode(episode_return, episode_length);  // the learner judges the run
+    return;
+  }
+  if (!(options_.stop_when_solved && target_ && full && mean >= *target_)) return;
+  if (learner_rank(options_)) {
+    end(actors::gate_end::requested);
+  } else {
+    gate_->request_end();
+  }
+}
+
+void training_run::end(std::optional<actors::gate_end> why) {
+  int none = -1;
+  if (why) ended_.compare_exchange_strong(none, static_cast<int>(*why));
+  if (runtime_ != nullptr) runtime_->request_stop();
+}
+
+void training_run::say(const std::string& line) {
+  std::lock_guard lock(rows_mutex_);
+  *progress_ << line << '\n' << std::flush;
+}
+
+std::uint64_t training_run::env_steps() const {
+  return learner_rank(options_) ? start_steps_ + bridge_->env_steps() : gate_->env_steps();
+}
+
+void training_run::publish_initial(std::vector<float> own) {
+  if (!sampler_rank(options_)) {
+    weights_.publish(std::move(own));
+    return;
+  }
+  if (learner_weights_.size() != own.size()) {
+    throw error(fmt::format(fmt::runtime(errors::distributed_mismatch), options_.remote->name(options_.remote->rank()),
+                            "a network of weights", own.size(), learner_weights_.size()));
+  }
+  weights_.publish(std::move(learner_weights_), learner_version_);
+}
+
+std::vector<std::pair<std::string, std::string>> training_run::fingerprint() const {
+  const auto& o = options_;
+  return {{"--algo", o.algo},
+          {"--env", o.sampler.env},
+          {"the network", algorithm_->signature()},
+          {"--num-envs", std::to_string(o.sampler.num_envs)},
+          {"--horizon", std::to_string(o.horizon)},
+          {"--max-policy-lag", std::to_string(o.max_policy_lag)},
+          {"--total-steps", std::to_string(o.total_steps)}};
 }
 
 void training_run::publish(std::vector<float> weights, std::string_view algo, std::uint64_t update) {
@@ -106,6 +160,7 @@ void training_run::publish(std::vector<float> weights, std::string_view algo, st
 }
 
 asio::awaitable<bool> training_run::tell_gate() {
+  if (learner_rank(options_)) co_return !runtime_->stop_requested();  // no gate here: the bridge sends the weights
   const actors::gate_msg note(actors::weights_published{weights_.version()});
   const bool sent = co_await gate_->inbox().async_send(note);
   co_return sent && !runtime_->stop_requested();
@@ -130,7 +185,7 @@ asio::awaitable<bool> training_run::updated(const update_stats& st, std::uint64_
 
 std::string training_run::make_row(row_stream stream, row_window& window) {
   const auto now = clock::now();
-  stats_.set_env_steps(gate_->env_steps());
+  stats_.set_env_steps(env_steps());
   const auto s = stats_.read();
   const double seconds = std::chrono::duration<double>(now - started_).count();
   const double dt = std::chrono::duration<double>(now - window.time).count();
@@ -143,9 +198,9 @@ std::string training_run::make_row(row_stream stream, row_window& window) {
   }
   return fmt::format(
       "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f} | {} | updates {} ({:.2f} ms "
-      "each, {:.1f} s in all)",
+      "each, {:.1f} s in all){}",
       seconds, s.env_steps, rate, s.episodes, s.mean_return, s.mean_length, part, s.updates,
-      1e3 * s.last_update.seconds, s.learner_seconds);
+      1e3 * s.last_update.seconds, s.learner_seconds, bridge_ ? " | " + bridge_->row(dt) : std::string());
 }
 
 void training_run::report() {
@@ -187,6 +242,25 @@ void training_run::start() {
   }
   target_ = o.target_return ? o.target_return : probe.solved_return();
   algorithm_ = find(o.algo).make(o, *sampler_);
+  if (o.remote) {
+    if (!algorithm_->distributed()) throw config_error(fmt::format(fmt::runtime(errors::distributed_algo), o.algo));
+    bridge_ = std::make_unique<detail::bridge>(*o.remote, o, *algorithm_, *this);
+  }
+  if (sampler_rank(o)) {
+    // The learner resumes and sets the start; this rank samples its share.
+    auto start = bridge_->handshake_sampler(fingerprint());
+    start_steps_ = start.start_steps;
+    learner_weights_ = std::move(start.weights);
+    learner_version_ = start.version;
+    const auto left = o.total_steps > start_steps_ ? o.total_steps - start_steps_ : 0;
+    const auto share = (left + sampler_ranks(o) - 1) / sampler_ranks(o);
+    gate_ = std::make_unique<actors::gate>(sampler_->group_rows(),
+                                           actors::gate::options{.env_steps = 0, .max_env_steps = std::max<std::uint64_t>(share, 1)});
+    algorithm_->start(*this);
+    sampler_->announce_to(gate_->inbox());
+    metrics_ = std::make_unique<detail::metrics_file>(std::string(), std::string(), false);
+    return;
+  }
   if (o.resume) {
     const auto [c, file] = detail::read_for_resume(o, o.algo, algorithm_->signature(), *progress_);
     const auto restored = algorithm_->restore(c);
@@ -199,6 +273,7 @@ void training_run::start() {
       sampler_->group_rows(), actors::gate::options{.env_steps = start_steps_, .max_env_steps = o.total_steps});
   algorithm_->start(*this);
   if (weights_.version() == 0) throw usage_error("training_run: the algorithm published no initial weights");
+  if (bridge_) bridge_->handshake_learner(fingerprint(), {start_steps_, weights_.version(), *weights_.read().value});
   sampler_->announce_to(gate_->inbox());
   metrics_header_ = fmt::format("{},{},updates", common_columns, algorithm_->columns());
   metrics_ = std::make_unique<detail::metrics_file>(o.run_dir, metrics_header_, o.resume);
@@ -210,27 +285,33 @@ void training_run::start() {
 train_result training_run::run() {
   if (sampler_) throw usage_error("training_run: run() may be called only once");
   validate(options_);
-  detail::prepare_run_dirs(options_);
-  start();
   const auto& o = options_;
+  const bool sampling = !learner_rank(o);  // this process runs env groups
+  const bool learning = !sampler_rank(o);  // this process trains, reports and checkpoints
+  if (learning) detail::prepare_run_dirs(options_);
+  start();
   const auto& so = o.sampler;
   const auto& wiring = sampler_->wires();
   const auto bo = actors::batcher_options_behind_gate(so, wiring);
-  *progress_ << fmt::format(
-      "coral train: env {}, {}, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
-      "{}, target return {}{}\n",
-      so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, so.envs_per_group, wiring.batch_size,
-      so.threads, so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads",
-      algorithm_->describe_setup(), target_ ? json::number(*target_) : "none",
-      bo.min_batch_size != so.min_batch_size
-          ? fmt::format(", dynamic batching behind the gate (min {} envs, {} us)", bo.min_batch_size,
-                        bo.batch_timeout.count())
-          : "");
+  if (learning) {
+    *progress_ << fmt::format(
+        "coral train: env {}, {}, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
+        "{}, target return {}{}{}\n",
+        so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, so.envs_per_group, wiring.batch_size,
+        so.threads, so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads",
+        algorithm_->describe_setup(), target_ ? json::number(*target_) : "none",
+        bo.min_batch_size != so.min_batch_size
+            ? fmt::format(", dynamic batching behind the gate (min {} envs, {} us)", bo.min_batch_size,
+                          bo.batch_timeout.count())
+            : "",
+        bridge_ ? fmt::format(", distributed: this rank learns, {} sampler rank{} run the envs and threads above each",
+                              sampler_ranks(o), sampler_ranks(o) == 1 ? "" : "s")
+                : "");
+  }
 
   started_ = clock::now();
   progress_window_ = {start_steps_, started_};
   metrics_window_ = progress_window_;
-  std::atomic<int> ended{-1};  // a gate_end, or -1 (stopped otherwise)
   runtime rt({.mode = so.executor,
               .handle_signals = true,
               .stop_deadline = detail::train_stop_deadline,
@@ -240,15 +321,16 @@ train_result training_run::run() {
     gate_->close();
     algorithm_->close();
   });
-  sampler_->spawn(rt, algorithm_->policy(), bo, &algorithm_->consumer(), &weights_);
-  auto sampling = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
-                                       .spin = so.spin});
-  rt.spawn("gate", sampling, gate_->run(algorithm_->gate_policy(), sampler_->ready_channels(), [&](actors::gate_end why) {
-    ended.store(static_cast<int>(why));
-    rt.request_stop();
-  }));
-  algorithm_->spawn(rt, *this);
-  if (o.progress_seconds > 0) {
+  if (sampling) {
+    sampler_->spawn(rt, algorithm_->policy(), bo, &algorithm_->consumer(), &weights_);
+    auto pool = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
+                                     .spin = so.spin});
+    rt.spawn("gate", pool, gate_->run(algorithm_->gate_policy(), sampler_->ready_channels(),
+                                      [this](actors::gate_end why) { end(why); }));
+  }
+  if (learning) algorithm_->spawn(rt, *this);
+  if (bridge_) rt.spawn("bridge", rt.pool("bridge", 1), bridge_->run(rt));
+  if (learning && o.progress_seconds > 0) {
     const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.progress_seconds));
     rt.spawn("progress", rt.pool("progress", 1), [this, period]() -> asio::awaitable<void> {
       asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -260,31 +342,55 @@ train_result training_run::run() {
     });
   }
   stall_watchdog stall(stall_watchdog::limit_of(o.stall_seconds));
-  sampler_->watch_by(stall);
-  stall.watch("learner updates", [this] { return stats_.read().updates; });
+  if (sampling) sampler_->watch_by(stall);
+  if (learning) stall.watch("learner updates", [this] { return stats_.read().updates; });
   stall.describe([this](std::string& out) {
-    gate_->describe(out);
+    if (!learner_rank(options_)) gate_->describe(out);
     algorithm_->describe(out);
+    if (bridge_) bridge_->describe(out);
   });
   stall.spawn(rt);
-  rt.run();
+  try {
+    rt.run();
+  } catch (const std::exception& e) {
+    // The other ranks hear why before this one ends.
+    if (bridge_) (void)bridge_->close(detail::stop_reason::failed, e.what());
+    throw;
+  }
   runtime_ = nullptr;
   algorithm_->finish();
 
   const double wall = std::chrono::duration<double>(clock::now() - started_).count();
-  report();
-  record();
-  if (!o.checkpoint_dir.empty()) {
-    auto c = checkpoint_base();
-    algorithm_->final_state(c);
-    write(c);
+  if (learning) {
+    report();
+    record();
+    if (!o.checkpoint_dir.empty()) {
+      auto c = checkpoint_base();
+      algorithm_->final_state(c);
+      write(c);
+    }
+  }
+  bool interrupted = ended_.load() < 0 || stopped_by_caller_;
+  if (bridge_) {
+    const auto failure = bridge_->failure();
+    const auto why = !failure.empty() ? detail::stop_reason::failed
+                     : interrupted    ? detail::stop_reason::interrupted
+                                      : detail::stop_reason::ended;
+    const auto silent = bridge_->close(why, failure);
+    if (!silent.empty()) {
+      say(fmt::format(fmt::runtime(errors::distributed_no_answer), o.remote->name(o.remote->rank()), silent,
+                      "its stop", detail::bridge::silence_limit(o)));
+    }
+    if (!failure.empty()) throw error(failure);
+    // A sampler stopped by the learner ends as the learner did.
+    if (bridge_->stopped_by_peer()) interrupted = bridge_->interrupted();
   }
   const auto s = stats_.read();
   train_result result;
   result.wall_seconds = wall;
   result.solved = target_ && s.window >= 100 && s.mean_return >= *target_;
-  result.interrupted = ended.load() < 0 || stopped_by_caller_;
-  result.env_steps = gate_->env_steps();
+  result.interrupted = interrupted;
+  result.env_steps = env_steps();
   result.mean_return = s.mean_return;
   result.mean_length = s.mean_length;
   result.episodes = s.episodes;

@@ -172,6 +172,10 @@ void replay_actor::raise_allowance() noexcept {
     const std::uint64_t inserts = limiter_.inserts();
     a = std::max(a, inserts > most - in_flight_ ? most : inserts + in_flight_);
   }
+  grant(a);
+}
+
+void replay_actor::grant(std::uint64_t a) noexcept {
   a = std::max(a, allowance_.load());
   allowance_.store(a);
   // The gate stores what it waits for, then reads the allowance; we store

@@ -71,3 +71,19 @@ TEST_CASE("concurrent writers and readers see whole values and rising versions",
   CHECK(bad == 0);
   CHECK(cell.version() == writers * per_writer);
 }
+
+TEST_CASE("latest publishes at a given version, skipping versions, and refuses an older one", "[channels][latest]") {
+  coral::latest<std::vector<float>> cell;
+  CHECK(cell.publish({1.0f}, 5));
+  CHECK(cell.version() == 5);
+  CHECK(cell.read().value->at(0) == 1.0f);
+  CHECK_FALSE(cell.publish({2.0f}, 5));  // not newer
+  CHECK_FALSE(cell.publish({2.0f}, 3));
+  CHECK(cell.read().value->at(0) == 1.0f);
+  CHECK(cell.publish({3.0f}) == 6);  // the plain publish goes on from there
+  CHECK(cell.publish({4.0f}, 9));
+  const auto seen = cell.read_newer(6);
+  REQUIRE(seen);
+  CHECK(seen->version == 9);
+  CHECK(seen->value->at(0) == 4.0f);
+}

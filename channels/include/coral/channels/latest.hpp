@@ -43,6 +43,19 @@ class latest {
     return v;
   }
 
+  /// Publishes `value` as version `version`, which must be newer than the
+  /// current one (versions may skip: a distributed run's samplers publish
+  /// the learner's numbering and may miss versions it replaced). Returns
+  /// false, publishing nothing, when `version` is not newer.
+  bool publish(T value, std::uint64_t version) {
+    auto snapshot = std::make_shared<const T>(std::move(value));
+    std::shared_ptr<const T> old;  // released outside the lock
+    std::lock_guard lock(mutex_);
+    if (version <= version_.load(std::memory_order_relaxed)) return false;
+    old = std::exchange(value_, std::move(snapshot));
+    version_.store(version, std::memory_order_release);
+    return true;
+  }
   /// The newest value and its version ({nullptr, 0} before any publish).
   [[nodiscard]] versioned<T> read() const {
     std::lock_guard lock(mutex_);

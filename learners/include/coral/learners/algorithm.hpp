@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,6 +104,46 @@ class algorithm {
   virtual void final_state(checkpoint& c) = 0;
   /// Updates done, a resumed run's included.
   [[nodiscard]] virtual std::uint64_t updates() const = 0;
+
+  // Distributed runs (train_options::remote, docs/distributed.md). On the
+  // learner (rank 0) the composition calls start() and spawn() as always but
+  // runs no sampling: the samplers' items reach the algorithm through
+  // accept(). On a sampler rank it runs start() and the sampling side, and
+  // no spawn(): the bridge actor sends what take() gives to the learner.
+  // Each call below comes from the bridge actor, one at a time.
+
+  /// Whether the algorithm implements the calls below.
+  [[nodiscard]] virtual bool distributed() const { return false; }
+  /// On a sampler rank: appends the items ready for the learner (PPO
+  /// segments, replay inserts) to `out`, encoded. False when none is ready.
+  virtual bool take(std::vector<std::byte>& out) {
+    (void)out;
+    return false;
+  }
+  /// On the learner: takes what sampler `index` (its rank − 1) took. False
+  /// when it cannot take them yet: the bridge offers the same bytes again
+  /// later, before any newer ones of that sampler. Throws coral::error for
+  /// bytes that do not decode (wire::reader names the sender and field).
+  virtual bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) {
+    (void)index, (void)in, (void)from;
+    return false;
+  }
+  /// On the learner: moves what accept() took on, when it could not at once
+  /// (called on every round of the bridge).
+  virtual void pump() {}
+  /// On the learner: what sampler `index` must be told now (DQN: its share
+  /// of the insert allowance), encoded into `out`. False when nothing changed.
+  virtual bool control(std::size_t index, std::vector<std::byte>& out) {
+    (void)index, (void)out;
+    return false;
+  }
+  /// On a sampler rank: applies what control() encoded.
+  virtual void apply_control(std::span<const std::byte> in, const std::string& from) { (void)in, (void)from; }
+  /// On the learner: sampler `index`'s part of a progress line (e.g. its policy lag), or empty.
+  [[nodiscard]] virtual std::string rank_row(std::size_t index) const {
+    (void)index;
+    return {};
+  }
 
  protected:
   algorithm() = default;

@@ -94,4 +94,22 @@ inline constexpr std::string_view gnuplot_not_found = "warning: gnuplot not foun
 /// gnuplot ran and failed: how it ended.
 inline constexpr std::string_view gnuplot_failed = "warning: gnuplot failed ({}); no learning_curve.png";
 
+// Distributed runs (--distributed: rank 0 learns, the other ranks sample).
+
+/// --distributed in a job of fewer than two ranks: how many it has.
+inline constexpr std::string_view distributed_needs_ranks =
+    "--distributed: needs at least 2 ranks (rank 0 learns, the others sample): start it with mpirun -np N, N >= 2; "
+    "this job has {}";
+/// An algorithm without a distributed form: its name.
+inline constexpr std::string_view distributed_algo = "--distributed: --algo {} has no distributed form";
+/// A sampler rank started with other settings than the learner: the rank, what differs, its value, the learner's.
+inline constexpr std::string_view distributed_mismatch =
+    "--distributed: {} runs {} '{}', the learner (rank 0) runs '{}': start every rank with the same flags";
+/// A rank that did not hear from another in time: who waited, for whom, what for, seconds.
+inline constexpr std::string_view distributed_no_answer = "--distributed: {} heard nothing from {} ({}) for {} s";
+/// A message that does not decode: the sender, the field.
+inline constexpr std::string_view wire_malformed = "--distributed: a malformed message from {}: {}";
+/// A rank that stopped with an error: the rank, its error.
+inline constexpr std::string_view rank_failed = "--distributed: {} failed: {}";
+
 }  // namespace coral::learners::errors

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <ostream>
@@ -17,6 +18,7 @@
 #include "coral/actors/sampler_options.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/ppo_learner.hpp"
+#include "coral/learners/transport.hpp"
 
 namespace coral::learners {
 
@@ -45,7 +47,20 @@ struct train_options {
   /// learner's thread. Returning false stops the run as a signal does (a
   /// final checkpoint, result.interrupted). Empty: none.
   std::function<bool(std::string_view header, std::string_view row)> on_metrics_row;
+  /// The ranks of a distributed run (`--distributed`; docs/distributed.md):
+  /// rank 0 learns, the others sample, each running this function with the
+  /// same options. Null: one process.
+  std::shared_ptr<transport> remote;
 };
+
+/// Whether `o` is a distributed run's learner (rank 0).
+[[nodiscard]] inline bool learner_rank(const train_options& o) { return o.remote && o.remote->rank() == 0; }
+/// Whether `o` is a distributed run's sampler (rank 1 and up).
+[[nodiscard]] inline bool sampler_rank(const train_options& o) { return o.remote && o.remote->rank() != 0; }
+/// The sampling processes of a run: the ranks but the learner, or 1.
+[[nodiscard]] inline std::size_t sampler_ranks(const train_options& o) {
+  return o.remote && o.remote->size() > 1 ? o.remote->size() - 1 : 1;
+}
 
 /// How a run ended.
 struct train_result {

@@ -27,6 +27,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <asio/awaitable.hpp>
@@ -43,6 +44,7 @@ namespace coral::learners {
 
 namespace detail {
 class metrics_file;
+class bridge;
 }  // namespace detail
 
 /// One training run. Construct, then run() once.
@@ -73,8 +75,15 @@ class training_run {
   [[nodiscard]] training_stats& stats() noexcept { return stats_; }
   /// The weights the policy acts with: the learner publishes here.
   [[nodiscard]] latest<std::vector<float>>& weights() noexcept { return weights_; }
+  /// Publishes the weights the run starts with, from start(): `own`, or on
+  /// a distributed run's sampler rank the learner's (of the same layout:
+  /// throws error otherwise).
+  void publish_initial(std::vector<float> own);
   /// The gate in front of the batcher (valid from start() on).
   [[nodiscard]] actors::gate& gate() noexcept { return *gate_; }
+  /// Env steps done so far, a resumed run's included (on a distributed
+  /// run's learner: every sampler's; on a sampler: this rank's).
+  [[nodiscard]] std::uint64_t env_steps() const;
   /// Env steps done before this run (a resumed run's checkpoint's; else 0).
   [[nodiscard]] std::uint64_t start_steps() const noexcept { return start_steps_; }
   /// The return that counts as solved (--target-return, else the env's), if any.
@@ -97,11 +106,18 @@ class training_run {
                                               std::uint64_t env_steps);
 
  private:
+  friend class detail::bridge;
   struct row_window {
     std::uint64_t steps = 0;
     std::chrono::steady_clock::time_point time;
   };
   void start();
+  /// Ends the run: `why` (or interrupted, without one), then stop (any thread, while it runs).
+  void end(std::optional<actors::gate_end> why);
+  /// A line on the progress stream (any thread).
+  void say(const std::string& line);
+  /// What every rank of a distributed run must agree on.
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> fingerprint() const;
   /// A progress line or a metrics row, under rows_mutex_.
   std::string make_row(row_stream stream, row_window& window);
   void report();
@@ -130,6 +146,10 @@ class training_run {
   std::uint64_t next_row_ = 0;         // env steps of the next metrics row (0: after every update)
   std::uint64_t next_checkpoint_ = 0;  // env steps of the next periodic checkpoint (0: none)
   runtime* runtime_ = nullptr;  // while run() runs
+  std::atomic<int> ended_{-1};  // a gate_end, or -1 (stopped otherwise)
+  std::unique_ptr<detail::bridge> bridge_;  // distributed runs
+  std::vector<float> learner_weights_;      // a sampler rank's start, until publish_initial()
+  std::uint64_t learner_version_ = 0;
 };
 
 }  // namespace coral::learners

@@ -200,6 +200,10 @@ class replay_actor {
   /// raises the allowance to what a waiting gate needs (see
   /// wait_for_allowance and rate_limit_gate.hpp).
   void set_waker(channel<actors::gate_msg>* gate_inbox) noexcept { waker_ = gate_inbox; }
+  /// Raises the allowance to `allowance` (if higher) and wakes a gate
+  /// waiting for it: how a distributed run's sampler rank, whose actor never
+  /// runs, gets its share of the learner's allowance. Any thread.
+  void grant(std::uint64_t allowance) noexcept;
   /// The sampling side says it is waiting for the allowance to reach `needed`;
   /// returns true if it already has (then nothing will be sent).
   bool wait_for_allowance(std::uint64_t needed) noexcept;
