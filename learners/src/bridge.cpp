@@ -81,7 +81,9 @@ void bridge::handshake_learner(const fingerprint& mine, const run_start& start) 
       if (std::chrono::duration<double>(clock::now() - last).count() > limit) {
         std::string silent;
         for (std::size_t r = 1; r < t_->size(); ++r) {
-          if (!greeted[r]) silent += (silent.empty() ? "" : ", ") + t_->name(r);
+          if (greeted[r]) continue;
+          silent += (silent.empty() ? "" : ", ") + t_->name(r);
+          peer_of(r).stopped = stop_reason::failed;  // gone: the end waits no longer for it
         }
         throw error(fmt::format(fmt::runtime(errors::distributed_no_answer), t_->name(0), silent, "its hello", limit));
       }
@@ -106,10 +108,7 @@ void bridge::handshake_learner(const fingerprint& mine, const run_start& start) 
     }
     if (refusal.empty() && n != mine.size()) in.bad("hello fields");
   }
-  if (!refusal.empty()) {
-    (void)close(stop_reason::failed, refusal);  // every sampler hears why
-    throw config_error(refusal);
-  }
+  if (!refusal.empty()) throw config_error(refusal);  // the run closes the bridge: every sampler hears why
   std::vector<std::byte> out;
   wire::writer w(out);
   w.put(start.start_steps);
@@ -136,6 +135,7 @@ run_start bridge::handshake_sampler(const fingerprint& mine) {
     auto m = t_->poll();
     if (!m) {
       if (std::chrono::duration<double>(clock::now() - started).count() > limit) {
+        peers_[0].stopped = stop_reason::failed;  // gone: the end waits no longer for it
         throw error(fmt::format(fmt::runtime(errors::distributed_no_answer), t_->name(t_->rank()), t_->name(0),
                                 "the run's setup", limit));
       }
@@ -147,7 +147,6 @@ run_start bridge::handshake_sampler(const fingerprint& mine) {
       (void)in.get<std::uint8_t>("stop reason");
       const auto text = in.get_text("stop text");
       peers_[0].stopped = stop_reason::failed;
-      (void)close(stop_reason::failed, text);
       throw config_error(text);
     }
     if (m->tag != wire_tag::setup || m->from != 0) in.bad("the run's setup was expected");
@@ -287,7 +286,8 @@ bool bridge::step_learner(runtime& rt) {
       const auto w = run_->weights().read();
       wire::writer out(encoded);
       out.put(w.version);
-      out.put(now_ns());
+      const auto published = published_ns_.load(std::memory_order_acquire);
+      out.put(published != 0 ? published : now_ns());
       out.put_vector(*w.value);
       p.weights_sent = w.version;
     } else {
@@ -442,9 +442,13 @@ std::string bridge::row(double seconds) {
   const auto bytes = bytes_in_.load() + bytes_out_.load();
   const auto latency_ns = remote_latency_ns_.exchange(0);
   const auto latency_count = remote_latency_count_.exchange(0);
-  out += fmt::format(" | wire {:.2f} MB/s, weights {:.0f} us", seconds > 0 ? 1e-6 * static_cast<double>(bytes - bytes_at_row_) / seconds : 0.0,
+  const auto messages = messages_in_.load() + messages_out_.load();
+  const auto per_second = [seconds](std::uint64_t n) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; };
+  out += fmt::format(" | wire {:.2f} MB/s {:.0f} msg/s, weights {:.0f} us", 1e-6 * per_second(bytes - bytes_at_row_),
+                     per_second(messages - messages_at_row_),
                      latency_count > 0 ? 1e-3 * static_cast<double>(latency_ns) / static_cast<double>(latency_count) : 0.0);
   bytes_at_row_ = bytes;
+  messages_at_row_ = messages;
   return out;
 }
 

@@ -79,6 +79,8 @@ class bridge {
   /// silent past the limit, named (empty when all stopped).
   std::string close(stop_reason why, const std::string& text);
 
+  /// On the learner: new weights were published (the learner's thread).
+  void published() { published_ns_.store(now_ns(), std::memory_order_release); }
   /// On a sampler: a finished episode, sent to the learner (any thread).
   void episode(double episode_return, double episode_length);
 
@@ -136,8 +138,10 @@ class bridge {
   std::vector<std::byte> scratch_;
 
   std::atomic<std::uint64_t> bytes_out_{0}, bytes_in_{0}, messages_out_{0}, messages_in_{0};
-  std::uint64_t bytes_at_row_ = 0;
+  std::uint64_t bytes_at_row_ = 0;     // the progress actor's
+  std::uint64_t messages_at_row_ = 0;
   std::atomic<bool> interrupted_{false};
+  std::atomic<std::int64_t> published_ns_{0};  // learner: when the newest weights were published
   bool stopped_during_run_ = false;  // sampler: the learner's stop came while the runtime ran
   mutable std::mutex failure_mutex_;
   std::string failure_;

@@ -177,10 +177,14 @@ class dqn final : public algorithm {
       return fmt::format("{},{},{},{},{:.1f},{:.1f},{:.3f},{:.2f},{},{},{},{}", u.td_loss, u.mean_q, u.mean_abs_td,
                          size, inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held);
     }
-    return fmt::format("loss {:.4f} q {:+.3f} |td| {:.4f} eps {:.3f}-{:.3f} | replay {} ins {:.0f}/s smp {:.0f}/s "
+    // A distributed learner acts on nothing: the epsilons are the sampler ranks'.
+    const auto eps = learner_rank(options_)
+                         ? std::string("on the sampler ranks")
+                         : fmt::format("{:.3f}-{:.3f}", policy_->epsilon(rows - 1), policy_->epsilon(0));
+    return fmt::format("loss {:.4f} q {:+.3f} |td| {:.4f} eps {} | replay {} ins {:.0f}/s smp {:.0f}/s "
                        "ratio {:.2f} sample {:.1f} us | queues inbox {} ready {} held-req {} held-groups {}",
-                       u.td_loss, u.mean_q, u.mean_abs_td, policy_->epsilon(rows - 1), policy_->epsilon(0), size,
-                       inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held);
+                       u.td_loss, u.mean_q, u.mean_abs_td, eps, size, inserts_per_second, samples_per_second, ratio,
+                       sample_us, inbox, ready, waiting, held);
   }
   std::uint64_t metrics_every() const override { return std::max<std::uint64_t>(1000, sampler_->rows()); }
   void describe(std::string& out) override {

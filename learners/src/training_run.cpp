@@ -157,6 +157,7 @@ std::vector<std::pair<std::string, std::string>> training_run::fingerprint() con
 void training_run::publish(std::vector<float> weights, std::string_view algo, std::uint64_t update) {
   if (options_.sampler.check_finite) detail::check_weights(algo, update, weights);
   weights_.publish(std::move(weights));
+  if (bridge_) bridge_->published();  // the broadcast's latency counts from here
 }
 
 asio::awaitable<bool> training_run::tell_gate() {
@@ -289,7 +290,13 @@ train_result training_run::run() {
   const bool sampling = !learner_rank(o);  // this process runs env groups
   const bool learning = !sampler_rank(o);  // this process trains, reports and checkpoints
   if (learning) detail::prepare_run_dirs(options_);
-  start();
+  try {
+    start();
+  } catch (const std::exception& e) {
+    // The other ranks hear why, rather than wait for this one.
+    if (bridge_) (void)bridge_->close(detail::stop_reason::failed, e.what());
+    throw;
+  }
   const auto& so = o.sampler;
   const auto& wiring = sampler_->wires();
   const auto bo = actors::batcher_options_behind_gate(so, wiring);

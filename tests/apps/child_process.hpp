@@ -213,6 +213,8 @@ class child {
 
   /// Sends `signo` to the child.
   void signal(int signo) { ::kill(r_.pid, signo); }
+  /// The child's process id.
+  [[nodiscard]] pid_t pid() const noexcept { return r_.pid; }
 
   /// Waits for the end (killing the child at its limit) and returns the outcome.
   outcome finish() {

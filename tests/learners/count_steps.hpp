@@ -12,6 +12,9 @@
 /// the counters.
 
 #include <atomic>
+#include <cstring>
+#include <span>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -26,8 +29,12 @@ namespace coral::test {
 
 class count_steps final : public learners::algorithm, actors::step_consumer, actors::gate_policy {
  public:
-  count_steps(const learners::train_options& o, actors::sampler& s)
-      : options_(o), sampler_(&s), policy_(actors::make_builtin_policy("random", s.action_space(), s.rows(), 1)) {}
+  /// `distributable`: whether it runs distributed (the hooks at the end).
+  count_steps(const learners::train_options& o, actors::sampler& s, bool distributable = true)
+      : options_(o),
+        sampler_(&s),
+        distributable_(distributable),
+        policy_(actors::make_builtin_policy("random", s.action_space(), s.rows(), 1)) {}
 
   std::string signature() const override { return "count"; }
   std::string restore(const learners::checkpoint& c) override {
@@ -38,7 +45,7 @@ class count_steps final : public learners::algorithm, actors::step_consumer, act
 
   void start(learners::training_run& run) override {
     run_ = &run;
-    run.weights().publish({static_cast<float>(updates_)});
+    run.publish_initial({static_cast<float>(updates_)});
   }
   actors::policy& policy() override { return *policy_; }
   actors::step_consumer& consumer() override { return *this; }
@@ -82,8 +89,8 @@ class count_steps final : public learners::algorithm, actors::step_consumer, act
   void consume(const actors::step_batch& step) override {
     std::uint64_t n = 0;
     for (const auto& r : step.ranges) n += r.count;
-    const auto before = counted_.fetch_add(n);
-    if ((before + n) / every() > before / every()) (void)updates_due_.try_send(before + n);
+    count(n);
+    unsent_.fetch_add(n);
     for (const auto& r : step.ranges) {
       for (auto row = r.first; row < r.first + r.count; ++row) {
         if (step.batch.terminated()[row] != 0 || step.batch.truncated()[row] != 0) {
@@ -95,14 +102,39 @@ class count_steps final : public learners::algorithm, actors::step_consumer, act
   /// The gate policy: never holds a group.
   bool may_step(std::uint32_t, std::uint64_t, std::size_t) override { return true; }
 
+  // Distributed: a sampler rank sends the steps it counted since it last
+  // sent; the learner counts them as its own.
+  bool distributed() const override { return distributable_; }
+  bool take(std::vector<std::byte>& out) override {
+    const auto n = unsent_.exchange(0);
+    if (n == 0) return false;
+    const auto at = out.size();
+    out.resize(at + sizeof(n));
+    std::memcpy(out.data() + at, &n, sizeof(n));
+    return true;
+  }
+  bool accept(std::size_t, std::span<const std::byte> in, const std::string& from) override {
+    if (in.size() != sizeof(std::uint64_t)) throw error(fmt::format("count: {} sent {} bytes", from, in.size()));
+    std::uint64_t n = 0;
+    std::memcpy(&n, in.data(), sizeof(n));
+    count(n);
+    return true;
+  }
+
  private:
   std::uint64_t every() const { return options_.horizon * sampler_->rows(); }
+  void count(std::uint64_t n) {
+    const auto before = counted_.fetch_add(n);
+    if ((before + n) / every() > before / every()) (void)updates_due_.try_send(before + n);
+  }
 
   const learners::train_options& options_;
   actors::sampler* sampler_;
   std::unique_ptr<actors::policy> policy_;
   learners::training_run* run_ = nullptr;
+  bool distributable_;
   std::atomic<std::uint64_t> counted_{0};
+  std::atomic<std::uint64_t> unsent_{0};    // a sampler rank's steps not sent yet
   std::uint64_t updates_ = 0;          // the learner's
   channel<std::uint64_t> updates_due_{64};  // steps counted when each update fell due
 };

@@ -1,0 +1,246 @@
+// `mpirun -np N coral train --distributed` on the real binary, as a user
+// runs it on one machine (--oversubscribe: 3 ranks on 2 cores). Every child
+// is killed at its limit, so a hang fails a test rather than hanging it.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "../apps/child_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("coral-mpi-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// Root may run mpirun in CI containers; the shared-memory transport's
+/// single-copy mode needs ptrace rights containers often lack.
+const std::vector<std::string> mpi_env = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                                          "OMPI_MCA_btl_vader_single_copy_mechanism=none"};
+
+/// `mpirun --oversubscribe -np ranks coral train --distributed args...` in `cwd`.
+coral::test::invocation mpi_train(int ranks, std::vector<std::string> args, const fs::path& cwd) {
+  coral::test::invocation inv;
+  inv.argv = {CORAL_MPIRUN, "--oversubscribe", "-np", std::to_string(ranks), CORAL_BINARY, "train", "--distributed"};
+  inv.argv.insert(inv.argv.end(), args.begin(), args.end());
+  inv.extra_env = mpi_env;
+  inv.cwd = cwd.string();
+  return inv;
+}
+
+std::string last_json_line(const std::string& text) {
+  std::string last;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    auto end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const auto line = text.substr(at, end - at);
+    if (line.starts_with("{\"solved\"")) last = line;
+    at = end + 1;
+  }
+  return last;
+}
+
+long long json_number(const std::string& line, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(line, m, std::regex("\"" + key + "\":(-?[0-9]+)"))) return -1;
+  return std::stoll(m[1].str());
+}
+
+/// The pid of the coral process that is MPI rank `rank` (its environment
+/// says so), or -1.
+pid_t rank_pid(int rank) {
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream comm(entry.path() / "comm");
+    std::string command;
+    std::getline(comm, command);
+    if (command != "coral") continue;
+    std::ifstream environ(entry.path() / "environ", std::ios::binary);
+    std::string var;
+    bool ours = false, is_rank = false;
+    while (std::getline(environ, var, '\0')) {
+      is_rank = is_rank || var == want;
+      ours = ours || var == "CORAL_MPI_TEST=" + std::to_string(::getpid());
+    }
+    if (ours && is_rank) return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+}  // namespace
+
+/// Runs `args` on 3 ranks to the end: it must solve cartpole within 500,000 env steps.
+coral::test::outcome solves(const std::string& name, std::vector<std::string> args) {
+  const auto dir = fresh_dir(name);
+  coral::test::child c(mpi_train(3, std::move(args), dir), 300s);
+  const auto r = c.finish();
+  INFO(r.out << r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code == 0);
+  const auto json = last_json_line(r.out);
+  CHECK_THAT(json, Catch::Contains("\"solved\":true"));
+  CHECK(json_number(json, "env_steps") <= 500000);
+  CHECK_THAT(r.out, Catch::Contains("distributed: this rank learns, 2 sampler ranks"));
+  fs::remove_all(dir);
+  return r;
+}
+
+TEST_CASE("PPO solves cartpole with one learner and two sampler ranks", "[mpi][ppo]") {
+  const auto r = solves("ppo", {"--env", "cartpole", "--no-run-dir", "--progress-seconds", "1"});
+  CHECK_THAT(r.out, Catch::Contains("| ranks 1 "));  // per-rank rates and lag in the progress lines
+}
+
+TEST_CASE("DQN with prioritized replay solves cartpole with one learner and two sampler ranks", "[mpi][dqn]") {
+  const auto r = solves("dqn", {"--algo", "dqn", "--env", "cartpole", "--no-run-dir", "--progress-seconds", "2"});
+  CHECK_THAT(r.out, Catch::Contains("eps on the sampler ranks"));
+}
+
+TEST_CASE("killing a sampler rank ends the job within 10 s with a non-zero exit naming the rank", "[mpi][faults]") {
+  const auto dir = fresh_dir("kill");
+  auto inv = mpi_train(3, {"--env", "cartpole", "--total-steps", "100000000", "--keep-going", "--no-run-dir",
+                           "--progress-seconds", "0.5"},
+                       dir);
+  inv.extra_env.push_back("CORAL_MPI_TEST=" + std::to_string(::getpid()));
+  coral::test::child c(inv, 120s);
+  REQUIRE(c.wait_for_output("s] steps"));
+  const pid_t victim = rank_pid(2);
+  REQUIRE(victim > 0);
+  const double killed_at = c.seconds();
+  ::kill(victim, SIGKILL);
+  const auto r = c.finish();
+  INFO(r.out << r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code != 0);
+  CHECK(r.seconds - killed_at < 10.0);
+  CHECK_THAT(r.out + r.err, Catch::Contains("rank 2"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a sampler rank that fails stops every rank, and the learner names it with its error", "[mpi][faults]") {
+  const auto dir = fresh_dir("fail");
+  coral::test::child c(mpi_train(3,
+                                 {"--env", "faulty", "--env-arg", "throw_step=2000", "--total-steps", "100000000",
+                                  "--keep-going", "--no-run-dir", "--progress-seconds", "0"},
+                                 dir),
+                       120s);
+  const auto r = c.finish();
+  INFO(r.out << r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code == 2);
+  CHECK(std::regex_search(r.out + r.err, std::regex("--distributed: rank [12] on [^ ]+ failed: actor 'env-group-0' "
+                                                    "failed: .*injected fault: step 2000; stopping every rank")));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGINT on mpirun stops every rank with the learner's checkpoint, and --resume continues it",
+          "[mpi][signals]") {
+  const auto dir = fresh_dir("sigint");
+  coral::test::child c(mpi_train(3,
+                                 {"--env", "cartpole", "--total-steps", "100000000", "--keep-going", "--no-run-dir",
+                                  "--checkpoint-dir", "ck", "--progress-seconds", "0.5"},
+                                 dir),
+                       120s);
+  REQUIRE(c.wait_for_output("s] steps"));
+  const double signalled = c.seconds();
+  c.signal(SIGINT);
+  const auto first = c.finish();
+  INFO(first.out << first.err);
+  REQUIRE_FALSE(first.killed);
+  CHECK(first.seconds - signalled < 10.0);
+  // mpirun ends an interrupted job with its own exit code 1; the learner
+  // finished the run in order and said so.
+  const auto json = last_json_line(first.out);
+  CHECK_THAT(json, Catch::Contains("\"interrupted\":true"));
+  CHECK_THAT(json, Catch::Contains("\"checkpoint\":\"ck/checkpoint-"));
+  const auto steps = json_number(json, "env_steps");
+  REQUIRE(steps > 0);
+
+  coral::test::child resumed(mpi_train(3,
+                                       {"--env", "cartpole", "--total-steps", std::to_string(steps + 4096),
+                                        "--keep-going", "--no-run-dir", "--checkpoint-dir", "ck", "--resume",
+                                        "--progress-seconds", "0"},
+                                       dir),
+                             120s);
+  const auto second = resumed.finish();
+  INFO(second.out << second.err);
+  REQUIRE_FALSE(second.killed);
+  CHECK(second.exit_code == 0);
+  const auto end = last_json_line(second.out);
+  CHECK_THAT(end, Catch::Contains("\"resumed_from\":\"ck/checkpoint-"));
+  CHECK(json_number(end, "env_steps") >= steps + 4096);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ranks started with different flags are refused by name before anything runs", "[mpi][contract]") {
+  const auto dir = fresh_dir("mismatch");
+  coral::test::invocation inv;
+  inv.argv = {CORAL_MPIRUN, "--oversubscribe", "-np", "1", CORAL_BINARY, "train", "--distributed", "--no-run-dir",
+              ":", "-np", "1", CORAL_BINARY, "train", "--distributed", "--no-run-dir", "--num-envs", "4"};
+  inv.extra_env = mpi_env;
+  inv.cwd = dir.string();
+  coral::test::child c(inv, 60s);
+  const auto r = c.finish();
+  INFO(r.out << r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("error: --distributed: rank 1 on "));
+  CHECK_THAT(r.err, Catch::Contains(" runs --num-envs '4', the learner (rank 0) runs '8': start every rank with the "
+                                    "same flags"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--distributed outside mpirun is refused: one rank cannot learn and sample", "[mpi][contract]") {
+  const auto dir = fresh_dir("alone");
+  coral::test::invocation inv;
+  inv.argv = {CORAL_BINARY, "train", "--distributed", "--no-run-dir"};
+  inv.extra_env = mpi_env;
+  inv.cwd = dir.string();
+  coral::test::child c(inv, 60s);
+  const auto r = c.finish();
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("error: --distributed: needs at least 2 ranks (rank 0 learns, the others sample): "
+                                    "start it with mpirun -np N, N >= 2; this job has 1"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a sampler rank that stops answering ends the run through the learner's stall watchdog, which names it",
+          "[mpi][faults]") {
+  const auto dir = fresh_dir("stall");
+  // A large lag bound keeps the other sampler going, so it is the learner
+  // that finds the stall (it has a segment of rank 2's, none of rank 1's).
+  auto inv = mpi_train(3, {"--env", "cartpole", "--total-steps", "10000000", "--keep-going", "--no-run-dir",
+                           "--progress-seconds", "0.5", "--stall-seconds", "3", "--max-policy-lag", "1000"},
+                       dir);
+  inv.extra_env.push_back("CORAL_MPI_TEST=" + std::to_string(::getpid()));
+  coral::test::child c(inv, 120s);
+  REQUIRE(c.wait_for_output("s] steps"));
+  const pid_t victim = rank_pid(1);
+  REQUIRE(victim > 0);
+  ::kill(victim, SIGSTOP);  // alive, silent
+  const auto r = c.finish();
+  ::kill(victim, SIGKILL);  // if mpirun left it behind
+  INFO(r.out << r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.out + r.err, Catch::Contains("run stalled: nothing moved for 3 s (--stall-seconds):"));
+  CHECK(std::regex_search(r.out + r.err, std::regex("rank 1 on [^:]+: last message [0-9.]+ s ago")));
+  fs::remove_all(dir);
+}
