@@ -203,16 +203,18 @@ replay_buffer::replay_buffer(const replay_config& config)
       steps_(config.capacity),
       states_(config.capacity, state_empty),
       priorities_(config.capacity),
-      generations_(config.capacity),
       heads_(config.num_streams),
+      ring_heads_(config.num_streams),
+      stream_of_(config.capacity / config.num_streams),
       tree_(config.capacity) {}
 
 std::size_t replay_buffer::claim(std::size_t stream) {
-  const std::uint64_t pos = heads_[stream]++;
-  const std::size_t slot = stream * stream_capacity_ + static_cast<std::size_t>(pos % stream_capacity_);
+  const std::size_t slot = stream * stream_capacity_ + ring_heads_[stream];
+  ++heads_[stream];
+  ring_heads_[stream] = ring_heads_[stream] + 1 == stream_capacity_ ? 0 : ring_heads_[stream] + 1;
+  ++inserts_;
   if (states_[slot] == state_complete) --complete_;
   tree_.leaf_data()[slot] = 0.0f;
-  generations_[slot] = ++inserts_;
   return slot;
 }
 
@@ -357,7 +359,11 @@ void replay_buffer::save(std::vector<char>& out) const {
   w.section<std::uint16_t>("steps", steps_);
   w.section<std::uint8_t>("states", states_);
   w.section<double>("priority", priorities);
-  w.section<std::uint64_t>("gens", generations_);
+  // Not kept since issue 15 (generation() derives them from the heads);
+  // written for the format's sake, and ignored by load().
+  std::vector<std::uint64_t> generations(cap);
+  for (std::size_t slot = 0; slot < cap; ++slot) generations[slot] = generation(slot);
+  w.section<std::uint64_t>("gens", generations);
   w.finish();
 }
 
@@ -402,7 +408,7 @@ void replay_buffer::load(std::span<const char> in) {
   const char* steps = r.section<std::uint16_t>("steps", cap);
   const char* states = r.section<std::uint8_t>("states", cap);
   const char* priorities = r.section<double>("priority", cap);
-  const char* generations = r.section<std::uint64_t>("gens", cap);
+  r.section<std::uint64_t>("gens", cap);  // derived from the heads (see save())
   r.scalar<std::uint64_t>("checksum");  // compared above
   if (!r.at_end()) malformed(fmt::format(fmt::runtime(errors::state_extra), in.size() - state_header_size - r.position()));
 
@@ -459,7 +465,7 @@ void replay_buffer::load(std::span<const char> in) {
   copy_bytes(steps_.data(), steps, cap * sizeof(std::uint16_t));
   copy_bytes(states_.data(), states, cap);
   copy_bytes(priorities_.data(), priorities, cap * sizeof(double));
-  copy_bytes(generations_.data(), generations, cap * sizeof(std::uint64_t));
+  for (std::size_t s = 0; s < config_.num_streams; ++s) ring_heads_[s] = static_cast<std::size_t>(heads_[s] % stream_capacity_);
   max_priority_ = max_priority;
   inserts_ = inserts;
   complete_ = static_cast<std::size_t>(complete);
@@ -501,7 +507,7 @@ void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_ba
     do {
       slot = static_cast<std::size_t>(rng.below(config_.capacity));
     } while (states_[slot] != state_complete);
-    out.keys[i] = {slot, generations_[slot]};
+    out.keys[i] = {slot, generation(slot)};
     out.probabilities[i] = probability;
     out.weights[i] = 1.0f;
   }
@@ -520,11 +526,7 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
   const auto neg_beta = static_cast<float>(-beta);
   for (std::size_t i = 0; i < batch; ++i) out.probabilities[i] = (static_cast<double>(i) + rng.uniform()) * stratum;
   scratch_slots_.resize(batch);
-  // generations_ is 8 MB at a million slots: fetch each draw's as soon as
-  // the descent finds it, and read them last.
-  const std::uint64_t* generations = generations_.data();
-  tree_.find_prefix_many(out.probabilities, scratch_slots_,
-                         [generations](std::size_t slot) { __builtin_prefetch(generations + slot); });
+  tree_.find_prefix_many(out.probabilities, scratch_slots_);
   // Products with the reciprocals: within an ulp of the quotients (the
   // weight's ratio is rounded to float anyway), and no division per draw.
   const double inv_total = 1.0 / total;
@@ -535,7 +537,7 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
     // Single precision: weights are floats anyway, and powf costs half of pow.
     out.weights[i] = std::pow(static_cast<float>(leaf * inv_min_leaf), neg_beta);
   }
-  for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generations[scratch_slots_[i]]};
+  for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generation(scratch_slots_[i])};
 }
 
 std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors) {
@@ -543,14 +545,11 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
   scratch_slots_.resize(keys.size());
   scratch_values_.resize(keys.size());
   const auto alpha = static_cast<float>(config_.alpha);
-  // Random slots of a large buffer: their generation and tree lines are
-  // cache misses unless a sample just read them. Ask for all of them first,
-  // so that the misses overlap with each other and with the powf below.
+  // Random slots of a large buffer: their tree lines are cache misses
+  // unless a sample just read them. Ask for all of them first, so that the
+  // misses overlap with each other and with the powf below.
   for (const sample_key& key : keys) {
-    if (key.slot < config_.capacity) {
-      __builtin_prefetch(generations_.data() + key.slot);
-      tree_.prefetch(key.slot);
-    }
+    if (key.slot < config_.capacity) tree_.prefetch(key.slot);
   }
   std::size_t applied = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -558,7 +557,7 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
     // A present leaf is exactly a complete transition (its leaf is at least
     // FLT_MIN, every other slot's is 0), and its line is fetched for the
     // update anyway: cheaper than reading states_.
-    if (key.slot >= config_.capacity || generations_[key.slot] != key.generation || !(tree_.get(key.slot) > 0.0f)) {
+    if (key.slot >= config_.capacity || generation(key.slot) != key.generation || !(tree_.get(key.slot) > 0.0f)) {
       continue;
     }
     const double priority = std::abs(static_cast<double>(td_errors[i])) + config_.epsilon;
