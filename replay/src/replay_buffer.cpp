@@ -210,12 +210,17 @@ replay_buffer::replay_buffer(const replay_config& config)
 
 std::size_t replay_buffer::claim(std::size_t stream) {
   const std::size_t slot = stream * stream_capacity_ + ring_heads_[stream];
-  ++heads_[stream];
-  ring_heads_[stream] = ring_heads_[stream] + 1 == stream_capacity_ ? 0 : ring_heads_[stream] + 1;
-  ++inserts_;
+  advance(stream, 1);
   if (states_[slot] == state_complete) --complete_;
   tree_.leaf_data()[slot] = 0.0f;
   return slot;
+}
+
+void replay_buffer::advance(std::size_t stream, std::size_t count) noexcept {
+  heads_[stream] += count;
+  inserts_ += count;
+  ring_heads_[stream] += count;
+  if (ring_heads_[stream] == stream_capacity_) ring_heads_[stream] = 0;
 }
 
 void replay_buffer::validate(std::size_t stream, const transition_batch& b) const {
@@ -230,6 +235,13 @@ void replay_buffer::validate(std::size_t stream, const transition_batch& b) cons
   check_size("steps", b.steps.size(), b.count);
   check_size("last_of_episode", b.last_of_episode.size(), b.count);
   check_size("next_observations", b.next_observations.size(), b.count * config_.obs_dim);
+  // One pass without a branch per item; a second finds the first bad one.
+  bool bad = false;
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const std::size_t limit = b.last_of_episode[i] ? 1 : config_.n_step;
+    bad |= b.steps[i] < 1 || b.steps[i] > limit;
+  }
+  if (!bad) [[likely]] return;
   for (std::size_t i = 0; i < b.count; ++i) {
     const std::size_t limit = b.last_of_episode[i] ? 1 : config_.n_step;
     if (b.steps[i] < 1 || b.steps[i] > limit) {
@@ -259,22 +271,40 @@ void replay_buffer::insert(std::size_t stream, const transition_batch& b) {
   const std::size_t obs_dim = config_.obs_dim;
   const std::size_t ddim = config_.discrete_action_dim;
   const std::size_t cdim = config_.continuous_action_dim;
-  for (std::size_t i = 0; i < b.count; ++i) {
-    std::size_t slot = claim(stream);
-    std::copy_n(b.observations.data() + i * obs_dim, obs_dim, observations_.data() + slot * obs_dim);
-    std::copy_n(b.discrete_actions.data() + i * ddim, ddim, discrete_.data() + slot * ddim);
-    std::copy_n(b.continuous_actions.data() + i * cdim, cdim, continuous_.data() + slot * cdim);
-    returns_[slot] = b.n_step_returns[i];
-    discounts_[slot] = b.discounts[i];
-    steps_[slot] = static_cast<std::uint16_t>(b.steps[i]);
-    priorities_[slot] = max_leaf_;
-    states_[slot] = state_pending;
-    if (b.last_of_episode[i]) {
-      slot = claim(stream);
-      std::copy_n(b.next_observations.data() + i * obs_dim, obs_dim, observations_.data() + slot * obs_dim);
-      steps_[slot] = 0;
-      priorities_[slot] = 0.0;  // a frame has no priority (and so save/load round-trips exactly)
-      states_[slot] = state_frame;
+  const std::size_t base = stream * stream_capacity_;
+  float* const leaves = tree_.leaf_data();
+  // In runs of items that take consecutive slots: up to the ring's end or
+  // an episode's last transition (a frame follows it), whichever comes
+  // first. Each column of a run is one copy or one fill, and the slots it
+  // overwrites are counted out of complete_ in one pass.
+  for (std::size_t i = 0; i < b.count;) {
+    const std::size_t first = ring_heads_[stream];
+    std::size_t run = std::min(b.count - i, stream_capacity_ - first);
+    const std::uint8_t* last = b.last_of_episode.data() + i;
+    const std::size_t ends_at = static_cast<std::size_t>(std::find_if(last, last + run, [](std::uint8_t x) { return x != 0; }) - last);
+    const bool episode_ends = ends_at < run;
+    if (episode_ends) run = ends_at + 1;
+    const std::size_t slot = base + first;
+    std::size_t overwritten = 0;
+    for (std::size_t k = 0; k < run; ++k) overwritten += states_[slot + k] == state_complete ? 1 : 0;
+    complete_ -= overwritten;
+    std::fill_n(leaves + slot, run, 0.0f);
+    std::fill_n(states_.data() + slot, run, state_pending);
+    std::fill_n(priorities_.data() + slot, run, max_leaf_);
+    std::copy_n(b.observations.data() + i * obs_dim, run * obs_dim, observations_.data() + slot * obs_dim);
+    std::copy_n(b.discrete_actions.data() + i * ddim, run * ddim, discrete_.data() + slot * ddim);
+    std::copy_n(b.continuous_actions.data() + i * cdim, run * cdim, continuous_.data() + slot * cdim);
+    std::copy_n(b.n_step_returns.data() + i, run, returns_.data() + slot);
+    std::copy_n(b.discounts.data() + i, run, discounts_.data() + slot);
+    for (std::size_t k = 0; k < run; ++k) steps_[slot + k] = static_cast<std::uint16_t>(b.steps[i + k]);
+    advance(stream, run);
+    i += run;
+    if (episode_ends) {
+      const std::size_t frame = claim(stream);
+      std::copy_n(b.next_observations.data() + (i - 1) * obs_dim, obs_dim, observations_.data() + frame * obs_dim);
+      steps_[frame] = 0;
+      priorities_[frame] = 0.0;  // a frame has no priority (and so save/load round-trips exactly)
+      states_[frame] = state_frame;
     }
   }
   complete_and_refresh(stream, old_head);
@@ -289,13 +319,14 @@ void replay_buffer::complete_and_refresh(std::size_t stream, std::uint64_t old_h
   std::uint64_t first = old_head >= config_.n_step ? old_head - config_.n_step : 0;
   if (head - first > cap) first = head - cap;  // older positions were overwritten in this call
   float* leaves = tree_.leaf_data();
+  std::size_t slot = base + static_cast<std::size_t>(first % cap);
   for (std::uint64_t p = first; p < head; ++p) {
-    const std::size_t slot = base + static_cast<std::size_t>(p % cap);
     if (states_[slot] == state_pending && p + steps_[slot] < head) {
       states_[slot] = state_complete;
       ++complete_;
       leaves[slot] = static_cast<float>(priorities_[slot]);  // exact: priorities are float values
     }
+    slot = slot + 1 == base + cap ? base : slot + 1;
   }
   // Recompute the ancestors of the touched positions [first, head), split
   // where they wrap around the stream's ring.

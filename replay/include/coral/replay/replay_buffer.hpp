@@ -241,6 +241,7 @@ class replay_buffer {
     return base + (slot - base + steps_[slot]) % stream_capacity_;
   }
   std::size_t claim(std::size_t stream);  // next slot of the stream's ring, its old item dropped
+  void advance(std::size_t stream, std::size_t count) noexcept;  // the stream's head, count slots on (not past the ring's end)
   void validate(std::size_t stream, const transition_batch& batch) const;
   void complete_and_refresh(std::size_t stream, std::uint64_t old_head);
 

@@ -19,12 +19,13 @@ class divider {
   /// n / d.
   [[nodiscard]] std::uint64_t quotient(std::uint64_t n) const noexcept {
     if (c_ != 0 && n <= limit) [[likely]] {
-      return static_cast<std::uint64_t>((static_cast<unsigned __int128>(c_) * n) >> 64);
+      return static_cast<std::uint64_t>((static_cast<u128>(c_) * n) >> 64);
     }
     return n / d_;
   }
 
  private:
+  __extension__ using u128 = unsigned __int128;  // GCC and Clang, 64-bit targets
   static constexpr std::uint64_t limit = 0xffffffffu;
   std::uint64_t d_;
   std::uint64_t c_;  // ceil(2^64 / d), or 0: divide
