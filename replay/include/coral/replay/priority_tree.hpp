@@ -44,9 +44,6 @@ class priority_tree {
   static constexpr std::size_t fanout = 8;
   /// How many items ahead the batch operations prefetch.
   static constexpr std::size_t prefetch_distance = 16;
-  /// find_prefix_many merges a level instead of descending into it while it
-  /// has at most this many nodes per draw.
-  static constexpr std::size_t merge_ratio = 8;
 
   /// A tree over `leaves` items, all absent (leaf 0).
   explicit priority_tree(std::size_t leaves) : leaves_count_(leaves) {
@@ -210,7 +207,7 @@ class priority_tree {
   void find_prefix_many(std::span<double> masses, std::span<std::size_t> leaves, OnLeaf&& on_leaf) const noexcept {
     const std::size_t n = masses.size();
     std::size_t start = 0;
-    while (start < depth() && widths_[start + 1] <= merge_ratio * n) ++start;
+    while (start < depth() && widths_[start + 1] * 2 <= n) ++start;
     if (start > 0) {
       merge_level(start, masses, leaves);
     } else {

@@ -209,9 +209,11 @@ class replay_buffer {
     const std::size_t r = slot - stream * stream_capacity_;  // place in the ring
     const std::size_t head_r = ring_heads_[stream];         // where the next item goes
     const std::uint64_t lap = heads_[stream] - head_r;      // position of this lap's first item
-    // Written in this lap, in the one before, or never.
-    if (r < head_r) return lap + r + 1;
-    return lap > 0 ? lap - stream_capacity_ + r + 1 : 0;
+    // Written in this lap, in the one before, or never. Selects, not
+    // branches: for random slots r < head_r is a coin flip to the predictor.
+    const bool this_lap = r < head_r;
+    const std::uint64_t gen = lap + r + 1 - (this_lap ? 0 : stream_capacity_);
+    return this_lap || lap > 0 ? gen : 0;
   }
   /// Whether `slot` holds a transition that can be sampled.
   [[nodiscard]] bool sampleable(std::size_t slot) const noexcept { return states_[slot] == state_complete; }
