@@ -6,17 +6,23 @@
 //   and no tree (insert_baseline/B).
 // - sample_update/256: one stratified prioritized sample of 256 plus the
 //   priority update of those 256, against a plain priority vector sampled by a
-//   prefix-sum linear scan (sample_update_baseline/256).
+//   prefix-sum linear scan (sample_update_baseline/256), and against the
+//   same work done the way the buffer did it before issue 15
+//   (sample_update_reference/256: reference_tree.hpp, a uint64 generation
+//   array, std::pow per draw and per update), on the same leaves.
 
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <limits>
+#include <span>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "coral/envs/rng.hpp"
 #include "coral/replay/replay_buffer.hpp"
+#include "reference_tree.hpp"
 
 namespace {
 
@@ -156,6 +162,94 @@ void update_only(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
 }
 BENCHMARK(update_only)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+/// The sample and update of replay_buffer as they were before issue 15
+/// (sample_prioritized and update_priorities of commit 6951f21, with the
+/// checks that cannot fail here left out), over reference_tree and a
+/// generation array holding the same leaves and generations as the buffer
+/// of sample_update: the old path, timed in the same run as the new one.
+class reference_path {
+ public:
+  explicit reference_path(const replay_buffer& buffer)
+      : tree_(buffer.capacity()), generations_(buffer.capacity()), capacity_(buffer.capacity()) {
+    for (std::size_t slot = 0; slot < capacity_; ++slot) {
+      tree_.leaf_data()[slot] = buffer.sampleable(slot) ? static_cast<float>(buffer.priority(slot)) : 0.0f;
+      generations_[slot] = buffer.generation(slot);
+    }
+    tree_.refresh(0, capacity_);
+  }
+
+  void sample(coral::envs::rng& rng, std::size_t batch, double beta, sampled_batch& out) {
+    out.keys.resize(batch);
+    out.probabilities.resize(batch);
+    out.weights.resize(batch);
+    const double total = tree_.total();
+    const double stratum = total / static_cast<double>(batch);
+    const double min_leaf = tree_.min();
+    const auto neg_beta = static_cast<float>(-beta);
+    for (std::size_t i = 0; i < batch; ++i) out.probabilities[i] = (static_cast<double>(i) + rng.uniform()) * stratum;
+    slots_.resize(batch);
+    const std::uint64_t* generations = generations_.data();
+    tree_.find_prefix_many(out.probabilities, slots_,
+                           [generations](std::size_t slot) { __builtin_prefetch(generations + slot); });
+    const double inv_total = 1.0 / total;
+    const double inv_min_leaf = 1.0 / min_leaf;
+    for (std::size_t i = 0; i < batch; ++i) {
+      const double leaf = tree_.get(slots_[i]);
+      out.probabilities[i] = leaf * inv_total;
+      out.weights[i] = std::pow(static_cast<float>(leaf * inv_min_leaf), neg_beta);
+    }
+    for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {slots_[i], generations[slots_[i]]};
+  }
+
+  std::size_t update(std::span<const coral::replay::sample_key> keys, std::span<const float> td_errors) {
+    slots_.resize(keys.size());
+    values_.resize(keys.size());
+    const auto alpha = static_cast<float>(0.6);
+    for (const auto& key : keys) {
+      if (key.slot < capacity_) {
+        __builtin_prefetch(generations_.data() + key.slot);
+        tree_.prefetch(key.slot);
+      }
+    }
+    std::size_t applied = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const auto key = keys[i];
+      if (key.slot >= capacity_ || generations_[key.slot] != key.generation || !(tree_.get(key.slot) > 0.0f)) continue;
+      const double priority = std::abs(static_cast<double>(td_errors[i])) + 1e-6;
+      const float leaf = std::max(std::pow(static_cast<float>(priority), alpha), std::numeric_limits<float>::min());
+      if (priority > max_priority_) max_priority_ = priority;
+      slots_[applied] = key.slot;
+      values_[applied] = leaf;
+      ++applied;
+    }
+    tree_.set_many(std::span(slots_).first(applied), std::span(values_).first(applied));
+    return applied;
+  }
+
+ private:
+  coral::replay::bench::reference_tree tree_;
+  coral::replay::detail::huge_vector<std::uint64_t> generations_;
+  std::size_t capacity_;
+  std::vector<std::size_t> slots_;
+  std::vector<float> values_;
+  double max_priority_ = 1.0;
+};
+
+void sample_update_reference(benchmark::State& state) {
+  const auto b = static_cast<std::size_t>(state.range(0));
+  reference_path path(*full_buffer());
+  coral::envs::rng rng(42);
+  sampled_batch out;
+  std::vector<float> td(b);
+  for (auto _ : state) {
+    path.sample(rng, b, 0.4, out);
+    for (auto& x : td) x = static_cast<float>(rng.uniform(0.0, 2.0));
+    benchmark::DoNotOptimize(path.update(out.keys, td));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
+}
+BENCHMARK(sample_update_reference)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 /// A plain vector of priority^alpha: stratified sampling by one prefix-sum
 /// scan over all of it, updates by direct writes.

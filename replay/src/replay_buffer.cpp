@@ -203,17 +203,24 @@ replay_buffer::replay_buffer(const replay_config& config)
       steps_(config.capacity),
       states_(config.capacity, state_empty),
       priorities_(config.capacity),
-      generations_(config.capacity),
       heads_(config.num_streams),
+      ring_heads_(config.num_streams),
+      stream_of_(config.capacity / config.num_streams),
       tree_(config.capacity) {}
 
 std::size_t replay_buffer::claim(std::size_t stream) {
-  const std::uint64_t pos = heads_[stream]++;
-  const std::size_t slot = stream * stream_capacity_ + static_cast<std::size_t>(pos % stream_capacity_);
+  const std::size_t slot = stream * stream_capacity_ + ring_heads_[stream];
+  advance(stream, 1);
   if (states_[slot] == state_complete) --complete_;
   tree_.leaf_data()[slot] = 0.0f;
-  generations_[slot] = ++inserts_;
   return slot;
+}
+
+void replay_buffer::advance(std::size_t stream, std::size_t count) noexcept {
+  heads_[stream] += count;
+  inserts_ += count;
+  ring_heads_[stream] += count;
+  if (ring_heads_[stream] == stream_capacity_) ring_heads_[stream] = 0;
 }
 
 void replay_buffer::validate(std::size_t stream, const transition_batch& b) const {
@@ -228,6 +235,13 @@ void replay_buffer::validate(std::size_t stream, const transition_batch& b) cons
   check_size("steps", b.steps.size(), b.count);
   check_size("last_of_episode", b.last_of_episode.size(), b.count);
   check_size("next_observations", b.next_observations.size(), b.count * config_.obs_dim);
+  // One pass without a branch per item; a second finds the first bad one.
+  bool bad = false;
+  for (std::size_t i = 0; i < b.count; ++i) {
+    const std::size_t limit = b.last_of_episode[i] ? 1 : config_.n_step;
+    bad |= b.steps[i] < 1 || b.steps[i] > limit;
+  }
+  if (!bad) [[likely]] return;
   for (std::size_t i = 0; i < b.count; ++i) {
     const std::size_t limit = b.last_of_episode[i] ? 1 : config_.n_step;
     if (b.steps[i] < 1 || b.steps[i] > limit) {
@@ -257,22 +271,40 @@ void replay_buffer::insert(std::size_t stream, const transition_batch& b) {
   const std::size_t obs_dim = config_.obs_dim;
   const std::size_t ddim = config_.discrete_action_dim;
   const std::size_t cdim = config_.continuous_action_dim;
-  for (std::size_t i = 0; i < b.count; ++i) {
-    std::size_t slot = claim(stream);
-    std::copy_n(b.observations.data() + i * obs_dim, obs_dim, observations_.data() + slot * obs_dim);
-    std::copy_n(b.discrete_actions.data() + i * ddim, ddim, discrete_.data() + slot * ddim);
-    std::copy_n(b.continuous_actions.data() + i * cdim, cdim, continuous_.data() + slot * cdim);
-    returns_[slot] = b.n_step_returns[i];
-    discounts_[slot] = b.discounts[i];
-    steps_[slot] = static_cast<std::uint16_t>(b.steps[i]);
-    priorities_[slot] = max_leaf_;
-    states_[slot] = state_pending;
-    if (b.last_of_episode[i]) {
-      slot = claim(stream);
-      std::copy_n(b.next_observations.data() + i * obs_dim, obs_dim, observations_.data() + slot * obs_dim);
-      steps_[slot] = 0;
-      priorities_[slot] = 0.0;  // a frame has no priority (and so save/load round-trips exactly)
-      states_[slot] = state_frame;
+  const std::size_t base = stream * stream_capacity_;
+  float* const leaves = tree_.leaf_data();
+  // In runs of items that take consecutive slots: up to the ring's end or
+  // an episode's last transition (a frame follows it), whichever comes
+  // first. Each column of a run is one copy or one fill, and the slots it
+  // overwrites are counted out of complete_ in one pass.
+  for (std::size_t i = 0; i < b.count;) {
+    const std::size_t first = ring_heads_[stream];
+    std::size_t run = std::min(b.count - i, stream_capacity_ - first);
+    const std::uint8_t* last = b.last_of_episode.data() + i;
+    const std::size_t ends_at = static_cast<std::size_t>(std::find_if(last, last + run, [](std::uint8_t x) { return x != 0; }) - last);
+    const bool episode_ends = ends_at < run;
+    if (episode_ends) run = ends_at + 1;
+    const std::size_t slot = base + first;
+    std::size_t overwritten = 0;
+    for (std::size_t k = 0; k < run; ++k) overwritten += states_[slot + k] == state_complete ? 1 : 0;
+    complete_ -= overwritten;
+    std::fill_n(leaves + slot, run, 0.0f);
+    std::fill_n(states_.data() + slot, run, state_pending);
+    std::fill_n(priorities_.data() + slot, run, max_leaf_);
+    std::copy_n(b.observations.data() + i * obs_dim, run * obs_dim, observations_.data() + slot * obs_dim);
+    std::copy_n(b.discrete_actions.data() + i * ddim, run * ddim, discrete_.data() + slot * ddim);
+    std::copy_n(b.continuous_actions.data() + i * cdim, run * cdim, continuous_.data() + slot * cdim);
+    std::copy_n(b.n_step_returns.data() + i, run, returns_.data() + slot);
+    std::copy_n(b.discounts.data() + i, run, discounts_.data() + slot);
+    for (std::size_t k = 0; k < run; ++k) steps_[slot + k] = static_cast<std::uint16_t>(b.steps[i + k]);
+    advance(stream, run);
+    i += run;
+    if (episode_ends) {
+      const std::size_t frame = claim(stream);
+      std::copy_n(b.next_observations.data() + (i - 1) * obs_dim, obs_dim, observations_.data() + frame * obs_dim);
+      steps_[frame] = 0;
+      priorities_[frame] = 0.0;  // a frame has no priority (and so save/load round-trips exactly)
+      states_[frame] = state_frame;
     }
   }
   complete_and_refresh(stream, old_head);
@@ -287,13 +319,14 @@ void replay_buffer::complete_and_refresh(std::size_t stream, std::uint64_t old_h
   std::uint64_t first = old_head >= config_.n_step ? old_head - config_.n_step : 0;
   if (head - first > cap) first = head - cap;  // older positions were overwritten in this call
   float* leaves = tree_.leaf_data();
+  std::size_t slot = base + static_cast<std::size_t>(first % cap);
   for (std::uint64_t p = first; p < head; ++p) {
-    const std::size_t slot = base + static_cast<std::size_t>(p % cap);
     if (states_[slot] == state_pending && p + steps_[slot] < head) {
       states_[slot] = state_complete;
       ++complete_;
       leaves[slot] = static_cast<float>(priorities_[slot]);  // exact: priorities are float values
     }
+    slot = slot + 1 == base + cap ? base : slot + 1;
   }
   // Recompute the ancestors of the touched positions [first, head), split
   // where they wrap around the stream's ring.
@@ -357,7 +390,11 @@ void replay_buffer::save(std::vector<char>& out) const {
   w.section<std::uint16_t>("steps", steps_);
   w.section<std::uint8_t>("states", states_);
   w.section<double>("priority", priorities);
-  w.section<std::uint64_t>("gens", generations_);
+  // Not kept since issue 15 (generation() derives them from the heads);
+  // written for the format's sake, and ignored by load().
+  std::vector<std::uint64_t> generations(cap);
+  for (std::size_t slot = 0; slot < cap; ++slot) generations[slot] = generation(slot);
+  w.section<std::uint64_t>("gens", generations);
   w.finish();
 }
 
@@ -402,7 +439,7 @@ void replay_buffer::load(std::span<const char> in) {
   const char* steps = r.section<std::uint16_t>("steps", cap);
   const char* states = r.section<std::uint8_t>("states", cap);
   const char* priorities = r.section<double>("priority", cap);
-  const char* generations = r.section<std::uint64_t>("gens", cap);
+  r.section<std::uint64_t>("gens", cap);  // derived from the heads (see save())
   r.scalar<std::uint64_t>("checksum");  // compared above
   if (!r.at_end()) malformed(fmt::format(fmt::runtime(errors::state_extra), in.size() - state_header_size - r.position()));
 
@@ -459,7 +496,7 @@ void replay_buffer::load(std::span<const char> in) {
   copy_bytes(steps_.data(), steps, cap * sizeof(std::uint16_t));
   copy_bytes(states_.data(), states, cap);
   copy_bytes(priorities_.data(), priorities, cap * sizeof(double));
-  copy_bytes(generations_.data(), generations, cap * sizeof(std::uint64_t));
+  for (std::size_t s = 0; s < config_.num_streams; ++s) ring_heads_[s] = static_cast<std::size_t>(heads_[s] % stream_capacity_);
   max_priority_ = max_priority;
   inserts_ = inserts;
   complete_ = static_cast<std::size_t>(complete);
@@ -501,7 +538,7 @@ void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_ba
     do {
       slot = static_cast<std::size_t>(rng.below(config_.capacity));
     } while (states_[slot] != state_complete);
-    out.keys[i] = {slot, generations_[slot]};
+    out.keys[i] = {slot, generation(slot)};
     out.probabilities[i] = probability;
     out.weights[i] = 1.0f;
   }
@@ -520,11 +557,7 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
   const auto neg_beta = static_cast<float>(-beta);
   for (std::size_t i = 0; i < batch; ++i) out.probabilities[i] = (static_cast<double>(i) + rng.uniform()) * stratum;
   scratch_slots_.resize(batch);
-  // generations_ is 8 MB at a million slots: fetch each draw's as soon as
-  // the descent finds it, and read them last.
-  const std::uint64_t* generations = generations_.data();
-  tree_.find_prefix_many(out.probabilities, scratch_slots_,
-                         [generations](std::size_t slot) { __builtin_prefetch(generations + slot); });
+  tree_.find_prefix_many(out.probabilities, scratch_slots_);
   // Products with the reciprocals: within an ulp of the quotients (the
   // weight's ratio is rounded to float anyway), and no division per draw.
   const double inv_total = 1.0 / total;
@@ -535,7 +568,7 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
     // Single precision: weights are floats anyway, and powf costs half of pow.
     out.weights[i] = std::pow(static_cast<float>(leaf * inv_min_leaf), neg_beta);
   }
-  for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generations[scratch_slots_[i]]};
+  for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generation(scratch_slots_[i])};
 }
 
 std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors) {
@@ -543,14 +576,11 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
   scratch_slots_.resize(keys.size());
   scratch_values_.resize(keys.size());
   const auto alpha = static_cast<float>(config_.alpha);
-  // Random slots of a large buffer: their generation and tree lines are
-  // cache misses unless a sample just read them. Ask for all of them first,
-  // so that the misses overlap with each other and with the powf below.
+  // Random slots of a large buffer: their tree lines are cache misses
+  // unless a sample just read them. Ask for all of them first, so that the
+  // misses overlap with each other and with the powf below.
   for (const sample_key& key : keys) {
-    if (key.slot < config_.capacity) {
-      __builtin_prefetch(generations_.data() + key.slot);
-      tree_.prefetch(key.slot);
-    }
+    if (key.slot < config_.capacity) tree_.prefetch(key.slot);
   }
   std::size_t applied = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -558,7 +588,7 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
     // A present leaf is exactly a complete transition (its leaf is at least
     // FLT_MIN, every other slot's is 0), and its line is fetched for the
     // update anyway: cheaper than reading states_.
-    if (key.slot >= config_.capacity || generations_[key.slot] != key.generation || !(tree_.get(key.slot) > 0.0f)) {
+    if (key.slot >= config_.capacity || generation(key.slot) != key.generation || !(tree_.get(key.slot) > 0.0f)) {
       continue;
     }
     const double priority = std::abs(static_cast<double>(td_errors[i])) + config_.epsilon;

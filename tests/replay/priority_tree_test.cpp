@@ -1,6 +1,10 @@
 #include "coral/replay/priority_tree.hpp"
+#include "coral/replay/detail/divider.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -161,5 +165,137 @@ TEST_CASE("find_prefix never lands on an absent leaf at the very end of the mass
     tree.find_prefix_many(masses, found);
     CHECK(found[0] == 3);
     for (std::size_t i = 1; i < 200; ++i) REQUIRE(found[i] == 4);
+  }
+}
+
+TEST_CASE("find_prefix_many finds, for every mass, the leaf find_prefix finds alone", "[replay][priority_tree]") {
+  // Sizes around a group of 16 (the last group partial or not) and a million
+  // (levels merged and descended); a third of the leaves absent.
+  for (const std::size_t size : {1u, 15u, 16u, 17u, 1'000'000u}) {
+    INFO("size " << size);
+    priority_tree tree(size);
+    rng r(17 + size);
+    for (std::size_t i = 0; i < size; ++i) tree.leaf_data()[i] = random_leaf(r);
+    tree.leaf_data()[size - 1] = 0.5f;  // at least one present leaf, in the last group
+    tree.refresh(0, size);
+    const double total = tree.total();
+    for (const std::size_t batch : {1u, 31u, 256u, 1024u}) {
+      for (const bool sorted : {true, false}) {
+        std::vector<double> masses(batch);
+        for (std::size_t i = 0; i < batch; ++i) {
+          masses[i] = (static_cast<double>(i) + r.uniform()) * total / static_cast<double>(batch);
+        }
+        // Just below the end, where rounding matters most. (At or past the
+        // end, outside find_prefix's contract, both land in a present leaf,
+        // not always the same one: the test above.)
+        masses.back() = std::nextafter(total, 0.0);
+        if (!sorted) std::shuffle(masses.begin(), masses.end(), std::mt19937_64(batch));
+        const std::vector<double> kept = masses;
+        std::vector<std::size_t> found(batch);
+        tree.find_prefix_many(masses, found);
+        for (std::size_t i = 0; i < batch; ++i) {
+          REQUIRE(found[i] == tree.find_prefix(kept[i]));
+          REQUIRE(tree.get(found[i]) > 0.0f);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the tree is a function of its leaves: rebuilt from them it is the same bit for bit",
+          "[replay][priority_tree]") {
+  for (const std::size_t size : {17u, 5000u, 100'000u}) {
+    INFO("size " << size);
+    priority_tree tree(size);
+    rng r(3 + size);
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::size_t> idx(1 + r.below(256));
+      std::vector<float> values(idx.size());
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        idx[k] = r.below(size);
+        values[k] = random_leaf(r);
+      }
+      std::sort(idx.begin(), idx.end());
+      tree.set_many(idx, values);
+      tree.set(r.below(size), random_leaf(r));
+    }
+    priority_tree rebuilt(size);
+    std::copy(tree.leaf_data(), tree.leaf_data() + size, rebuilt.leaf_data());
+    rebuilt.refresh(0, size);
+    CHECK(std::bit_cast<std::uint64_t>(rebuilt.total()) == std::bit_cast<std::uint64_t>(tree.total()));
+    CHECK(rebuilt.min() == tree.min());
+    for (int i = 0; i < 1000; ++i) {
+      const double mass = r.uniform() * tree.total();
+      REQUIRE(rebuilt.find_prefix(mass) == tree.find_prefix(mass));
+    }
+  }
+}
+
+TEST_CASE("the SIMD line kernels give the bits of their plain C++ twins", "[replay][priority_tree]") {
+  namespace k = coral::replay::detail;
+  rng r(99);
+  alignas(64) float leaves[16];
+  alignas(64) double row[8];
+  alignas(64) float row_mins[8];
+  for (int round = 0; round < 20000; ++round) {
+    // Leaves with zeros, ties and wide magnitudes; masses around the ends.
+    for (float& x : leaves) x = r.below(3) == 0 ? 0.0f : static_cast<float>(std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(40)) - 20));
+    for (double& x : row) x = r.below(4) == 0 ? 0.0 : r.uniform(0.0, 100.0);
+    for (float& x : row_mins) x = r.below(4) == 0 ? infinity : static_cast<float>(r.uniform(0.01, 10.0));
+    REQUIRE(std::bit_cast<std::uint64_t>(k::group_sum(leaves)) == std::bit_cast<std::uint64_t>(k::scalar::group_sum(leaves)));
+    REQUIRE(k::group_min(leaves) == k::scalar::group_min(leaves));
+    REQUIRE(std::bit_cast<std::uint64_t>(k::row_sum(row)) == std::bit_cast<std::uint64_t>(k::scalar::row_sum(row)));
+    REQUIRE(k::row_min(row_mins) == k::scalar::row_min(row_mins));
+    const double leaf_mass = r.uniform(-0.1, 1.1) * k::scalar::group_sum(leaves);
+    REQUIRE(k::group_count(leaves, leaf_mass) == k::scalar::group_count(leaves, leaf_mass));
+    const double row_mass = r.uniform(-0.1, 1.1) * k::scalar::row_sum(row);
+    double ends[8], scalar_ends[8];
+    REQUIRE(k::row_count(row, row_mass, ends) == k::scalar::row_count(row, row_mass, scalar_ends));
+    REQUIRE(std::memcmp(ends, scalar_ends, sizeof ends) == 0);
+  }
+}
+
+TEST_CASE("a zero child's running end is the end before it, so a count never stops on it",
+          "[replay][priority_tree]") {
+  namespace k = coral::replay::detail;
+  rng r(5);
+  alignas(64) float leaves[16];
+  for (int round = 0; round < 20000; ++round) {
+    for (float& x : leaves) x = r.below(2) == 0 ? 0.0f : static_cast<float>(r.uniform(0.001, 1000.0));
+    leaves[r.below(16)] = 1.0f;
+    double ends[16];
+    k::scalar::running_ends(leaves, 16, ends);
+    for (int j = 0; j < 16; ++j) {
+      if (leaves[j] == 0.0f) REQUIRE(ends[j] == (j > 0 ? ends[j - 1] : 0.0));
+      if (j > 0) REQUIRE(ends[j] >= ends[j - 1]);
+    }
+    const double mass = r.uniform() * ends[15];
+    if (mass >= ends[15]) continue;  // rounded up to the end: the rare path, tested above
+    const unsigned c = k::group_count(leaves, mass);
+    REQUIRE(c < 16);
+    REQUIRE(leaves[c] > 0.0f);
+  }
+}
+
+TEST_CASE("divider gives n / d by a multiplication where both fit in 32 bits, and divides elsewhere",
+          "[replay][priority_tree]") {
+  rng r(11);
+  const std::uint64_t edges[] = {1, 2, 3, 7, 16, 1000, 1'000'000, 0xffffffffu, 0x100000000ull, 0x123456789abull};
+  for (const std::uint64_t d : edges) {
+    const coral::replay::detail::divider div(d);
+    for (const std::uint64_t n : edges) REQUIRE(div.quotient(n) == n / d);
+    REQUIRE(div.quotient(0) == 0);
+    for (int i = 0; i < 20000; ++i) {
+      const std::uint64_t n = r.below(2) == 0 ? r.below(0x100000000ull) : r();
+      REQUIRE(div.quotient(n) == n / d);
+    }
+  }
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint64_t d = 1 + r.below(0xffffffffu);
+    const coral::replay::detail::divider div(d);
+    for (int j = 0; j < 100; ++j) {
+      const std::uint64_t n = r.below(0x100000000ull);
+      REQUIRE(div.quotient(n) == n / d);
+    }
   }
 }

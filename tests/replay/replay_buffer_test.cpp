@@ -862,3 +862,27 @@ TEST_CASE("random cuts never complete an abandoned transition and keep size() ri
   loaded.load(blob);
   require_same_state(b, loaded);
 }
+
+TEST_CASE("a slot's generation is 1 + the position in its stream of the item it holds, 0 before any",
+          "[replay][buffer]") {
+  // Two streams of 5 slots; stream 1 gets items (and frames) at a different
+  // pace, so the generations of the two rings are independent.
+  replay_buffer b(one_step(10, 2));
+  for (std::size_t slot = 0; slot < 10; ++slot) CHECK(b.generation(slot) == 0);
+  std::uint64_t written[2] = {0, 0};  // items per stream, frames included
+  std::map<std::size_t, std::uint64_t> expected;  // slot -> generation
+  rng r(8);
+  for (int step = 0; step < 400; ++step) {
+    const std::size_t stream = r.below(3) == 0 ? 1 : 0;
+    const bool last = r.below(4) == 0;
+    insert_one(b, stream, static_cast<float>(step), last);
+    for (int item = 0; item < (last ? 2 : 1); ++item) {
+      expected[stream * 5 + written[stream] % 5] = written[stream] + 1;
+      ++written[stream];
+    }
+    for (std::size_t slot = 0; slot < 10; ++slot) {
+      const auto it = expected.find(slot);
+      REQUIRE(b.generation(slot) == (it == expected.end() ? 0 : it->second));
+    }
+  }
+}

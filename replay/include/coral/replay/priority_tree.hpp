@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "coral/replay/detail/huge_page_allocator.hpp"
+#include "coral/replay/detail/tree_kernels.hpp"
 
 namespace coral::replay {
 
@@ -219,17 +220,8 @@ class priority_tree {
         return d < depth() ? static_cast<const void*>(sums(d + 1) + node * fanout)
                            : static_cast<const void*>(leaves_.data() + node * leaf_fanout);
       };
-      // The running ends of the last node's children: near the root
-      // consecutive sorted draws descend through the same node and reuse them.
-      double ends[fanout];
-      std::size_t last = static_cast<std::size_t>(-1);
       for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t node = leaves[i];
-        if (node != last) {
-          running_ends(children + node * fanout, ends);
-          last = node;
-        }
-        leaves[i] = choose_child(children, node, ends, masses[i]);
+        leaves[i] = node_step(children, leaves[i], masses[i]);
         __builtin_prefetch(next_line(leaves[i]));
       }
     }
@@ -246,7 +238,7 @@ class priority_tree {
   }
 
  private:
-  static constexpr float absent_min = std::numeric_limits<float>::infinity();
+  static constexpr float absent_min = detail::absent_min;
   static constexpr std::size_t fanout_bits = 3;  // log2(fanout)
 
   // Levels of sums and mins: 0 is the root, depth() the groups.
@@ -257,16 +249,8 @@ class priority_tree {
 
   void refresh_group(std::size_t g) noexcept {
     const float* c = leaves_.data() + g * leaf_fanout;
-    // Pairwise: shorter dependency chains than a running sum.
-    double s[leaf_fanout / 2];
-    float m[leaf_fanout];
-    for (std::size_t k = 0; k < leaf_fanout; ++k) m[k] = c[k] > 0.0f ? c[k] : absent_min;
-    for (std::size_t k = 0; k < leaf_fanout / 2; ++k) {
-      s[k] = static_cast<double>(c[2 * k]) + static_cast<double>(c[2 * k + 1]);
-    }
-    for (std::size_t k = 0; k < leaf_fanout / 2; ++k) m[k] = std::min(m[k], m[k + leaf_fanout / 2]);
-    sums(depth())[g] = sum8(s);
-    mins(depth())[g] = min8(m);
+    sums(depth())[g] = detail::group_sum(c);
+    mins(depth())[g] = detail::group_min(c);
   }
 
   void refresh_node(std::size_t d, std::size_t p) noexcept {
@@ -274,13 +258,8 @@ class priority_tree {
     mins(d)[p] = min8(mins(d + 1) + p * fanout);
   }
 
-  static double sum8(const double* c) noexcept {
-    return ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
-  }
-  static float min8(const float* c) noexcept {
-    return std::min(std::min(std::min(c[0], c[1]), std::min(c[2], c[3])),
-                    std::min(std::min(c[4], c[5]), std::min(c[6], c[7])));
-  }
+  static double sum8(const double* c) noexcept { return detail::row_sum(c); }
+  static float min8(const float* c) noexcept { return detail::row_min(c); }
 
   // Level d by a merge instead of d descent steps: the node of level d
   // where each mass falls, by the running sum over the whole level, and the
@@ -316,28 +295,16 @@ class priority_tree {
     }
   }
 
-  // ends[k] = children[0] + ... + children[k], added left to right.
-  static void running_ends(const double* children, double* ends) noexcept {
-    double acc = 0.0;
-    for (std::size_t k = 0; k < fanout; ++k) {
-      acc += children[k];
-      ends[k] = acc;
-    }
-  }
-
-  // One level of the descent: the child of `node` where `mass` falls, given
-  // the running ends of its children; `mass` becomes the remainder within
-  // that child.
-  static std::size_t choose_child(const double* level, std::size_t node, const double* ends, double& mass) noexcept {
-    // Branch-free: c counts the children whose running end is <= mass, so c
-    // is the child where mass falls, zero-mass children skipped (their end
-    // ties with the one before). A random descent mispredicts a branchy scan
-    // at almost every level.
-    std::size_t c = 0;
-    for (std::size_t k = 0; k < fanout; ++k) c += ends[k] <= mass ? 1 : 0;
+  // One level of the descent: the child of `node` where `mass` falls;
+  // `mass` becomes the remainder within that child. Children of zero mass
+  // are skipped (their running end ties with the one before, see
+  // tree_kernels.hpp).
+  static std::size_t node_step(const double* level, std::size_t node, double& mass) noexcept {
+    const double* children = level + node * fanout;
+    double ends[fanout];
+    std::size_t c = detail::row_count(children, mass, ends);
     if (c == fanout) [[unlikely]] {
       // Past the end by rounding: land inside the last child with mass.
-      const double* children = level + node * fanout;
       c = fanout - 1;
       while (c > 0 && !(children[c] > 0.0)) --c;
       mass = children[c] * 0.5;
@@ -347,22 +314,11 @@ class priority_tree {
     return node * fanout + c;
   }
 
-  static std::size_t node_step(const double* level, std::size_t node, double& mass) noexcept {
-    double ends[fanout];
-    running_ends(level + node * fanout, ends);
-    return choose_child(level, node, ends, mass);
-  }
-
   // The last step: the leaf of `group` where `mass` falls; no remainder.
-  // The same count rule as choose_child, over 16 leaves.
+  // The same count rule as node_step, over 16 leaves.
   static std::size_t leaf_step(const float* leaves, std::size_t group, double mass) noexcept {
     const float* children = leaves + group * leaf_fanout;
-    double acc = 0.0;
-    std::size_t c = 0;
-    for (std::size_t k = 0; k < leaf_fanout; ++k) {
-      acc += static_cast<double>(children[k]);
-      c += acc <= mass ? 1 : 0;
-    }
+    std::size_t c = detail::group_count(children, mass);
     if (c == leaf_fanout) [[unlikely]] {
       c = leaf_fanout - 1;
       while (c > 0 && !(children[c] > 0.0f)) --c;

@@ -18,7 +18,7 @@
 /// overwrites its oldest items first, and an item's bootstrap slot is always
 /// newer than the item, so a live transition always has its bootstrap
 /// observation. Per slot the buffer holds the observation, the action rows,
-/// return, discount, k (uint16), a state byte, the priority and a generation.
+/// return, discount, k (uint16), a state byte and the priority.
 ///
 /// Priorities. A transition is inserted with the largest priority seen so far
 /// (1 at first). Its leaf in the priority tree is priority^alpha, a float;
@@ -29,10 +29,13 @@
 /// one item is drawn in each. Importance weights are (N P(i))^−beta divided by
 /// their largest possible value, (N P_min)^−beta, so the largest weight is 1.
 ///
-/// Every write to a slot gives it a new generation (a counter over all
-/// inserts); a sample carries the generation it saw, and a priority update
-/// whose generation no longer matches (the slot was overwritten since) is
-/// ignored.
+/// Every write to a slot gives it a new generation: one more than the
+/// position of the item in its stream (items written to the stream before
+/// it), so 0 for a slot never written. It is not stored: the stream's head
+/// and the slot's place in the ring give it, which spares the sample and the
+/// update an 8 MB array read at random. A sample carries the generation it
+/// saw, and a priority update whose generation no longer matches (the slot
+/// was overwritten since) is ignored.
 ///
 /// Cuts. An episode that ends without its final observation (the env was
 /// reset after a failure, or the run resumed from a checkpoint) leaves up to n
@@ -58,6 +61,7 @@
 
 #include "coral/core/slab.hpp"
 #include "coral/envs/rng.hpp"
+#include "coral/replay/detail/divider.hpp"
 #include "coral/replay/priority_tree.hpp"
 #include "coral/replay/transition.hpp"
 
@@ -198,8 +202,19 @@ class replay_buffer {
   [[nodiscard]] double priority(std::size_t slot) const noexcept {
     return states_[slot] == state_complete ? tree_.get(slot) : priorities_[slot];
   }
-  /// Current generation of `slot`.
-  [[nodiscard]] std::uint64_t generation(std::size_t slot) const noexcept { return generations_[slot]; }
+  /// Current generation of `slot`: 1 + the position in its stream of the
+  /// item it holds (0 if it was never written).
+  [[nodiscard]] std::uint64_t generation(std::size_t slot) const noexcept {
+    const std::size_t stream = stream_of_.quotient(slot);
+    const std::size_t r = slot - stream * stream_capacity_;  // place in the ring
+    const std::size_t head_r = ring_heads_[stream];         // where the next item goes
+    const std::uint64_t lap = heads_[stream] - head_r;      // position of this lap's first item
+    // Written in this lap, in the one before, or never. Selects, not
+    // branches: for random slots r < head_r is a coin flip to the predictor.
+    const bool this_lap = r < head_r;
+    const std::uint64_t gen = lap + r + 1 - (this_lap ? 0 : stream_capacity_);
+    return this_lap || lap > 0 ? gen : 0;
+  }
   /// Whether `slot` holds a transition that can be sampled.
   [[nodiscard]] bool sampleable(std::size_t slot) const noexcept { return states_[slot] == state_complete; }
 
@@ -228,6 +243,7 @@ class replay_buffer {
     return base + (slot - base + steps_[slot]) % stream_capacity_;
   }
   std::size_t claim(std::size_t stream);  // next slot of the stream's ring, its old item dropped
+  void advance(std::size_t stream, std::size_t count) noexcept;  // the stream's head, count slots on (not past the ring's end)
   void validate(std::size_t stream, const transition_batch& batch) const;
   void complete_and_refresh(std::size_t stream, std::uint64_t old_head);
 
@@ -241,8 +257,9 @@ class replay_buffer {
   std::vector<std::uint16_t> steps_;
   detail::huge_vector<std::uint8_t> states_;
   std::vector<double> priorities_;  // priority^alpha given at insert, until the transition completes
-  detail::huge_vector<std::uint64_t> generations_;
-  std::vector<std::uint64_t> heads_;  // items written per stream, ever
+  std::vector<std::uint64_t> heads_;       // items written per stream, ever
+  std::vector<std::size_t> ring_heads_;    // heads_ % stream capacity: the slot the next item takes
+  detail::divider stream_of_;              // slot / stream capacity
   priority_tree tree_;  // leaf priority^alpha of complete transitions, 0 for every other slot
   double max_priority_ = 1.0;
   double max_leaf_ = 1.0;  // max_priority_^alpha

@@ -10,8 +10,16 @@
 /// kernel backs them with 2 MiB pages where it can (THP in "madvise" or
 /// "always" mode); elsewhere the advice is a no-op. Smaller blocks are only
 /// cache-line aligned.
+///
+/// On Linux the large blocks are mapped straight from the kernel (mmap) and
+/// unmapped when freed. Through malloc they could be memory an earlier buffer
+/// had already touched (glibc raises its mmap threshold after a large free,
+/// so the next block of that size comes from the heap): the advice then came
+/// after the first touch, and the block stayed on 4 KiB pages. A benchmark
+/// that builds one buffer after another saw exactly that.
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -40,12 +48,22 @@ class huge_page_allocator {
   [[nodiscard]] T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < huge_page) return static_cast<T*>(::operator new(bytes, std::align_val_t{line}));
-    const std::size_t rounded = (bytes + huge_page - 1) / huge_page * huge_page;
-    void* p = ::operator new(rounded, std::align_val_t{huge_page});
+    const std::size_t rounded = round_up(bytes);
 #if defined(__linux__)
-    ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure just means 4 KiB pages
+    // Map a huge page more than needed, then unmap what lies outside the
+    // aligned block.
+    void* mapped = ::mmap(nullptr, rounded + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapped == MAP_FAILED) throw std::bad_alloc();
+    auto* const first = static_cast<char*>(mapped);
+    char* const aligned = first + (huge_page - reinterpret_cast<std::uintptr_t>(first) % huge_page) % huge_page;
+    if (aligned > first) ::munmap(first, static_cast<std::size_t>(aligned - first));
+    const std::size_t tail = static_cast<std::size_t>(first + rounded + huge_page - (aligned + rounded));
+    if (tail > 0) ::munmap(aligned + rounded, tail);
+    ::madvise(aligned, rounded, MADV_HUGEPAGE);  // advice only: failure just means 4 KiB pages
+    return reinterpret_cast<T*>(aligned);
+#else
+    return static_cast<T*>(::operator new(rounded, std::align_val_t{huge_page}));
 #endif
-    return static_cast<T*>(p);
   }
 
   /// Frees what allocate(n) returned.
@@ -54,7 +72,11 @@ class huge_page_allocator {
     if (bytes < huge_page) {
       ::operator delete(p, std::align_val_t{line});
     } else {
+#if defined(__linux__)
+      ::munmap(p, round_up(bytes));
+#else
       ::operator delete(p, std::align_val_t{huge_page});
+#endif
     }
   }
 
@@ -62,6 +84,9 @@ class huge_page_allocator {
   bool operator==(const huge_page_allocator<U>&) const noexcept {
     return true;
   }
+
+ private:
+  static std::size_t round_up(std::size_t bytes) noexcept { return (bytes + huge_page - 1) / huge_page * huge_page; }
 };
 
 /// A vector whose storage comes from huge_page_allocator.
