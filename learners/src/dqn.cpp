@@ -276,8 +276,13 @@ class dqn final : public algorithm {
     const auto allowance = replay_.insert_allowance();
     const auto used = base_inserts_ + received_all_;
     const auto left = allowance > used ? allowance - used : 0;
-    const auto grant = received_[index] + replay_.steps_in_flight() + left / sampler_ranks(options_);
+    const auto in_flight = replay_.steps_in_flight();
+    const auto grant = received_[index] + in_flight + left / sampler_ranks(options_);
     if (grant <= granted_[index]) return false;
+    // Small raises wait while the rank has room (a message per served batch
+    // was most of the wire); near its grant the rank hears of every raise.
+    const bool has_room = granted_[index] > received_[index] + 2 * in_flight;
+    if (has_room && grant - granted_[index] < std::max<std::uint64_t>(in_flight, 1)) return false;
     granted_[index] = grant;
     wire::writer(out).put<std::uint64_t>(grant);
     return true;
