@@ -216,6 +216,8 @@ TEST_CASE("every MuJoCo env is registered with Gymnasium v4's spaces, dimensions
   CHECK(single("hopper", {{"exclude_current_positions_from_observation", "false"}}).e.observation_space().flat_size() ==
         12);
   CHECK(single("inverted_pendulum").e.optimal_return() == 1000.0);
+  // v4's +inf upper bound, as the largest double (a real key must be finite).
+  CHECK(registry::global().make_config("hopper", {}).get_float("healthy_z_max") == std::numeric_limits<double>::max());
   CHECK(single("hopper", {{"max_steps", "500"}}).e.solved_return() == std::nullopt);
 }
 

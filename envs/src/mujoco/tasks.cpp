@@ -55,8 +55,9 @@ float* put(float* to, const double* from, int n, double low = -std::numeric_limi
 bool strictly_inside(double x, double low, double high) noexcept { return low < x && x < high; }
 
 /// The largest double as config text: the "no upper bound" of v4's +inf,
-/// which a real key cannot hold.
-const std::string largest_double = fmt::format("{}", std::numeric_limits<double>::max());
+/// which a real key cannot hold. A function, not a global: the registry may
+/// ask for the keys during static initialisation.
+std::string largest_double() { return fmt::format("{}", std::numeric_limits<double>::max()); }
 
 }  // namespace
 
@@ -109,7 +110,7 @@ std::vector<config_key> walking_keys(std::string_view model_file) {
 std::vector<config_key> hopper::config_keys() {
   auto keys = walking_keys(model_file);
   add_range_keys(keys, "healthy_state", "-100", "100", "range of every element of (qpos, qvel)[2:]");
-  add_range_keys(keys, "healthy_z", "0.7", largest_double, "torso height qpos[1]");
+  add_range_keys(keys, "healthy_z", "0.7", largest_double(), "torso height qpos[1]");
   add_range_keys(keys, "healthy_angle", "-0.2", "0.2", "torso angle qpos[2]");
   keys.push_back(noise_key("0.005"));
   keys.push_back(exclude_key("x position (qpos[0])"));
