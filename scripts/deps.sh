@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libasio-dev libtbb-dev libspdlog-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev
   libtorch-dev libtomlplusplus-dev gnuplot-nox
+  libmujoco-dev  # the MuJoCo envs (CORAL_WITH_MUJOCO, on by default)
   libopenblas0  # takes over libblas.so.3 from the reference BLAS: PPO updates 1.5-3x faster (BENCHMARKS.md)
   clang-14 libclang-rt-14-dev  # the fuzz build: clang and its libFuzzer, ASan and UBSan runtimes
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)

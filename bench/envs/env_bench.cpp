@@ -1,4 +1,5 @@
-// Steps per second of each built-in env on one core, in two plain loops:
+// Steps per second of each built-in env on one core, in two plain loops
+// (the MuJoCo envs too, when built):
 //  - env_step:  env::step() on one env's rows, resetting by hand when an
 //               episode ends (the bare cost of the env and one virtual call);
 //  - slice_step: env_slice::step_all() over K envs (what an env group runs:
@@ -10,7 +11,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,25 +32,43 @@ config_args bench_args(const std::string& name) {
   return {};
 }
 
-// plan_steps rows of random discrete actions (every built-in env has a Discrete action space).
-std::vector<std::int32_t> action_plan(const env& e, std::size_t rows) {
-  rng r(env_seed{1, 12345});
-  std::vector<std::int32_t> plan(plan_steps * rows);
-  for (auto& a : plan) a = static_cast<std::int32_t>(r.below(static_cast<std::uint64_t>(e.action_space().n())));
-  return plan;
-}
+// plan_steps batches of `rows` uniform random actions (discrete and continuous parts).
+struct action_plan {
+  action_plan(const env& e, std::size_t rows)
+      : discrete_width(e.action_space().discrete_size() * rows),
+        continuous_width(e.action_space().continuous_size() * rows),
+        discrete(plan_steps * discrete_width),
+        continuous(plan_steps * continuous_width) {
+    rng r(env_seed{1, 12345});
+    const std::size_t nd = e.action_space().discrete_size();
+    const std::size_t nc = e.action_space().continuous_size();
+    for (std::size_t i = 0; i < plan_steps * rows; ++i) {
+      sample_action(e.action_space(), r, std::span(discrete).subspan(i * nd, nd),
+                    std::span(continuous).subspan(i * nc, nc));
+    }
+  }
+  // Writes the actions of step t into the batch's action rows.
+  void apply(std::size_t t, env_batch& batch) const {
+    const std::size_t k = t % plan_steps;
+    std::copy_n(discrete.data() + k * discrete_width, discrete_width, batch.discrete_actions().data());
+    std::copy_n(continuous.data() + k * continuous_width, continuous_width, batch.continuous_actions().data());
+  }
+  std::size_t discrete_width, continuous_width;
+  std::vector<std::int32_t> discrete;
+  std::vector<float> continuous;
+};
 
 void env_step(benchmark::State& state, const std::string& name) {
   auto e = registry::global().make(name, bench_args(name), 1, 0);
   const std::size_t rows = e->max_agents();
   env_batch batch(rows, e->observation_space(), e->action_space());
-  const auto plan = action_plan(*e, rows);
+  const action_plan plan(*e, rows);
   env_rows view = batch.view(0, rows);
   std::fill(batch.active().begin(), batch.active().end(), std::uint8_t{1});
   e->reset(view);
   std::size_t t = 0;
   for (auto _ : state) {
-    std::copy_n(plan.data() + (t % plan_steps) * rows, rows, batch.discrete_actions().data());
+    plan.apply(t, batch);
     e->step(view);
     bool live = false;
     for (std::size_t r = 0; r < rows; ++r) {
@@ -70,12 +91,12 @@ void slice_step(benchmark::State& state, const std::string& name) {
   std::size_t rows = 0;
   for (const auto& e : envs) rows += e->max_agents();
   env_batch batch(rows, envs.front()->observation_space(), envs.front()->action_space());
-  const auto plan = action_plan(*envs.front(), rows);
+  const action_plan plan(*envs.front(), rows);
   env_slice slice(batch, 0, std::move(envs));
   slice.reset_all();
   std::size_t t = 0;
   for (auto _ : state) {
-    std::copy_n(plan.data() + (t % plan_steps) * rows, rows, batch.discrete_actions().data());
+    plan.apply(t, batch);
     slice.step_all();
     ++t;
     benchmark::DoNotOptimize(batch.observations().data());

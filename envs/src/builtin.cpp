@@ -5,6 +5,9 @@
 #include "coral/envs/delay.hpp"
 #include "coral/envs/faulty.hpp"
 #include "coral/envs/memory.hpp"
+#ifdef CORAL_WITH_MUJOCO
+#include "coral/envs/mujoco.hpp"
+#endif
 #include "coral/envs/noop.hpp"
 #include "coral/envs/password.hpp"
 #include "coral/envs/race.hpp"
@@ -38,6 +41,14 @@ void register_builtin_envs(registry& r) {
   r.add(spec_of<noop>());
   r.add(spec_of<delay>());
   r.add(spec_of<faulty>());
+#ifdef CORAL_WITH_MUJOCO
+  r.add(spec_of<halfcheetah>());
+  r.add(spec_of<hopper>());
+  r.add(spec_of<walker2d>());
+  r.add(spec_of<ant>());
+  r.add(spec_of<humanoid>());
+  r.add(spec_of<inverted_pendulum>());
+#endif
 }
 
 }  // namespace coral::envs

@@ -15,6 +15,7 @@ namespace {
 std::string expected_text(const config_key& key) {
   std::string text(to_string(key.type));
   if (key.type == config_type::boolean) return "bool (true or false)";
+  if (key.type == config_type::text) return text;
   if (key.min && key.max) return fmt::format("{} in [{}, {}]", text, *key.min, *key.max);
   if (key.min) return fmt::format("{} >= {}", text, *key.min);
   if (key.max) return fmt::format("{} <= {}", text, *key.max);
@@ -47,6 +48,8 @@ std::optional<config_value> parse_value(const config_key& key, std::string_view 
       if (text == "true" || text == "1") return true;
       if (text == "false" || text == "0") return false;
       return std::nullopt;
+    case config_type::text:
+      return std::string(text);
   }
   return std::nullopt;
 }
@@ -61,6 +64,8 @@ std::string_view to_string(config_type t) noexcept {
       return "float";
     case config_type::boolean:
       return "bool";
+    case config_type::text:
+      return "string";
   }
   return "?";
 }
@@ -139,6 +144,14 @@ bool env_config::get_bool(std::string_view key) const {
     throw usage_error(fmt::format(fmt::runtime(errors::config_access), key, "bool"));
   }
   return std::get<bool>(*v);
+}
+
+const std::string& env_config::get_string(std::string_view key) const {
+  const auto* v = find(key);
+  if (v == nullptr || !std::holds_alternative<std::string>(*v)) {
+    throw usage_error(fmt::format(fmt::runtime(errors::config_access), key, "string"));
+  }
+  return std::get<std::string>(*v);
 }
 
 void env_config::reject(std::string_view key, std::string_view reason) const {

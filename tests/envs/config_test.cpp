@@ -77,3 +77,17 @@ TEST_CASE("reading an undeclared key or with the wrong type is a usage error", "
   CHECK_THROWS_MATCHES(c.get_bool("nope"), coral::usage_error,
                        Catch::Message("env config: key 'nope' is not a declared bool key"));
 }
+
+TEST_CASE("a string key takes any text as given, the empty text included", "[envs][config]") {
+  const std::vector<config_key> k = {
+      {.name = "model", .type = config_type::text, .default_value = "", .description = ""}};
+  CHECK(env_config("demo", k, {}).get_string("model").empty());
+  const env_config c("demo", k, {{"model", "dir with spaces/a=b.xml"}});
+  CHECK(c.get_string("model") == "dir with spaces/a=b.xml");
+  CHECK(coral::envs::to_string(c.values()[0].second) == "dir with spaces/a=b.xml");
+  CHECK(coral::envs::to_string(config_type::text) == "string");
+  CHECK_THROWS_MATCHES(c.get_int("model"), coral::usage_error,
+                       Catch::Message("env config: key 'model' is not a declared int key"));
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {}).get_string("p"), coral::usage_error,
+                       Catch::Message("env config: key 'p' is not a declared string key"));
+}

@@ -49,16 +49,25 @@ TEST_CASE("stepping and resetting every built-in env through a slice allocates n
     coral::envs::testing::harness h(name, args, 5, 4);
     coral::envs::rng actions(coral::envs::env_seed{5, 77});
     const auto& act_space = h.slice.at(0).action_space();
-    // Draw the actions up front: only the slice's work is measured.
-    std::vector<std::vector<std::int32_t>> plan(500, std::vector<std::int32_t>(h.batch.rows()));
-    for (auto& step : plan) {
-      for (auto& a : step) a = static_cast<std::int32_t>(actions.below(static_cast<std::uint64_t>(act_space.n())));
+    // Draw the actions up front (whole batches, discrete and continuous
+    // parts): only the slice's work is measured.
+    const std::size_t rows = h.batch.rows();
+    const std::size_t nd = act_space.discrete_size();
+    const std::size_t nc = act_space.continuous_size();
+    std::vector<std::vector<std::int32_t>> discrete(500, std::vector<std::int32_t>(rows * nd));
+    std::vector<std::vector<float>> continuous(500, std::vector<float>(rows * nc));
+    for (std::size_t t = 0; t < discrete.size(); ++t) {
+      for (std::size_t r = 0; r < rows; ++r) {
+        coral::envs::sample_action(act_space, actions, std::span(discrete[t]).subspan(r * nd, nd),
+                                   std::span(continuous[t]).subspan(r * nc, nc));
+      }
     }
     allocations = 0;
     counting = true;
     h.slice.reset_all();
-    for (const auto& step : plan) {
-      for (std::size_t r = 0; r < h.batch.rows(); ++r) h.batch.discrete_actions()(r, 0) = step[r];
+    for (std::size_t t = 0; t < discrete.size(); ++t) {
+      std::copy(discrete[t].begin(), discrete[t].end(), h.batch.discrete_actions().data());
+      std::copy(continuous[t].begin(), continuous[t].end(), h.batch.continuous_actions().data());
       h.slice.step_all();  // includes auto-resets: episodes end often in 500 random steps
     }
     counting = false;

@@ -23,9 +23,10 @@ enum class config_type {
   integer,  ///< decimal integer (64-bit)
   real,     ///< decimal floating-point number, finite
   boolean,  ///< `true`/`false` (also `1`/`0`)
+  text,     ///< any text, taken as given (e.g. a file path)
 };
 
-/// The name of a config type as shown to users: `int`, `float`, `bool`.
+/// The name of a config type as shown to users: `int`, `float`, `bool`, `string`.
 [[nodiscard]] std::string_view to_string(config_type t) noexcept;
 
 /// One key an env declares.
@@ -39,7 +40,7 @@ struct config_key {
 };
 
 /// A typed config value.
-using config_value = std::variant<std::int64_t, double, bool>;
+using config_value = std::variant<std::int64_t, double, bool, std::string>;
 
 /// Text `key=value` pairs as given by a user, in order; a later pair for the same key wins.
 using config_args = std::vector<std::pair<std::string, std::string>>;
@@ -69,6 +70,8 @@ class env_config {
   [[nodiscard]] double get_float(std::string_view key) const;
   /// The value of a boolean key. Throws usage_error if `key` is not a declared boolean key.
   [[nodiscard]] bool get_bool(std::string_view key) const;
+  /// The value of a text key. Throws usage_error if `key` is not a declared text key.
+  [[nodiscard]] const std::string& get_string(std::string_view key) const;
 
   /// Every key and its value, in declaration order.
   [[nodiscard]] const std::vector<std::pair<std::string, config_value>>& values() const noexcept { return values_; }

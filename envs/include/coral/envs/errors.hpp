@@ -40,4 +40,18 @@ inline constexpr std::string_view non_finite_reward = "returned a non-finite rew
 /// An env wrote a non-finite observation: element index, value.
 inline constexpr std::string_view non_finite_observation = "wrote a non-finite observation (element {} = {})";
 
+/// A MuJoCo model file (the `model` key) that does not exist: env, file.
+inline constexpr std::string_view mujoco_model_missing = "env '{}': config key 'model': no such file '{}'";
+/// A MuJoCo model file that MuJoCo cannot load: env, file, MuJoCo's own message (on one line).
+inline constexpr std::string_view mujoco_model_malformed = "env '{}': cannot load MuJoCo model '{}': {}";
+/// A built-in model file found in none of the model directories: env, file name, the directories tried.
+inline constexpr std::string_view mujoco_model_not_found =
+    "env '{}': built-in MuJoCo model '{}' not found (looked in: {}); set CORAL_MODEL_DIR to the folder that holds it";
+/// A MuJoCo model whose dimensions or names do not fit the task: env, file, what is wrong.
+inline constexpr std::string_view mujoco_model_mismatch = "env '{}': MuJoCo model '{}' does not fit the task: {}";
+/// A MuJoCo simulation that became unstable during a step or reset: what MuJoCo saw, simulation time.
+inline constexpr std::string_view mujoco_unstable = "MuJoCo simulation became unstable: {} (time {:.4f} s)";
+/// An error MuJoCo raised (its mju_error handler): MuJoCo's message.
+inline constexpr std::string_view mujoco_error = "MuJoCo error: {}";
+
 }  // namespace coral::envs::errors
