@@ -96,6 +96,8 @@ py::object config_value(const envs::env_config& c, const envs::config_key& k) {
       return py::float_(c.get_float(k.name));
     case envs::config_type::boolean:
       return py::bool_(c.get_bool(k.name));
+    case envs::config_type::text:
+      return py::str(c.get_string(k.name));
   }
   return py::none();
 }
