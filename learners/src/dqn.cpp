@@ -221,6 +221,14 @@ class dqn final : public algorithm {
   bool distributed() const override { return true; }
   bool take(std::vector<std::byte>& out) override {
     constexpr std::size_t max_bytes = 256 * 1024;  // blocks batched into one message up to this size
+    // A block per batcher step would be a message per few env steps: blocks
+    // wait up to half a millisecond to go together (the allowance leaves
+    // every rank a group's steps on the way, so nothing waits on them longer).
+    constexpr auto max_wait = std::chrono::microseconds(500);
+    constexpr std::size_t enough_blocks = 64;
+    const auto now = std::chrono::steady_clock::now();
+    if (replay_.inbox().size() < enough_blocks && now - last_take_ < max_wait) return false;
+    last_take_ = now;
     bool took = false;
     const auto count_at = out.size();
     wire::writer w(out);
@@ -358,6 +366,7 @@ class dqn final : public algorithm {
   std::vector<std::uint64_t> received_ = std::vector<std::uint64_t>(sampler_ranks(options_));
   std::vector<std::uint64_t> granted_ = std::vector<std::uint64_t>(sampler_ranks(options_));
   std::deque<std::unique_ptr<replay::insert_block>> inserts_;
+  std::chrono::steady_clock::time_point last_take_;  // sampler rank: when take() last sent
 };
 
 void check_dqn_options(const train_options& o) {
