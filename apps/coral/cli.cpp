@@ -42,6 +42,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
 
   add_envs_command(app, out);
   add_bench_command(app, out);
+  add_tune_command(app, out);
 #ifdef CORAL_HAVE_TRAIN
   add_train_command(app, out, hooks);
 #endif

@@ -57,6 +57,8 @@ void add_envs_command(CLI::App& app, std::ostream& out);
 /// Adds `coral bench` (sampling throughput of a topology against the plain
 /// for-loop baseline, see shared/DESIGN.md's contract) to `app`.
 void add_bench_command(CLI::App& app, std::ostream& out);
+/// Adds `coral tune` (tune_command.cpp): the fastest wiring of an env's sampler, written as a config file.
+void add_tune_command(CLI::App& app, std::ostream& out);
 
 /// Adds `coral train` (PPO on any env and topology; progress lines, then one
 /// JSON object, see shared/DESIGN.md's contract and docs/training.md) to `app`.

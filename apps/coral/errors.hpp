@@ -67,4 +67,7 @@ inline constexpr std::string_view wrong_scalar_count =
 /// `coral envs rollout`: the env threw or produced a non-finite value: env name, step, what.
 inline constexpr std::string_view rollout_env_failed = "env '{}' failed at step {}: {}";
 
+/// coral tune cannot write its config file: the path.
+inline constexpr std::string_view tune_unwritable = "--out: cannot write '{}'";
+
 }  // namespace coral::cli::errors

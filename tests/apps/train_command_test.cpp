@@ -12,6 +12,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "run_cli.hpp"
+
 #include "coral/core/error.hpp"
 #include "coral/learners/errors.hpp"
 
@@ -26,16 +28,7 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-int run_cli(std::vector<std::string> args, std::string& out, std::string& err) {
-  args.insert(args.begin(), "coral");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream o, e;
-  const int rc = coral::cli::run(static_cast<int>(argv.size()), argv.data(), o, e);
-  out = o.str();
-  err = e.str();
-  return rc;
-}
+using coral::test::run_cli;
 
 std::string last_line(const std::string& text) {
   auto end = text.find_last_not_of('\n');

@@ -1,0 +1,210 @@
+// `coral tune`: for one env, its envs and its sampling threads, samples
+// with every wiring worth trying (topology, envs per group, batch size,
+// spinning), ranks them by steps per second, and writes the fastest as a
+// config file that `--config` takes (docs/cli.md).
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "coral/actors/sampler.hpp"
+#include "coral/cli.hpp"
+#include "coral/core/error.hpp"
+#include "coral/core/interrupts.hpp"
+#include "coral/core/json.hpp"
+#include "coral/core/runtime.hpp"
+#include "coral/errors.hpp"
+#include "coral/sampler_flags.hpp"
+
+namespace coral::cli {
+namespace {
+
+struct tune_flags {
+  sampler_flags sampler;
+  double seconds = 0.5;  // per candidate
+  std::string out;       // default: tune-<env>-<threads>t.toml
+  std::size_t show = 10;
+};
+
+/// One wiring to try and what it measured.
+struct candidate {
+  actors::sampler_options options;
+  double steps_per_second = 0;
+};
+
+std::string describe(const actors::sampler_options& o) {
+  const auto w = actors::resolve_wiring(o);
+  return fmt::format("--topology {} --envs-per-group {} --batch-size {} --spin-us {}", actors::to_string(o.topo),
+                     o.envs_per_group, w.batch_size, o.spin.count());
+}
+
+/// Every wiring of `base`'s envs and threads worth trying: each topology,
+/// group sizes that are powers of two dividing the envs, for pool a batch of
+/// a quarter, half or all but one of the groups, and three spin times.
+/// Wirings the sampler refuses (resolve_wiring) are left out; the sync
+/// wiring of one env per group is never refused when `base`'s envs and
+/// threads make a sampler, so the list is never empty.
+std::vector<candidate> candidates(const actors::sampler_options& base) {
+  std::vector<candidate> all;
+  for (const auto topo : {actors::topology::sync, actors::topology::double_buffer, actors::topology::pool}) {
+    for (std::size_t k = 1; k <= base.num_envs; k *= 2) {
+      if (base.num_envs % k != 0) continue;
+      const std::size_t groups = base.num_envs / k;
+      std::vector<std::size_t> batches{0};  // the topology's own
+      if (topo == actors::topology::pool) {
+        batches = {};
+        for (const std::size_t g : {groups / 4, groups / 2, groups - 1}) {
+          if (g >= 1 && std::find(batches.begin(), batches.end(), g * k) == batches.end()) batches.push_back(g * k);
+        }
+      }
+      for (const auto batch : batches) {
+        for (const long spin : {0L, 50L, 500L}) {
+          auto o = base;
+          o.topo = topo;
+          o.envs_per_group = k;
+          o.batch_size = batch;
+          o.spin = std::chrono::microseconds(spin);
+          try {
+            (void)actors::resolve_wiring(o);
+          } catch (const config_error&) {
+            continue;  // not a wiring of these envs and threads
+          }
+          all.push_back({o, 0});
+        }
+      }
+    }
+  }
+  return all;
+}
+
+/// Samples `steps` env steps with `o` and a random policy; steps per second.
+double measure(const actors::sampler_options& o, std::uint64_t steps) {
+  actors::sampler s(o);
+  auto pol = actors::make_builtin_policy("random", s.action_space(), s.rows(), o.seed);
+  runtime rt({.mode = o.executor, .handle_signals = true});
+  s.spawn(rt, *pol, steps);
+  rt.run();
+  const auto& st = s.stats();
+  const double seconds = static_cast<double>(st.run_ns.load()) * 1e-9;
+  return seconds > 0 ? static_cast<double>(st.env_steps.load()) / seconds : 0.0;
+}
+
+/// The config file: the env, its envs and threads, and the wiring, for both
+/// commands that sample.
+std::string config_text(const tune_flags& f, std::size_t tried, const candidate& best, const candidate& first) {
+  const auto& o = best.options;
+  const auto w = actors::resolve_wiring(o);
+  std::string env_args;
+  for (std::size_t i = 0; i < f.sampler.env_args.size(); ++i) {
+    env_args += (i == 0 ? "" : ", ") + json::quote(f.sampler.env_args[i]);
+  }
+  std::string body = fmt::format("env = {}\n", json::quote(o.env));
+  if (!env_args.empty()) body += fmt::format("env-arg = [{}]\n", env_args);
+  body += fmt::format(
+      "num-envs = {}\nthreads = {}\ntopology = {}\nenvs-per-group = {}\nbatch-size = {}\nspin-us = {}\n", o.num_envs,
+      o.threads, json::quote(actors::to_string(o.topo)), o.envs_per_group, w.batch_size, o.spin.count());
+  return fmt::format(
+      "# Written by coral tune: the fastest of {} wirings of {} envs of {} on {} sampling thread{},\n"
+      "# {:.0f} env steps/s with a random policy ({:.2f}x the first tried: {}).\n"
+      "# Use it with --config; flags typed on the command line win.\n\n[bench]\n{}\n[train]\n{}",
+      tried, o.num_envs, o.env, o.threads, o.threads == 1 ? "" : "s", best.steps_per_second,
+      first.steps_per_second > 0 ? best.steps_per_second / first.steps_per_second : 0.0, describe(first.options), body,
+      body);
+}
+
+void run_tune(std::ostream& out, tune_flags& f) {
+  if (!(f.seconds > 0 && f.seconds <= 3600)) {
+    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--seconds", f.seconds,
+                                   "more than 0, at most 3600"));
+  }
+  const auto base = to_sampler_options(f.sampler);
+  // The envs and threads as given must make a sampler; the wiring flags are what the sweep sets.
+  auto plain = base;
+  plain.topo = actors::topology::sync;
+  plain.envs_per_group = 1;
+  plain.batch_size = 0;
+  plain.min_batch_size = 0;
+  (void)actors::resolve_wiring(plain);
+  auto all = candidates(base);
+  if (all.empty()) throw usage_error("coral tune: no candidate although the sync wiring resolved");
+  const auto path = f.out.empty() ? fmt::format("tune-{}-{}t.toml", base.env, base.threads) : f.out;
+  {
+    // A file that cannot be written is refused before the sweep.
+    const bool existed = std::filesystem::exists(path);
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) throw config_error(fmt::format(fmt::runtime(errors::tune_unwritable), path));
+    probe.close();
+    if (!existed) std::filesystem::remove(path);
+  }
+  // Steps per candidate from a first measurement of the first wiring, so
+  // that each takes about --seconds.
+  const auto first_rate = measure(all.front().options, std::max<std::uint64_t>(2000, 64 * base.num_envs));
+  const auto steps = std::max<std::uint64_t>(1000, static_cast<std::uint64_t>(first_rate * f.seconds));
+  out << fmt::format("coral tune: env {}, {} envs, {} sampling thread{}: {} wirings, {} env steps each\n", base.env,
+                     base.num_envs, base.threads, base.threads == 1 ? "" : "s", all.size(), steps)
+      << std::flush;
+  const std::size_t total = all.size();
+  std::size_t measured = 0;
+  for (auto& c : all) {
+    if (interrupted()) break;
+    c.steps_per_second = measure(c.options, steps);
+    ++measured;
+  }
+  bool cut_short = interrupted();  // a signal: rank what was measured, write nothing
+  if (cut_short) all.resize(measured > 0 ? measured - 1 : 0);  // the last one was stopped part-way
+  if (all.empty()) {
+    out << "interrupted before any wiring was measured: nothing written\n";
+    return;
+  }
+  const auto first = all.front();
+  auto by_rate = [](const candidate& a, const candidate& b) { return a.steps_per_second > b.steps_per_second; };
+  std::stable_sort(all.begin(), all.end(), by_rate);
+  // A shared machine makes one measurement noisy: the leaders are measured
+  // twice more and ranked by the median of their three.
+  constexpr std::size_t leaders = 5;
+  for (std::size_t i = 0; i < std::min(leaders, all.size()) && !interrupted(); ++i) {
+    std::vector<double> rates{all[i].steps_per_second, measure(all[i].options, steps), measure(all[i].options, steps)};
+    std::sort(rates.begin(), rates.end());
+    if (!interrupted()) all[i].steps_per_second = rates[1];
+  }
+  std::stable_sort(all.begin(), all.end(), by_rate);
+  cut_short = cut_short || interrupted();
+  const auto& best = all.front();
+  for (std::size_t i = 0; i < std::min(f.show, all.size()); ++i) {
+    out << fmt::format("{:3}. {:>12.0f} steps/s  {:.2f}x  {}\n", i + 1, all[i].steps_per_second,
+                       best.steps_per_second > 0 ? all[i].steps_per_second / best.steps_per_second : 0.0,
+                       describe(all[i].options));
+  }
+  if (cut_short) {
+    out << fmt::format("interrupted after {} of {} wirings: nothing written\n", all.size(), total);
+    return;
+  }
+  std::ofstream file(path, std::ios::trunc);
+  file << config_text(f, all.size(), best, first);
+  file.close();
+  if (!file) throw error(fmt::format(fmt::runtime(errors::tune_unwritable), path));
+  out << fmt::format("best: {} ({:.0f} steps/s); written to {}: coral bench --config {}, coral train --config {}\n",
+                     describe(best.options), best.steps_per_second, path, path, path);
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, std::ostream& out) {
+  auto flags = std::make_shared<tune_flags>();
+  auto* cmd = app.add_subcommand(
+      "tune", "sample with every topology, group size, batch size and spin time for an env and thread count; rank "
+              "them and write the fastest as a config file");
+  add_sampler_flags(*cmd, flags->sampler, {.threads = 2});
+  cmd->add_option("--seconds", flags->seconds, "about how long each wiring samples")->capture_default_str();
+  cmd->add_option("--out", flags->out, "the config file to write (default tune-<env>-<threads>t.toml)");
+  cmd->add_option("--show", flags->show, "how many of the ranking to print")->capture_default_str();
+  cmd->callback([&out, flags] { run_tune(out, *flags); });
+}
+
+}  // namespace coral::cli

@@ -1,0 +1,82 @@
+// `coral tune` through the CLI in-process: the sweep, its ranking, the
+// config file it writes and that `coral bench --config` takes, and its
+// refusals.
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "run_cli.hpp"
+
+#include "coral/cli.hpp"
+#include "coral/core/errors.hpp"
+#include "coral/errors.hpp"
+
+namespace fs = std::filesystem;
+
+using coral::test::run_cli;
+
+TEST_CASE("coral tune ranks every wiring it tried and writes the fastest as a config that bench takes",
+          "[apps][tune]") {
+  const auto dir = fs::temp_directory_path() / "coral-tune-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto file = (dir / "noop.toml").string();
+  std::string out, err;
+  REQUIRE(run_cli({"tune", "--env", "noop", "--num-envs", "8", "--threads", "2", "--seconds", "0.02", "--out", file,
+                   "--show", "100"},
+                  out, err) == 0);
+  INFO(out << err);
+  // What the sampler accepts of 3 topologies x group sizes 1, 2, 4, 8 x their batches x 3 spin times.
+  std::smatch m;
+  REQUIRE(std::regex_search(out, m, std::regex("coral tune: env noop, 8 envs, 2 sampling threads: ([0-9]+) wirings")));
+  const int wirings = std::stoi(m[1].str());
+  CHECK(wirings == 42);  // 4 group sizes; pool with 1 group has no batch below all the envs
+  // Every one ranked, fastest first, at 1.00x of the best.
+  const std::regex line(R"(\n *([0-9]+)\. +([0-9]+) steps/s  ([0-9.]+)x  --topology (\S+) --envs-per-group ([0-9]+) --batch-size ([0-9]+) --spin-us ([0-9]+))");
+  std::vector<double> rates;
+  std::string best_topology, best_group, best_batch, best_spin;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+    rates.push_back(std::stod((*it)[2].str()));
+    if (rates.size() == 1) {
+      CHECK((*it)[3].str() == "1.00");
+      best_topology = (*it)[4].str();
+      best_group = (*it)[5].str();
+      best_batch = (*it)[6].str();
+      best_spin = (*it)[7].str();
+    }
+  }
+  CHECK(static_cast<int>(rates.size()) == wirings);
+  CHECK(std::is_sorted(rates.rbegin(), rates.rend()));
+  CHECK(rates.back() > 0);
+
+  // The file holds that wiring for bench and train, and bench runs with it.
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("[bench]\nenv = \"noop\"\nnum-envs = 8\nthreads = 2\ntopology = \"" + best_topology +
+                  "\"\nenvs-per-group = " + best_group + "\nbatch-size = " + best_batch + "\nspin-us = " + best_spin +
+                  "\n") != std::string::npos);
+  CHECK(text.find("[train]\nenv = \"noop\"") != std::string::npos);
+  REQUIRE(run_cli({"bench", "--config", file, "--steps", "2000", "--no-baseline"}, out, err) == 0);
+  CHECK(out.starts_with(fmt::format("coral bench: env noop, topology {}, 8 envs in {} groups of {}, batch {}, 2 threads",
+                                    best_topology, 8 / std::stoi(best_group), best_group, best_batch)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("coral tune refuses bad flags before it samples anything", "[apps][tune]") {
+  std::string out, err;
+  CHECK(run_cli({"tune", "--seconds", "0"}, out, err) == 1);
+  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::errors::bad_value), "--seconds", 0, "more than 0, at most 3600") +
+                   "\n");
+  CHECK(run_cli({"tune", "--out", "/nonexistent-dir/x.toml"}, out, err) == 1);
+  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), "/nonexistent-dir/x.toml") + "\n");
+  CHECK(out.empty());  // refused before the sweep
+  CHECK(run_cli({"tune", "--num-envs", "0"}, out, err) == 1);
+  CHECK(err.starts_with("error: --num-envs"));
+}
