@@ -119,9 +119,9 @@ std::vector<bad_input> bad_inputs() {
                                                    "the timeout applies only to dynamic batching"));
   return {
       // Commands and flags CLI11 parses.
-      {{"nosuchcmd"}, error_line(text(cm::unknown_command, "nosuchcmd", "envs, bench, train"))},
-      {{}, error_line(text(cm::missing_command, "envs, bench, train"))},
-      {{"--log-level", "debug"}, error_line(text(cm::missing_command, "envs, bench, train"))},
+      {{"nosuchcmd"}, error_line(text(cm::unknown_command, "nosuchcmd", "envs, bench, tune, train"))},
+      {{}, error_line(text(cm::missing_command, "envs, bench, tune, train"))},
+      {{"--log-level", "debug"}, error_line(text(cm::missing_command, "envs, bench, tune, train"))},
       {{"envs", "rolout"}, error_line(text(cm::unknown_command, "envs rolout", "envs rollout"))},
       {{"train", "--foo"}, error_line("The following argument was not expected: --foo")},
       {{"envs", "rollout"}, error_line("--env is required")},
@@ -206,9 +206,9 @@ std::vector<bad_input> bad_inputs() {
       {{"train", "--config=far_typo.toml"},
        file_error(cm::config_unknown_key, "far_typo.toml", 2, "steps-in-all", "in [train]", "; see `coral train --help`")},
       {{"--config", "section.toml", "train"},
-       file_error(cm::config_unknown_section, "section.toml", 1, "trian", "envs, envs.rollout, bench, train")},
+       file_error(cm::config_unknown_section, "section.toml", 1, "trian", "envs, envs.rollout, bench, tune, train")},
       {{"--config", "subsection.toml", "train"},
-       file_error(cm::config_unknown_section, "subsection.toml", 3, "train.network", "envs, envs.rollout, bench, train")},
+       file_error(cm::config_unknown_section, "subsection.toml", 3, "train.network", "envs, envs.rollout, bench, tune, train")},
       {{"--config", "top_level.toml", "train"},
        file_error(cm::config_top_level_key, "top_level.toml", 1, "total-steps", "log-level", "train")},
       {{"--config", "top_level_unknown.toml", "train"},
