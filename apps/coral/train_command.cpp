@@ -159,6 +159,11 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
   cmd->add_option("--value-coef", o.ppo.value_coef, "value loss coefficient")->capture_default_str();
   cmd->add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus coefficient")->capture_default_str();
   cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient norm clip, 0: off (default: ppo 0.5, dqn 10)");
+  cmd->add_flag("--obs-norm", o.normalize_observations,
+                "ppo: normalise observations by their running mean and std (clipped to +-10), kept in checkpoints and "
+                "applied by the acting policy");
+  cmd->add_flag("--reward-scale", o.ppo.scale_rewards,
+                "ppo: divide the rewards trained on by a running std of the discounted return (clipped to +-10)");
   // DQN and its replay.
   auto& dm = o.dqn;
   cmd->add_option("--n-step", dm.n_step, "dqn: env steps summed into each return")->capture_default_str();

@@ -110,6 +110,9 @@ class writer {
   void text(std::string_view name, std::string_view s) { bytes(name, s.data(), s.size()); }
   void u64(std::string_view name, std::uint64_t v) { bytes(name, &v, sizeof v); }
   void floats(std::string_view name, const std::vector<float>& v) { bytes(name, v.data(), v.size() * sizeof(float)); }
+  void doubles(std::string_view name, const std::vector<double>& v) {
+    bytes(name, v.data(), v.size() * sizeof(double));
+  }
   [[nodiscard]] const std::vector<char>& data() const noexcept { return out_; }
 
  private:
@@ -148,6 +151,8 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   w.text("algo", c.algo);
   w.floats("target_parameters", c.target_parameters);
   w.bytes("replay", c.replay.data(), c.replay.size());
+  w.doubles("observation_moments", c.learner.observation_moments);
+  w.doubles("reward_scaling", c.learner.reward_scaling);
   const auto& payload = w.data();
   const std::uint32_t version = checkpoint_format_version;
   const std::uint64_t size = payload.size();
@@ -231,6 +236,13 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
     if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());  // an empty vector's data() may be null
     return v;
   };
+  auto doubles = [&](std::string_view key) {
+    auto r = record(key);
+    if (r.size() % sizeof(double) != 0) fail(errors::checkpoint_bad_record, name, key);
+    std::vector<double> v(r.size() / sizeof(double));
+    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());
+    return v;
+  };
   auto text = [&](std::string_view key) {
     auto r = record(key);
     return std::string(r.data(), r.size());
@@ -251,6 +263,10 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
     c.target_parameters = floats("target_parameters");
     const auto r = record("replay");
     c.replay.assign(r.begin(), r.end());
+  }
+  if (version >= 3) {
+    c.learner.observation_moments = doubles("observation_moments");
+    c.learner.reward_scaling = doubles("reward_scaling");
   }
   if (c.learner.adam_m.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_m");
   if (c.learner.adam_v.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_v");

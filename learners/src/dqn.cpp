@@ -372,6 +372,8 @@ class dqn final : public algorithm {
 void check_dqn_options(const train_options& o) {
   const auto& d = o.dqn;
   if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), o.frames));
+  if (o.normalize_observations) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--obs-norm"));
+  if (o.ppo.scale_rewards) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--reward-scale"));
   if (d.n_step == 0) out_of_range("--n-step", d.n_step, "must be at least 1");
   if (d.batch_size == 0) out_of_range("--replay-batch", d.batch_size, "must be at least 1");
   if (!(d.replay_ratio > 0)) out_of_range("--replay-ratio", d.replay_ratio, "must be > 0");

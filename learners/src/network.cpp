@@ -15,6 +15,7 @@
 #include "coral/envs/rng.hpp"
 #include "coral/learners/frame_stack.hpp"
 #include "coral/learners/errors.hpp"
+#include "coral/learners/running_moments.hpp"
 
 namespace coral::learners {
 namespace {
@@ -81,6 +82,10 @@ std::size_t parameter_count(const network_spec& spec) {
   return n;
 }
 
+std::size_t published_weight_count(const network_spec& spec) {
+  return parameter_count(spec) + (spec.normalize_observations ? 2 * spec.input_dim() : 0);
+}
+
 namespace detail {
 
 torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, double head_gain) {
@@ -137,7 +142,7 @@ std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::log_prob_entropy(cons
 }
 
 std::vector<torch::Tensor> actor_critic_impl::ordered() const {
-  return parameters(/*recurse=*/true);  // registration order: actor, critic, log_std
+  return parameters(/*recurse=*/true);  // the module's own first (log_std), then actor's and critic's
 }
 
 std::vector<float> flatten(const std::vector<torch::Tensor>& params) {
@@ -205,6 +210,13 @@ struct mlp_policy::impl {
     scratch_a.resize(w);
     scratch_b.resize(w);
     log_std.resize(s.continuous_dim());
+    samples.resize(rows * s.continuous_dim());
+    if (s.normalize_observations) {
+      // The identity until the learner publishes its moments.
+      normalizer.assign(2 * s.input_dim(), 0.0f);
+      std::fill(normalizer.begin() + static_cast<std::ptrdiff_t>(s.input_dim()), normalizer.end(), 1.0f);
+      normalized.resize(s.input_dim());
+    }
   }
   /// Copies the torch parameters into the dense kernels.
   void refresh() {
@@ -220,6 +232,9 @@ struct mlp_policy::impl {
   detail::dense_mlp actor;
   detail::dense_mlp critic;
   std::vector<float> log_std;
+  std::vector<float> samples;     // rows × continuous_dim: the unclipped Gaussian samples
+  std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
+  std::vector<float> normalized;  // one normalised input row
   frame_stack stack;
   std::vector<envs::rng> rngs;
   std::vector<float> scratch_a;
@@ -235,9 +250,18 @@ mlp_policy::~mlp_policy() = default;
 void mlp_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
 
 void mlp_policy::load_weights(std::span<const float> weights) {
-  detail::load(*impl_->net, weights);
-  impl_->refresh();
+  auto& m = *impl_;
+  const std::size_t block = m.normalizer.size();
+  if (weights.size() < block) {
+    throw usage_error(fmt::format("mlp_policy: {} weights given, the normaliser alone has {}", weights.size(), block));
+  }
+  detail::load(*m.net, weights.first(weights.size() - block));
+  const auto tail = weights.last(block);
+  std::copy(tail.begin(), tail.end(), m.normalizer.begin());
+  m.refresh();
 }
+
+std::span<const float> mlp_policy::sampled_actions() const noexcept { return impl_->samples; }
 
 void mlp_policy::act(const actors::policy_rows& rows) {
   auto& m = *impl_;
@@ -251,6 +275,10 @@ void mlp_policy::act(const actors::policy_rows& rows) {
       if (term[r] != 0 || trunc[r] != 0) m.stack.restart(r);  // the observation starts a new episode
       m.stack.push(r, batch.observations().row(r));
       const float* x = m.stack.row(r).data();
+      if (!m.normalizer.empty()) {
+        normalize_observation(m.normalizer, x, m.normalized.data());
+        x = m.normalized.data();
+      }
       if (!rows.values.empty()) rows.values[r] = *m.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
       const float* row_out = m.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());
 
@@ -282,13 +310,15 @@ void mlp_policy::act(const actors::policy_rows& rows) {
         offset += k;
       }
       auto continuous = batch.continuous_actions().row(r);
+      float* sample = m.samples.data() + static_cast<std::size_t>(r) * cont;
       for (std::size_t c = 0; c < cont; ++c) {
         const double mean = row_out[offset + c];
         const double sd = std::exp(static_cast<double>(m.log_std[c]));
-        double a = m.deterministic ? mean : mean + sd * rng.normal();
-        a = std::clamp(a, static_cast<double>(m.spec.low[c]), static_cast<double>(m.spec.high[c]));
-        continuous[c] = static_cast<float>(a);
-        const double z = (static_cast<double>(continuous[c]) - mean) / sd;
+        sample[c] = static_cast<float>(m.deterministic ? mean : mean + sd * rng.normal());
+        // The env gets the sample clipped to its bounds; the log probability
+        // is the unclipped sample's, which is what the learner scores.
+        continuous[c] = std::clamp(sample[c], m.spec.low[c], m.spec.high[c]);
+        const double z = (static_cast<double>(sample[c]) - mean) / sd;
         logp += -0.5 * z * z - static_cast<double>(m.log_std[c]) - half_log_2pi;
       }
       if (!rows.log_probs.empty()) rows.log_probs[r] = static_cast<float>(logp);
@@ -297,9 +327,11 @@ void mlp_policy::act(const actors::policy_rows& rows) {
 }
 
 std::string network_signature(const network_spec& spec) {
-  return fmt::format("mlp obs={} frames={} nvec=[{}] box={} hidden=[{}] params={}", spec.raw_obs_dim, spec.frames,
+  // Without obs norm the text is what it was before the flag existed, so
+  // those checkpoints still match.
+  return fmt::format("mlp obs={} frames={} nvec=[{}] box={} hidden=[{}] params={}{}", spec.raw_obs_dim, spec.frames,
                      fmt::join(spec.nvec, ","), spec.continuous_dim(), fmt::join(spec.hidden, ","),
-                     parameter_count(spec));
+                     parameter_count(spec), spec.normalize_observations ? " obs_norm" : "");
 }
 
 }  // namespace coral::learners

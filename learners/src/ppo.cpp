@@ -28,10 +28,14 @@ class ppo final : public algorithm {
   ppo(const train_options& o, actors::sampler& s)
       : options_(o),
         sampler_(&s),
-        spec_(network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, o.frames)),
+        spec_(make_spec(o, s)),
         learner_(spec_, o.ppo, o.sampler.seed, o.total_steps) {}
 
-  std::string signature() const override { return network_signature(spec_); }
+  // The reward scaler's state is in the checkpoint only when it is on: a run
+  // with it does not resume a run without it, nor the other way round.
+  std::string signature() const override {
+    return network_signature(spec_) + (options_.ppo.scale_rewards ? " reward_scale" : "");
+  }
 
   std::string restore(const checkpoint& c) override {
     learner_.restore(c.learner);
@@ -50,6 +54,8 @@ class ppo final : public algorithm {
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
                                            options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
+    // The learner scores the unclipped Gaussian samples; the envs get them clipped.
+    assembler_->record_actions_from(policy_->sampled_actions());
   }
   actors::policy& policy() override { return *policy_; }
   actors::step_consumer& consumer() override { return *assembler_; }
@@ -77,8 +83,9 @@ class ppo final : public algorithm {
   void close() noexcept override { assembler_->close(); }
 
   std::string describe_setup() const override {
-    return fmt::format("horizon {}, max policy lag {}, {} parameters", options_.horizon, options_.max_policy_lag,
-                       parameter_count(spec_));
+    return fmt::format("horizon {}, max policy lag {}, {} parameters{}{}", options_.horizon, options_.max_policy_lag,
+                       parameter_count(spec_), spec_.normalize_observations ? ", obs norm" : "",
+                       options_.ppo.scale_rewards ? ", reward scale" : "");
   }
   std::string_view columns() const override {
     return "policy_loss,value_loss,entropy,approx_kl,clip_fraction,learning_rate,mean_policy_lag,max_policy_lag";
@@ -163,6 +170,12 @@ class ppo final : public algorithm {
   }
 
  private:
+  static network_spec make_spec(const train_options& o, const actors::sampler& s) {
+    auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, o.frames);
+    spec.normalize_observations = o.normalize_observations;
+    return spec;
+  }
+
   /// The width of a segment's observation rows (stacked frames).
   std::size_t assembler_width() const { return sampler_->batch().obs_dim() * options_.frames; }
 

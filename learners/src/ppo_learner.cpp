@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,8 @@
 #include "adam.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/rng.hpp"
+#include "coral/learners/reward_scaler.hpp"
+#include "coral/learners/running_moments.hpp"
 
 namespace coral::learners {
 namespace {
@@ -33,6 +36,18 @@ struct ppo_learner::impl {
     torch::manual_seed(seed);
     net = detail::actor_critic(s);
     adam = std::make_unique<detail::flat_adam>(net->ordered(), c.adam_epsilon);
+    if (s.normalize_observations) block = normalizer_block(moments);
+  }
+
+  /// `in` (rows of input_dim) normalised with the published block, or `in` itself.
+  torch::Tensor normalized(std::span<const float> in, std::int64_t rows) const {
+    const auto D = static_cast<std::int64_t>(spec.input_dim());
+    auto raw = torch::from_blob(const_cast<float*>(in.data()), {rows, D}, torch::kFloat32);
+    if (block.empty()) return raw;
+    auto out = torch::empty({rows, D}, torch::kFloat32);
+    float* o = out.data_ptr<float>();
+    for (std::int64_t r = 0; r < rows; ++r) normalize_observation(block, in.data() + r * D, o + r * D);
+    return out;
   }
 
   network_spec spec;
@@ -43,6 +58,9 @@ struct ppo_learner::impl {
   std::uint64_t updates = 0;
   std::uint64_t env_steps = 0;
   std::uint64_t rng;
+  running_moments moments{spec.normalize_observations ? spec.input_dim() : 0};
+  std::vector<float> block;  // normalizer_block(moments), as published; empty without obs norm
+  std::optional<reward_scaler> scaler = config.scale_rewards ? std::optional<reward_scaler>(config.gamma) : std::nullopt;
 };
 
 ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
@@ -54,7 +72,22 @@ ppo_learner::~ppo_learner() = default;
 std::uint64_t ppo_learner::updates() const noexcept { return impl_->updates; }
 std::uint64_t ppo_learner::env_steps() const noexcept { return impl_->env_steps; }
 const network_spec& ppo_learner::spec() const noexcept { return impl_->spec; }
-std::vector<float> ppo_learner::weights() const { return detail::flatten(*impl_->net); }
+std::vector<float> ppo_learner::weights() const {
+  auto w = detail::flatten(*impl_->net);
+  w.insert(w.end(), impl_->block.begin(), impl_->block.end());
+  return w;
+}
+
+std::vector<float> ppo_learner::values(std::span<const float> observations) const {
+  auto& s = *impl_;
+  const auto D = s.spec.input_dim();
+  if (D == 0 || observations.size() % D != 0) {
+    throw usage_error(fmt::format("ppo_learner: {} floats are not observations of {}", observations.size(), D));
+  }
+  torch::NoGradGuard no_grad;
+  const auto v = s.net->value(s.normalized(observations, static_cast<std::int64_t>(observations.size() / D))).contiguous();
+  return {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()};
+}
 
 update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t version) {
   auto& s = *impl_;
@@ -75,7 +108,9 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
   }
   out.mean_policy_lag = lag_sum / static_cast<double>(N);
 
-  const auto all_obs = torch::from_blob(const_cast<float*>(seg.observations.data()), {R, T + 1, D}, torch::kFloat32);
+  // Normalised with the moments the acting policy had (the block published
+  // with the weights it acted with, when the lag is 0).
+  const auto all_obs = s.normalized(seg.observations, R * (T + 1)).reshape({R, T + 1, D});
   torch::Tensor obs = all_obs.narrow(1, 0, T).reshape({N, D}).clone();
   // GAE on the CPU, per row, from the acting policy's values and the
   // learner's values of the bootstrap and truncation observations.
@@ -86,10 +121,10 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
     const auto last = s.net->value(all_obs.select(1, T).contiguous()).contiguous();
     std::vector<float> bootstrap(last.data_ptr<float>(), last.data_ptr<float>() + R);
     std::vector<float> rewards = seg.rewards;
+    if (s.scaler) s.scaler->scale(rewards, seg.terminated, seg.truncated, seg.rows, seg.horizon);
     if (!seg.truncated_steps.empty()) {
       const auto k = static_cast<std::int64_t>(seg.truncated_steps.size());
-      auto fin = torch::from_blob(const_cast<float*>(seg.truncated_observations.data()), {k, D}, torch::kFloat32);
-      const auto fv = s.net->value(fin).contiguous();
+      const auto fv = s.net->value(s.normalized(seg.truncated_observations, k)).contiguous();
       for (std::int64_t j = 0; j < k; ++j) {
         rewards[seg.truncated_steps[static_cast<std::size_t>(j)]] +=
             static_cast<float>(c.gamma) * fv.data_ptr<float>()[j];
@@ -167,7 +202,7 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
       auto loss = pg - c.entropy_coef * ent + c.value_coef * vloss;
       s.net->zero_grad();
       loss.backward();
-      if (c.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(s.net->parameters(), c.max_grad_norm);
+      if (c.max_grad_norm > 0) detail::clip_grad_norm(s.net->ordered(), c.max_grad_norm);
       s.adam->step(s.net->ordered(), lr);
       if (last_epoch) {
         torch::NoGradGuard no_grad;
@@ -189,6 +224,15 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
     }
   }
   s.net->eval();
+  if (!s.block.empty()) {
+    // The observations acted on, the bootstrap ones left out (each is the
+    // next segment's first).
+    for (std::int64_t r = 0; r < R; ++r) {
+      s.moments.update(std::span<const float>(seg.observations).subspan(static_cast<std::size_t>(r * (T + 1) * D),
+                                                                       static_cast<std::size_t>(T * D)));
+    }
+    s.block = normalizer_block(s.moments);
+  }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ++s.updates;
   s.env_steps += seg.env_steps();
@@ -197,18 +241,31 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
 
 learner_state ppo_learner::state() const {
   learner_state st;
-  st.parameters = weights();
+  st.parameters = detail::flatten(*impl_->net);  // the normaliser's block is derived from observation_moments
   impl_->adam->save(st.adam_m, st.adam_v);
   st.adam_steps = impl_->adam->steps;
   st.updates = impl_->updates;
   st.env_steps = impl_->env_steps;
   st.rng = impl_->rng;
+  if (!impl_->block.empty()) st.observation_moments = impl_->moments.save();
+  if (impl_->scaler) st.reward_scaling = impl_->scaler->save();
   return st;
 }
 
 void ppo_learner::restore(const learner_state& st) {
   auto& s = *impl_;
+  if (!s.block.empty() && st.observation_moments.empty()) {
+    throw usage_error("ppo_learner: the checkpoint has no observation normaliser (it was written without --obs-norm)");
+  }
+  if (s.scaler && st.reward_scaling.empty()) {
+    throw usage_error("ppo_learner: the checkpoint has no reward scaler (it was written without --reward-scale)");
+  }
   detail::load(*s.net, st.parameters);
+  if (!s.block.empty()) {
+    s.moments.load(st.observation_moments);
+    s.block = normalizer_block(s.moments);
+  }
+  if (s.scaler) s.scaler->load(st.reward_scaling);
   s.adam->load(st.adam_m, st.adam_v, st.adam_steps);
   s.updates = st.updates;
   s.env_steps = st.env_steps;

@@ -131,7 +131,8 @@ void rollout_assembler::consume(const actors::step_batch& step) {
         std::copy(a.begin(), a.end(), seg.discrete_actions.begin() + static_cast<std::ptrdiff_t>(i * dd));
       }
       if (cd > 0) {
-        const auto a = step.batch.continuous_actions().row(r);
+        const auto a = continuous_source_.empty() ? step.batch.continuous_actions().row(r)
+                                                  : continuous_source_.subspan(r * cd, cd);
         std::copy(a.begin(), a.end(), seg.continuous_actions.begin() + static_cast<std::ptrdiff_t>(i * cd));
       }
       seg.log_probs[i] = step.log_probs.empty() ? 0.0f : step.log_probs[r];

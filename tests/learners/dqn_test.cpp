@@ -143,6 +143,12 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   auto o = small_dqn(1000);
   o.frames = 2;
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_frames), 2));
+  o = small_dqn(1000);
+  o.normalize_observations = true;
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_ppo_only), "--obs-norm"));
+  o = small_dqn(1000);
+  o.ppo.scale_rewards = true;
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_ppo_only), "--reward-scale"));
 }
 
 TEST_CASE("DQN settings under which the learner could never train are refused before start, saying why",

@@ -11,7 +11,10 @@
 /// The payload is a sequence of records `name length u32 | name | size u64 |
 /// bytes`. Format 2 adds the records `algo`, `target_parameters` and `replay`
 /// (the replay buffer, so that a resumed DQN run continues with the same
-/// data); format 1 files are still read, as PPO. Writing goes to `<file>.tmp`,
+/// data); format 3 adds `observation_moments` and `reward_scaling` (PPO's
+/// `--obs-norm` and `--reward-scale` state, doubles; empty when off). Format
+/// 1 and 2 files are still read, as runs without those flags (a run with
+/// them refuses such a file: its network signature or state does not match). Writing goes to `<file>.tmp`,
 /// which is flushed, synced to disk and then renamed over `<file>` (the
 /// directory is synced too): a crash leaves the old checkpoint or the new one,
 /// never a mix, and at worst a `.tmp` that remove_stale_temporaries() clears.
@@ -67,7 +70,7 @@ struct checkpoint_id {
 [[nodiscard]] checkpoint_id id_of(const checkpoint& c);
 
 /// Current format version.
-inline constexpr std::uint32_t checkpoint_format_version = 2;
+inline constexpr std::uint32_t checkpoint_format_version = 3;
 /// The oldest format version read_checkpoint() still reads (PPO-only files).
 inline constexpr std::uint32_t checkpoint_oldest_version = 1;
 

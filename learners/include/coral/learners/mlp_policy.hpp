@@ -28,9 +28,15 @@ namespace coral::learners {
 /// from the envs' (seed, env index) streams: the actions a row gets
 /// do not depend on which rows share its batch, so the topologies sample the
 /// same trajectories. Writes the log probability and the value of every row
-/// when the spans are given. Box actions are clipped to their bounds and the
-/// log probability is that of the clipped action under the Gaussian (the
-/// learner scores the same clipped action, so the ratio is consistent).
+/// when the spans are given. A Box element is sampled from an unbounded
+/// Gaussian; the env gets the sample clipped to its bounds, while the log
+/// probability is that of the unclipped sample, which sampled_actions()
+/// keeps for the rollout assembler (the learner scores the same sample).
+///
+/// With spec.normalize_observations the weights end with the learner's
+/// normalizer_block() and each (stacked) input row is normalised by
+/// normalize_observation() first, exactly as the learner does; before the
+/// first load_weights() the normalisation is the identity (clipped).
 ///
 /// Allocation: none in act(); load_weights() reuses its buffers.
 ///
@@ -45,8 +51,13 @@ class mlp_policy final : public actors::policy {
   mlp_policy& operator=(const mlp_policy&) = delete;
 
   void act(const actors::policy_rows& rows) override;
-  /// Throws usage_error if the size is not parameter_count(spec).
+  /// Throws usage_error if the size is not published_weight_count(spec).
   void load_weights(std::span<const float> weights) override;
+
+  /// The unclipped Gaussian samples of the last act() per batch row,
+  /// row-major (continuous_dim per row); row r is valid from act() on row r
+  /// until the next act() on it. Empty for an action space without Box elements.
+  [[nodiscard]] std::span<const float> sampled_actions() const noexcept;
 
   /// Greedy actions (argmax / mean) instead of samples, for evaluation.
   void set_deterministic(bool on) noexcept;

@@ -30,6 +30,9 @@ struct network_spec {
   std::vector<float> low;             ///< Box element bounds, in leaf order
   std::vector<float> high;
   std::vector<std::size_t> hidden{64, 64};  ///< hidden widths (tanh), actor and critic alike
+  /// Observations are normalised by running moments (`--obs-norm`): the
+  /// published weights then end with normalizer_block() (2 × input_dim floats).
+  bool normalize_observations = false;
 
   /// The spec for these spaces. Throws config_error
   /// (errors::unsupported_action_space) for an action space without leaves.
@@ -51,8 +54,12 @@ struct network_spec {
 /// Later calls do nothing (torch refuses to change inter-op threads twice).
 void use_one_torch_thread();
 
-/// The number of floats in the flat weights of a network of `spec`.
+/// The number of floats in the flat weights of a network of `spec` (its
+/// parameters, without the normaliser's block).
 [[nodiscard]] std::size_t parameter_count(const network_spec& spec);
+/// The number of floats the learner publishes for `spec`: parameter_count(),
+/// plus 2 × input_dim() with normalize_observations.
+[[nodiscard]] std::size_t published_weight_count(const network_spec& spec);
 
 /// A text that identifies the parameter layout of `spec` (checkpoints carry it).
 [[nodiscard]] std::string network_signature(const network_spec& spec);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "coral/learners/network.hpp"
@@ -28,6 +29,9 @@ struct ppo_config {
   double max_grad_norm = 0.5;
   bool normalize_advantages = true;
   double adam_epsilon = 1e-5;
+  /// Divide the rewards trained on by a running std of the discounted return
+  /// (reward_scaler; `--reward-scale`).
+  bool scale_rewards = false;
 };
 
 /// Everything a checkpoint needs to continue a learner exactly.
@@ -39,6 +43,10 @@ struct learner_state {
   std::uint64_t updates = 0;
   std::uint64_t env_steps = 0;     ///< env steps trained on
   std::uint64_t rng = 0;           ///< state of the minibatch-shuffling generator
+  /// The observation normaliser's running_moments::save() (empty without `--obs-norm`).
+  std::vector<double> observation_moments;
+  /// The reward scaler's reward_scaler::save() (empty without `--reward-scale`).
+  std::vector<double> reward_scaling;
 };
 
 /// PPO with GAE, the clipped surrogate, an (optionally clipped) value loss,
@@ -50,6 +58,14 @@ struct learner_state {
 /// over the flat parameters, so that its state is plain floats that a
 /// checkpoint holds exactly. Minibatches are drawn by a generator of its own
 /// seeded from the run's seed: the same seed and data give the same weights.
+///
+/// With spec.normalize_observations, every observation the network sees is
+/// normalised by running moments (normalize_observation()): an update trains
+/// on its segment normalised with the moments the acting policy had (those
+/// published with the weights), then folds the segment's observations into
+/// the moments; weights() appends the new normalizer_block(). With
+/// config.scale_rewards, the segment's rewards are scaled (reward_scaler)
+/// before GAE.
 ///
 /// Thread safety: one thread at a time (the learner actor).
 class ppo_learner {
@@ -65,10 +81,15 @@ class ppo_learner {
   /// starts from (for the policy lag).
   update_stats update(const rollout_segment& segment, std::uint64_t version);
 
-  /// The current flat weights (what the policy loads).
+  /// The current flat weights (what the policy loads): the network's
+  /// parameters, then, with spec.normalize_observations, normalizer_block().
   [[nodiscard]] std::vector<float> weights() const;
+  /// The critic's values of `observations` (rows of spec().input_dim() raw
+  /// floats), normalised as the learner trains (for checks and tests).
+  [[nodiscard]] std::vector<float> values(std::span<const float> observations) const;
   [[nodiscard]] learner_state state() const;
-  /// Restores a state; throws usage_error if its sizes do not fit the network.
+  /// Restores a state; throws usage_error if its sizes do not fit the network
+  /// or it lacks the normaliser or scaler state this learner keeps.
   void restore(const learner_state& s);
   [[nodiscard]] std::uint64_t updates() const noexcept;
   [[nodiscard]] std::uint64_t env_steps() const noexcept;

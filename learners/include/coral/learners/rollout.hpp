@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "coral/actors/messages.hpp"
@@ -102,6 +103,13 @@ class rollout_assembler final : public actors::step_consumer {
   /// row in `step` (the batcher calls it after acting).
   void consume(const actors::step_batch& step) override;
 
+  /// Records the continuous actions from `rows` (row-major by batch row,
+  /// continuous_action_dim() floats each) instead of the batch's action rows:
+  /// the policy's unclipped samples (mlp_policy::sampled_actions()), while
+  /// the envs get them clipped. consume() reads row r right after the policy
+  /// acted on it, on the batcher's executor. Call before the run starts.
+  void record_actions_from(std::span<const float> rows) noexcept { continuous_source_ = rows; }
+
   /// Closes segments().
   void close() noexcept { segments_.close(); }
 
@@ -126,6 +134,7 @@ class rollout_assembler final : public actors::step_consumer {
   std::map<std::uint64_t, std::size_t> groups_done_;
   std::vector<std::unique_ptr<rollout_segment>> done_;  // completed by the current arrival
   std::vector<float> scratch_;
+  std::span<const float> continuous_source_;  // empty: the batch's action rows
 };
 
 }  // namespace coral::learners

@@ -1,0 +1,85 @@
+// PPO on the MuJoCo envs, run as a user runs it: the built `coral` with a
+// checked-in config (`coral train --config configs/<task>-ppo.toml`).
+// inverted_pendulum is in the default run; the locomotion tasks are tagged
+// [learning] (ctest label `learning`), one seed each, each bounded by the
+// 5 minutes the configs are made for. Each run's output is printed, so a
+// failure shows its learning curve.
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "child_process.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A run of `coral train --config configs/<task>-ppo.toml` plus `extra`,
+/// killed after `limit`.
+coral::test::outcome train_with_config(const std::string& task, const std::vector<std::string>& extra,
+                                       std::chrono::milliseconds limit) {
+  const auto dir = fs::temp_directory_path() / ("coral-mujoco-" + task + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  coral::test::invocation inv;
+  inv.argv = {CORAL_BINARY, "train", "--config", std::string(CORAL_SOURCE_DIR) + "/configs/" + task + "-ppo.toml",
+              "--no-run-dir", "--progress-seconds", "15"};
+  inv.argv.insert(inv.argv.end(), extra.begin(), extra.end());
+  inv.cwd = dir.string();
+  auto out = coral::test::run_children({inv}, 1, limit).front();
+  std::cout << out.out << out.err << std::flush;
+  fs::remove_all(dir);
+  return out;
+}
+
+/// The number after `"key":` in the last line of `text` (the final JSON).
+double json_number(const std::string& text, const std::string& key) {
+  const auto end = text.find_last_not_of('\n');
+  const auto line = text.substr(text.rfind('\n', end) + 1);
+  const auto at = line.find("\"" + key + "\":");
+  REQUIRE(at != std::string::npos);
+  return std::stod(line.substr(at + key.size() + 3));
+}
+
+}  // namespace
+
+TEST_CASE("PPO solves inverted_pendulum with its config: mean return >= 950 over 100 episodes", "[apps][mujoco]") {
+  // The config solves it in about 115k steps (under 30 s on 2 cores); the
+  // bound keeps a failing run short.
+  const auto out = train_with_config("inverted_pendulum", {"--total-steps", "300000"}, std::chrono::minutes(3));
+  REQUIRE_FALSE(out.killed);
+  REQUIRE(out.exit_code == 0);
+  CHECK(out.out.find("\"solved\":true") != std::string::npos);
+  CHECK(json_number(out.out, "mean_return") >= 950.0);
+}
+
+namespace {
+
+/// Trains `task` with its config and seed 1 for 1M steps: the mean return
+/// must reach `bar`. One seed (BENCHMARKS.md has three): the bars are well
+/// below the 3-seed means (1500, 2400, 2300), which single seeds
+/// scatter around.
+void learns(const std::string& task, double bar) {
+  const auto out = train_with_config(task, {"--seed", "1"}, std::chrono::minutes(6));
+  REQUIRE_FALSE(out.killed);
+  REQUIRE(out.exit_code == 0);
+  CHECK(json_number(out.out, "env_steps") >= 1'000'000);
+  CHECK(json_number(out.out, "mean_return") >= bar);
+}
+
+}  // namespace
+
+// CI runs the first (about 3 minutes); all three: mujoco_config_tests "[learning]".
+TEST_CASE("PPO with its config learns halfcheetah within 1M steps", "[learning][mujoco][halfcheetah]") {
+  learns("halfcheetah", 1000.0);
+}
+TEST_CASE("PPO with its config learns hopper within 1M steps", "[learning][mujoco][hopper]") { learns("hopper", 1500.0); }
+TEST_CASE("PPO with its config learns walker2d within 1M steps", "[learning][mujoco][walker2d]") {
+  learns("walker2d", 1500.0);
+}
