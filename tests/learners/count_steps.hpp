@@ -130,9 +130,9 @@ class count_steps final : public learners::algorithm, actors::step_consumer, act
 
   const learners::train_options& options_;
   actors::sampler* sampler_;
+  bool distributable_;
   std::unique_ptr<actors::policy> policy_;
   learners::training_run* run_ = nullptr;
-  bool distributable_;
   std::atomic<std::uint64_t> counted_{0};
   std::atomic<std::uint64_t> unsent_{0};    // a sampler rank's steps not sent yet
   std::uint64_t updates_ = 0;          // the learner's
