@@ -7,7 +7,8 @@
 //
 // The values must either be refused with config_error before any env exists,
 // or build an env that resets and steps (random actions) with every
-// observation in its space and every reward finite.
+// observation in its space and every reward finite; a MuJoCo env may instead
+// report a diverging simulation as an env fault (env_failed).
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "coral/core/error.hpp"
 #include "coral/envs/config.hpp"
+#include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
 #include "env_rollout.hpp"
 
@@ -47,6 +49,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const coral::config_error&) {
     return 0;  // refused with a named error before anything started
   }
-  if (coral::fuzz::steppable(name)) coral::fuzz::roll_random(std::move(env), 32, size);
+  if (!coral::fuzz::steppable(name)) return 0;
+  if (coral::fuzz::may_diverge(name)) {
+    try {
+      coral::fuzz::roll_random(std::move(env), 32, size);
+    } catch (const coral::envs::env_failed&) {
+      // a diverging simulation, reported as the env fault it is
+    }
+    return 0;
+  }
+  coral::fuzz::roll_random(std::move(env), 32, size);
   return 0;
 }

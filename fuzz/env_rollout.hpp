@@ -26,6 +26,17 @@ namespace coral::fuzz {
 /// run a timeout, or a crash that is the env doing its job).
 inline bool steppable(std::string_view name) { return name != "delay" && name != "faulty"; }
 
+/// Whether env `name` simulates physics that a config may make diverge:
+/// the MuJoCo envs. Their contract (issue 13) is that an unstable
+/// simulation, or a reward that overflows (a fuzzed weight of 1e308), is an
+/// env fault that --on-env-error handles: env_failed, not a crash.
+inline bool may_diverge(std::string_view name) {
+  for (const std::string_view physics : {"halfcheetah", "hopper", "walker2d", "ant", "humanoid", "inverted_pendulum"}) {
+    if (name == physics) return true;
+  }
+  return false;
+}
+
 /// Checks that every active row of `batch` holds an observation of
 /// `observation_space` and a finite reward.
 inline void check_rows(envs::env_batch& batch, const envs::space& observation_space) {
