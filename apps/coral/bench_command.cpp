@@ -74,15 +74,7 @@ void check_bench_flags(const bench_flags& f, const given_flags& g, const actors:
                                    "the baseline is skipped"));
   }
   (void)actors::resolve_wiring(o);  // the flags' own errors first
-  const auto shape = actors::probe_env_shape(o);
-  actors::memory_estimate estimate;
-  actors::add_sampler_memory(estimate, o, shape);
-  auto at_default = o;
-  at_default.num_envs = actors::sampler_options{}.num_envs;
-  actors::memory_estimate smaller;
-  actors::add_sampler_memory(smaller, at_default, shape);
-  actors::check_memory(estimate, {{"--num-envs", fmt::format("{}", o.num_envs), smaller.total()}},
-                       actors::available_memory());
+  check_sampler_memory(o);
 }
 
 void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/actors/memory_budget.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/executor.hpp"
 #include "coral/envs/config.hpp"
@@ -64,6 +65,18 @@ actors::sampler_options to_sampler_options(const sampler_flags& f) {
   o.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
   o.spin = std::chrono::microseconds(f.spin_us);
   return o;
+}
+
+void check_sampler_memory(const actors::sampler_options& o) {
+  const auto shape = actors::probe_env_shape(o);
+  actors::memory_estimate estimate;
+  actors::add_sampler_memory(estimate, o, shape);
+  auto at_default = o;
+  at_default.num_envs = actors::sampler_options{}.num_envs;
+  actors::memory_estimate smaller;
+  actors::add_sampler_memory(smaller, at_default, shape);
+  actors::check_memory(estimate, {{"--num-envs", fmt::format("{}", o.num_envs), smaller.total()}},
+                       actors::available_memory());
 }
 
 }  // namespace coral::cli

@@ -73,4 +73,9 @@ void add_sampler_flags(CLI::App& command, sampler_flags& flags, const sampler_fl
 /// sampler.
 [[nodiscard]] actors::sampler_options to_sampler_options(const sampler_flags& flags);
 
+/// Refuses a sampler of `o` that cannot fit in this machine's memory, naming
+/// --num-envs (actors::check_memory), before anything is built: `coral
+/// bench` and `coral tune`.
+void check_sampler_memory(const actors::sampler_options& o);
+
 }  // namespace coral::cli

@@ -131,6 +131,7 @@ void run_tune(std::ostream& out, tune_flags& f) {
   plain.batch_size = 0;
   plain.min_batch_size = 0;
   (void)actors::resolve_wiring(plain);
+  check_sampler_memory(plain);  // a huge --num-envs is refused, not allocated
   auto all = candidates(base);
   if (all.empty()) throw usage_error("coral tune: no candidate although the sync wiring resolved");
   const auto path = f.out.empty() ? fmt::format("tune-{}-{}t.toml", base.env, base.threads) : f.out;

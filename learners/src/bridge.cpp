@@ -155,7 +155,6 @@ run_start bridge::handshake_sampler(const fingerprint& mine) {
     s.version = in.get<std::uint64_t>("weights version");
     in.get_vector(s.weights, "weights");
     in.finish("setup");
-    published_ = s.version;
     return s;
   }
 }
@@ -243,10 +242,7 @@ void bridge::on_message(wire_message& m, runtime* rt) {
       in.finish("weights");
       latency_ns_sum_.fetch_add(now_ns() - sent_ns, std::memory_order_relaxed);
       latency_count_.fetch_add(1, std::memory_order_relaxed);
-      if (run_->weights().publish(std::move(w), version)) {
-        published_ = version;
-        weights_arrived_ = true;
-      }
+      if (run_->weights().publish(std::move(w), version)) weights_arrived_ = true;
       return;
     }
     case wire_tag::control:
@@ -278,7 +274,8 @@ bool bridge::step_learner(runtime& rt) {
   }
   // The newest weights to every sampler that has none on the way.
   const auto v = run_->weights().version();
-  std::vector<std::byte> encoded;
+  std::vector<std::byte> encoded;  // once per round, for every sampler that needs it
+  std::uint64_t encoded_version = 0;
   for (std::size_t r = 1; r < t_->size(); ++r) {
     auto& p = peer_of(r);
     if (p.stopped || p.weights_sent >= v || t_->in_flight(r, wire_tag::weights) != 0) continue;
@@ -289,12 +286,9 @@ bool bridge::step_learner(runtime& rt) {
       const auto published = published_ns_.load(std::memory_order_acquire);
       out.put(published != 0 ? published : now_ns());
       out.put_vector(*w.value);
-      p.weights_sent = w.version;
-    } else {
-      std::uint64_t sent;
-      std::memcpy(&sent, encoded.data(), sizeof(sent));
-      p.weights_sent = sent;
+      encoded_version = w.version;
     }
+    p.weights_sent = encoded_version;
     send(r, wire_tag::weights, encoded);
     moved = true;
   }

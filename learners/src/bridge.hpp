@@ -130,7 +130,6 @@ class bridge {
   // Sampler side.
   std::mutex episodes_mutex_;
   std::vector<double> returns_, lengths_;
-  std::uint64_t published_ = 0;        // newest weights version published here
   bool weights_arrived_ = false;
   std::atomic<std::int64_t> latency_ns_sum_{0};
   std::atomic<std::uint64_t> latency_count_{0};

@@ -77,6 +77,10 @@ TEST_CASE("coral tune refuses bad flags before it samples anything", "[apps][tun
   CHECK(run_cli({"tune", "--out", "/nonexistent-dir/x.toml"}, out, err) == 1);
   CHECK(err == "error: " + fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), "/nonexistent-dir/x.toml") + "\n");
   CHECK(out.empty());  // refused before the sweep
+  CHECK(run_cli({"tune", "--env", "noop", "--num-envs", "200000000", "--out", "/tmp/coral-tune-huge.toml"}, out, err) ==
+        1);
+  CHECK(err.starts_with("error: --num-envs: 200000000"));  // the memory budget's refusal, before anything is built
+  CHECK(out.empty());
   CHECK(run_cli({"tune", "--num-envs", "0"}, out, err) == 1);
   CHECK(err.starts_with("error: --num-envs"));
 }
