@@ -195,6 +195,9 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
   cmd->add_option("--hidden", o.hidden, "hidden layer widths, e.g. --hidden 64 64")->capture_default_str();
   cmd->add_option("--frames", o.frames, "observations stacked into the policy input (memory needs 5)")
       ->capture_default_str();
+  cmd->add_option("--lstm", o.lstm,
+                  "ppo: width of an LSTM after the hidden layers, the policy's memory across steps (0: none)")
+      ->capture_default_str();
   cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end, on SIGINT, and every "
                                                         "--checkpoint-every steps)");
   auto* checkpoint_every =

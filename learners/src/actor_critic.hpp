@@ -15,13 +15,30 @@ namespace coral::learners::detail {
 /// Separate actor and critic MLPs (tanh), orthogonal initialisation as in
 /// the PPO implementation details (gain √2 hidden, 0.01 actor head, 1 critic
 /// head, zero biases), and a state-independent log std for Box elements.
+///
+/// With spec.lstm the network is one recurrent trunk instead: an encoder of
+/// the hidden layers (tanh after each), an LSTM cell (orthogonal weights,
+/// zero biases), and linear actor and critic heads on its output, as in
+/// CleanRL's recurrent PPO. actor_out()/value() are then for features (the
+/// cell's h), which unroll() makes from observations.
 struct actor_critic_impl : torch::nn::Module {
   explicit actor_critic_impl(const network_spec& spec);
 
-  /// Actor head output [B, logits_dim + continuous_dim] (logits, then means).
-  torch::Tensor actor_out(const torch::Tensor& obs) { return actor->forward(obs); }
-  /// Values [B].
-  torch::Tensor value(const torch::Tensor& obs) { return critic->forward(obs).squeeze(-1); }
+  /// Actor head output [B, logits_dim + continuous_dim] (logits, then means)
+  /// of observations, or, with an LSTM, of features.
+  torch::Tensor actor_out(const torch::Tensor& in) { return actor->forward(in); }
+  /// Values [B] of observations, or, with an LSTM, of features.
+  torch::Tensor value(const torch::Tensor& in) { return critic->forward(in).squeeze(-1); }
+
+  /// The LSTM over T steps of B rows: `obs` [B, T, input_dim] (normalised),
+  /// `resets` [B, T] (1: the state is zeroed before step t, a new episode),
+  /// starting from `h` and `c` [B, lstm]. Returns the features (the cell's
+  /// h after each step) and its c after each step, both [B, T, lstm].
+  std::pair<torch::Tensor, torch::Tensor> unroll(const torch::Tensor& obs, const torch::Tensor& resets, torch::Tensor h,
+                                                 torch::Tensor c);
+  /// One step of the LSTM for B rows: `obs` [B, input_dim] from `h`, `c`
+  /// [B, lstm]; returns the new (h, c).
+  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor& obs, const torch::Tensor& h, const torch::Tensor& c);
 
   /// Log probabilities and entropies [B] of `discrete` [B, heads] (int64) and
   /// `continuous` [B, c] actions under the actor's output `out`.
@@ -32,8 +49,10 @@ struct actor_critic_impl : torch::nn::Module {
   std::vector<torch::Tensor> ordered() const;
 
   network_spec spec;
-  torch::nn::Sequential actor{nullptr};
-  torch::nn::Sequential critic{nullptr};
+  torch::nn::Sequential actor{nullptr};    // the actor MLP, or with an LSTM its head (one Linear)
+  torch::nn::Sequential critic{nullptr};   // likewise
+  torch::nn::Sequential encoder{nullptr};  // with an LSTM: the hidden layers, tanh after each
+  torch::nn::LSTMCell lstm{nullptr};
   torch::Tensor log_std;  // [continuous_dim], undefined if none
 };
 TORCH_MODULE_IMPL(actor_critic, actor_critic_impl);

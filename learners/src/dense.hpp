@@ -67,15 +67,68 @@ struct dense_mlp {
     for (const auto& l : layers) w = std::max({w, l.in, l.out});
     return w;
   }
-  /// Runs the layers on `x` using the two scratch buffers; returns the output.
-  const float* apply(const float* x, float* a, float* b) const noexcept {
+  /// Runs the layers on `x` using the two scratch buffers; returns the
+  /// output (tanh after the last layer too when `squash_last`).
+  const float* apply(const float* x, float* a, float* b, bool squash_last = false) const noexcept {
     const float* in = x;
     for (std::size_t l = 0; l < layers.size(); ++l) {
       float* out = (l % 2 == 0) ? a : b;
-      layers[l].apply(in, out, l + 1 < layers.size());
+      layers[l].apply(in, out, squash_last || l + 1 < layers.size());
       in = out;
     }
     return in;
+  }
+};
+
+/// One LSTM cell (torch's LSTMCell: gates i, f, g, o in that order),
+/// weights transposed to [in][4H] and [H][4H] like dense_layer's.
+struct dense_lstm {
+  std::size_t in = 0;
+  std::size_t hidden = 0;
+  std::vector<float> input_t;   // in × 4H
+  std::vector<float> hidden_t;  // H × 4H
+  std::vector<float> bias;      // 4H: bias_ih + bias_hh
+
+  /// Loads torch's layout: weight_ih [4H][in], weight_hh [4H][H], bias_ih and bias_hh [4H].
+  void load(std::size_t in_dim, std::size_t h_dim, const float* w_ih, const float* w_hh, const float* b_ih,
+            const float* b_hh) {
+    in = in_dim;
+    hidden = h_dim;
+    const std::size_t g = 4 * hidden;
+    input_t.resize(in * g);
+    hidden_t.resize(hidden * g);
+    bias.resize(g);
+    for (std::size_t j = 0; j < g; ++j) {
+      bias[j] = b_ih[j] + b_hh[j];
+      for (std::size_t i = 0; i < in; ++i) input_t[i * g + j] = w_ih[j * in + i];
+      for (std::size_t i = 0; i < hidden; ++i) hidden_t[i * g + j] = w_hh[j * hidden + i];
+    }
+  }
+
+  /// One step: reads `x` (in floats) and the state `h`, `c` (hidden floats
+  /// each), writes the new state in place; `gates` is 4H floats of scratch.
+  void step(const float* x, float* h, float* c, float* gates) const noexcept {
+    const std::size_t H = hidden, g = 4 * H;
+    std::copy(bias.begin(), bias.end(), gates);
+    for (std::size_t i = 0; i < in; ++i) {
+      const float xi = x[i];
+      const float* w = input_t.data() + i * g;
+      for (std::size_t j = 0; j < g; ++j) gates[j] += w[j] * xi;
+    }
+    for (std::size_t i = 0; i < H; ++i) {
+      const float hi = h[i];
+      const float* w = hidden_t.data() + i * g;
+      for (std::size_t j = 0; j < g; ++j) gates[j] += w[j] * hi;
+    }
+    const auto sigmoid = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+    for (std::size_t j = 0; j < H; ++j) {
+      const float ig = sigmoid(gates[j]);
+      const float fg = sigmoid(gates[H + j]);
+      const float gg = std::tanh(gates[2 * H + j]);
+      const float og = sigmoid(gates[3 * H + j]);
+      c[j] = fg * c[j] + ig * gg;
+      h[j] = og * std::tanh(c[j]);
+    }
   }
 };
 

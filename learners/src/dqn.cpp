@@ -372,6 +372,7 @@ class dqn final : public algorithm {
 void check_dqn_options(const train_options& o) {
   const auto& d = o.dqn;
   if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), o.frames));
+  if (o.lstm != 0) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_lstm), o.lstm));
   if (o.normalize_observations) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--obs-norm"));
   if (o.ppo.scale_rewards) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--reward-scale"));
   if (d.n_step == 0) out_of_range("--n-step", d.n_step, "must be at least 1");

@@ -56,11 +56,29 @@ void add_ppo(actors::memory_estimate& e, const train_options& o, const actors::e
   // and actions as int64.
   e.add("PPO update tensors", samples * (4 * d + 4 + 4 + 8 + 8 * nd + 4 * nc));
   if (o.frames > 1) e.add("frame stacks", 2 * rows * 4 * d);
-  const double actor = mlp_parameters(d, o.hidden, static_cast<double>(s.action_choices) + nc) + nc;
+  const double heads = static_cast<double>(s.action_choices) + nc;
+  const double minibatch = std::min(static_cast<double>(o.ppo.minibatch_size), samples);
+  if (o.lstm > 0) {
+    // One trunk: the encoder (the hidden layers), the cell (4H gates over
+    // its input and h, two biases) and two linear heads.
+    const double h = static_cast<double>(o.lstm);
+    const double enc = static_cast<double>(o.hidden.back());
+    const std::vector<std::size_t> inner(o.hidden.begin(), o.hidden.end() - 1);
+    const double params = mlp_parameters(d, inner, enc) + 4 * h * (enc + h + 2) + (h + 1) * (heads + 1) + nc;
+    e.add("network", params * ppo_bytes_per_parameter);
+    // The policy's state and its copy per row; each segment's initial states.
+    e.add("recurrent state", 2 * rows * 2 * h * 4 + live * rows * 2 * h * 4);
+    // The update's unroll over every step without gradient (h and c kept),
+    // and a minibatch's with it (input, gates, h and c per step, twice for
+    // backward); at least one whole row per minibatch.
+    const double rows_steps = std::max(minibatch, horizon);
+    e.add("activations", (samples * 2 * h + rows_steps * 2 * (enc + 6 * h) + 2 * rows * (enc + 4 * h)) * 4);
+    return;
+  }
+  const double actor = mlp_parameters(d, o.hidden, heads) + nc;
   const double critic = mlp_parameters(d, o.hidden, 1);
   e.add("network", (actor + critic) * ppo_bytes_per_parameter);
-  const double widths = mlp_widths(d, o.hidden, static_cast<double>(s.action_choices) + nc) + mlp_widths(d, o.hidden, 1);
-  const double minibatch = std::min(static_cast<double>(o.ppo.minibatch_size), samples);
+  const double widths = mlp_widths(d, o.hidden, heads) + mlp_widths(d, o.hidden, 1);
   // Forward and backward of a minibatch, and the acting batch's forward.
   e.add("activations", (3 * minibatch + 2 * rows) * widths * 4);
 }
@@ -133,6 +151,7 @@ void check_memory_budget(const train_options& o) {
     flag("--max-policy-lag", fmt::format("{}", o.max_policy_lag),
          [&](train_options& c) { c.max_policy_lag = defaults.max_policy_lag; });
     flag("--frames", fmt::format("{}", o.frames), [&](train_options& c) { c.frames = defaults.frames; });
+    flag("--lstm", fmt::format("{}", o.lstm), [&](train_options& c) { c.lstm = defaults.lstm; });
     flag("--minibatch-size", fmt::format("{}", o.ppo.minibatch_size),
          [&](train_options& c) { c.ppo.minibatch_size = defaults.ppo.minibatch_size; });
   }

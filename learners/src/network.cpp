@@ -109,11 +109,61 @@ torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& h
 actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
   torch::NoGradGuard no_grad;
   const auto in = spec.input_dim();
-  actor = register_module("actor", make_mlp(in, spec.hidden, spec.logits_dim() + spec.continuous_dim(), 0.01));
-  critic = register_module("critic", make_mlp(in, spec.hidden, 1, 1.0));
+  const auto heads = spec.logits_dim() + spec.continuous_dim();
+  if (spec.lstm == 0) {
+    actor = register_module("actor", make_mlp(in, spec.hidden, heads, 0.01));
+    critic = register_module("critic", make_mlp(in, spec.hidden, 1, 1.0));
+  } else {
+    // The encoder is an MLP whose last layer is a hidden one: tanh after it too.
+    std::size_t width = in;
+    encoder = torch::nn::Sequential();
+    if (!spec.hidden.empty()) {
+      encoder = make_mlp(in, std::vector<std::size_t>(spec.hidden.begin(), spec.hidden.end() - 1), spec.hidden.back(),
+                         std::sqrt(2.0));
+      encoder->push_back(torch::nn::Tanh());
+      width = spec.hidden.back();
+    }
+    encoder = register_module("encoder", encoder);
+    const auto H = static_cast<std::int64_t>(spec.lstm);
+    lstm = register_module("lstm", torch::nn::LSTMCell(torch::nn::LSTMCellOptions(static_cast<std::int64_t>(width), H)));
+    torch::nn::init::orthogonal_(lstm->weight_ih, 1.0);
+    torch::nn::init::orthogonal_(lstm->weight_hh, 1.0);
+    torch::nn::init::zeros_(lstm->bias_ih);
+    torch::nn::init::zeros_(lstm->bias_hh);
+    actor = register_module("actor", make_mlp(spec.lstm, {}, heads, 0.01));
+    critic = register_module("critic", make_mlp(spec.lstm, {}, 1, 1.0));
+  }
   if (spec.continuous_dim() > 0) {
     log_std = register_parameter("log_std", torch::zeros({static_cast<std::int64_t>(spec.continuous_dim())}));
   }
+}
+
+std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::unroll(const torch::Tensor& obs, const torch::Tensor& resets,
+                                                                  torch::Tensor h, torch::Tensor c) {
+  const auto B = obs.size(0);
+  const auto T = obs.size(1);
+  // The encoder on every step at once; only the cell runs step by step.
+  auto x = obs.reshape({B * T, obs.size(2)});
+  if (!encoder->is_empty()) x = encoder->forward(x);
+  x = x.reshape({B, T, -1});
+  const auto keep = 1.0 - resets.to(obs.scalar_type());
+  std::vector<torch::Tensor> hs, cs;
+  hs.reserve(static_cast<std::size_t>(T));
+  cs.reserve(static_cast<std::size_t>(T));
+  for (std::int64_t t = 0; t < T; ++t) {
+    const auto k = keep.select(1, t).unsqueeze(1);
+    std::tie(h, c) = lstm->forward(x.select(1, t), std::make_tuple(h * k, c * k));
+    hs.push_back(h);
+    cs.push_back(c);
+  }
+  return {torch::stack(hs, 1), torch::stack(cs, 1)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::step(const torch::Tensor& obs, const torch::Tensor& h,
+                                                                const torch::Tensor& c) {
+  const auto x = encoder->is_empty() ? obs : encoder->forward(obs);
+  auto [h2, c2] = lstm->forward(x, std::make_tuple(h, c));
+  return {h2, c2};
 }
 
 std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::log_prob_entropy(const torch::Tensor& out,
@@ -206,7 +256,10 @@ struct mlp_policy::impl {
     constexpr std::uint64_t policy_salt = 0x706F6C6963792D31ULL;  // "policy-1"
     for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
     refresh();
-    const std::size_t w = std::max(actor.widest(), critic.widest());
+    const std::size_t w = std::max({actor.widest(), critic.widest(), encoder.widest()});
+    state.assign(rows * s.state_dim(), 0.0f);
+    states_before.assign(rows * s.state_dim(), 0.0f);
+    gates.resize(4 * s.lstm);
     scratch_a.resize(w);
     scratch_b.resize(w);
     log_std.resize(s.continuous_dim());
@@ -222,6 +275,14 @@ struct mlp_policy::impl {
   void refresh() {
     copy_dense(actor, net->actor);
     copy_dense(critic, net->critic);
+    if (spec.lstm > 0) {
+      copy_dense(encoder, net->encoder);
+      const auto& l = *net->lstm;
+      const auto wih = l.weight_ih.detach().contiguous(), whh = l.weight_hh.detach().contiguous();
+      const auto bih = l.bias_ih.detach().contiguous(), bhh = l.bias_hh.detach().contiguous();
+      cell.load(static_cast<std::size_t>(wih.size(1)), spec.lstm, wih.data_ptr<float>(), whh.data_ptr<float>(),
+                bih.data_ptr<float>(), bhh.data_ptr<float>());
+    }
     if (spec.continuous_dim() > 0) {
       const auto ls = net->log_std.detach().contiguous();
       log_std.assign(ls.data_ptr<float>(), ls.data_ptr<float>() + ls.numel());
@@ -231,6 +292,11 @@ struct mlp_policy::impl {
   detail::actor_critic net;  // the parameter layout; the kernels below are copies
   detail::dense_mlp actor;
   detail::dense_mlp critic;
+  detail::dense_mlp encoder;          // with an LSTM: the trunk before the cell
+  detail::dense_lstm cell;            // with an LSTM
+  std::vector<float> state;           // rows × state_dim: each row's h then c now
+  std::vector<float> states_before;   // rows × state_dim: what the row's last act() started from
+  std::vector<float> gates;           // 4 × lstm scratch
   std::vector<float> log_std;
   std::vector<float> samples;     // rows × continuous_dim: the unclipped Gaussian samples
   std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
@@ -263,21 +329,38 @@ void mlp_policy::load_weights(std::span<const float> weights) {
 
 std::span<const float> mlp_policy::sampled_actions() const noexcept { return impl_->samples; }
 
+std::span<const float> mlp_policy::recurrent_states() const noexcept { return impl_->states_before; }
+
 void mlp_policy::act(const actors::policy_rows& rows) {
   auto& m = *impl_;
   auto& batch = rows.batch;
   const auto term = batch.terminated();
   const auto trunc = batch.truncated();
+  const auto failed = batch.failed();
   const std::size_t cont = m.spec.continuous_dim();
+  const std::size_t H = m.spec.lstm;
   constexpr double half_log_2pi = 0.91893853320467274178;
   for (const auto& range : rows.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
-      if (term[r] != 0 || trunc[r] != 0) m.stack.restart(r);  // the observation starts a new episode
+      // The observation starts a new episode (an env reset after a failure too).
+      const bool restart = term[r] != 0 || trunc[r] != 0 || failed[r] != 0;
+      if (restart) m.stack.restart(r);
       m.stack.push(r, batch.observations().row(r));
       const float* x = m.stack.row(r).data();
       if (!m.normalizer.empty()) {
         normalize_observation(m.normalizer, x, m.normalized.data());
         x = m.normalized.data();
+      }
+      if (H > 0) {
+        // The row's own state (pool batches bring rows in any order), zeroed
+        // at an episode's start; the trunk's output is the cell's new h.
+        float* h = m.state.data() + static_cast<std::size_t>(r) * 2 * H;
+        float* c = h + H;
+        if (restart) std::fill(h, h + 2 * H, 0.0f);
+        std::copy(h, h + 2 * H, m.states_before.begin() + static_cast<std::ptrdiff_t>(r * 2 * H));
+        const float* e = m.encoder.layers.empty() ? x : m.encoder.apply(x, m.scratch_a.data(), m.scratch_b.data(), true);
+        m.cell.step(e, h, c, m.gates.data());
+        x = h;
       }
       if (!rows.values.empty()) rows.values[r] = *m.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
       const float* row_out = m.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());
@@ -329,9 +412,10 @@ void mlp_policy::act(const actors::policy_rows& rows) {
 std::string network_signature(const network_spec& spec) {
   // Without obs norm the text is what it was before the flag existed, so
   // those checkpoints still match.
-  return fmt::format("mlp obs={} frames={} nvec=[{}] box={} hidden=[{}] params={}{}", spec.raw_obs_dim, spec.frames,
+  return fmt::format("mlp obs={} frames={} nvec=[{}] box={} hidden=[{}] params={}{}{}", spec.raw_obs_dim, spec.frames,
                      fmt::join(spec.nvec, ","), spec.continuous_dim(), fmt::join(spec.hidden, ","),
-                     parameter_count(spec), spec.normalize_observations ? " obs_norm" : "");
+                     parameter_count(spec), spec.normalize_observations ? " obs_norm" : "",
+                     spec.lstm > 0 ? fmt::format(" lstm={}", spec.lstm) : std::string());
 }
 
 }  // namespace coral::learners

@@ -49,13 +49,16 @@ class ppo final : public algorithm {
         sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
         rollout_assembler::options{.horizon = options_.horizon,
                                    .frames = options_.frames,
-                                   .segments_in_flight = policy_lag_gate::segments_in_flight(lag())});
+                                   .segments_in_flight = policy_lag_gate::segments_in_flight(lag()),
+                                   .state_dim = spec_.state_dim()});
     gate_ = std::make_unique<policy_lag_gate>(*assembler_, run.weights(), lag());
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
                                            options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
     // The learner scores the unclipped Gaussian samples; the envs get them clipped.
     assembler_->record_actions_from(policy_->sampled_actions());
+    // A recurrent row's segment starts from the state the policy had there.
+    assembler_->record_states_from(policy_->recurrent_states());
   }
   actors::policy& policy() override { return *policy_; }
   actors::step_consumer& consumer() override { return *assembler_; }
@@ -83,8 +86,9 @@ class ppo final : public algorithm {
   void close() noexcept override { assembler_->close(); }
 
   std::string describe_setup() const override {
-    return fmt::format("horizon {}, max policy lag {}, {} parameters{}{}", options_.horizon, options_.max_policy_lag,
-                       parameter_count(spec_), spec_.normalize_observations ? ", obs norm" : "",
+    return fmt::format("horizon {}, max policy lag {}, {} parameters{}{}{}", options_.horizon, options_.max_policy_lag,
+                       parameter_count(spec_), spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
+                       spec_.normalize_observations ? ", obs norm" : "",
                        options_.ppo.scale_rewards ? ", reward scale" : "");
   }
   std::string_view columns() const override {
@@ -127,7 +131,7 @@ class ppo final : public algorithm {
     r.finish("segment");
     if (seg.rows != sampler_->rows() || seg.horizon != options_.horizon || seg.obs_dim != assembler_width() ||
         seg.discrete_dim != sampler_->batch().discrete_action_dim() ||
-        seg.continuous_dim != sampler_->batch().continuous_action_dim()) {
+        seg.continuous_dim != sampler_->batch().continuous_action_dim() || seg.state_dim != spec_.state_dim()) {
       r.bad("segment shape");
     }
     auto& parts = parts_[seg.index];
@@ -173,6 +177,7 @@ class ppo final : public algorithm {
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
     auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, o.frames);
     spec.normalize_observations = o.normalize_observations;
+    spec.lstm = o.lstm;
     return spec;
   }
 

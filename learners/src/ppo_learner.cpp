@@ -85,7 +85,13 @@ std::vector<float> ppo_learner::values(std::span<const float> observations) cons
     throw usage_error(fmt::format("ppo_learner: {} floats are not observations of {}", observations.size(), D));
   }
   torch::NoGradGuard no_grad;
-  const auto v = s.net->value(s.normalized(observations, static_cast<std::int64_t>(observations.size() / D))).contiguous();
+  const auto rows = static_cast<std::int64_t>(observations.size() / D);
+  auto in = s.normalized(observations, rows);
+  if (s.spec.lstm > 0) {  // each observation as an episode's first: from a zero state
+    const auto zeros = torch::zeros({rows, static_cast<std::int64_t>(s.spec.lstm)}, torch::kFloat32);
+    in = s.net->step(in, zeros, zeros).first;
+  }
+  const auto v = s.net->value(in).contiguous();
   return {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()};
 }
 
@@ -108,23 +114,61 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
   }
   out.mean_policy_lag = lag_sum / static_cast<double>(N);
 
+  const bool recurrent = s.spec.lstm > 0;
+  const auto H = static_cast<std::int64_t>(s.spec.lstm);
+  if (seg.state_dim != s.spec.state_dim() || seg.initial_states.size() != seg.rows * seg.state_dim) {
+    throw usage_error(fmt::format("ppo_learner: the segment carries {} floats of state per row, the network {}",
+                                  seg.state_dim, s.spec.state_dim()));
+  }
   // Normalised with the moments the acting policy had (the block published
   // with the weights it acted with, when the lag is 0).
   const auto all_obs = s.normalized(seg.observations, R * (T + 1)).reshape({R, T + 1, D});
   torch::Tensor obs = all_obs.narrow(1, 0, T).reshape({N, D}).clone();
+  // A recurrent network's unroll: each row from its state at step 0, zeroed
+  // before every step that starts an episode (step t > 0 after an ended t − 1;
+  // step 0's state already is the acting policy's, zeros or not).
+  torch::Tensor resets, h0, c0;
+  if (recurrent) {
+    resets = torch::zeros({R, T + 1}, torch::kFloat32);
+    float* rp = resets.data_ptr<float>();
+    for (std::int64_t r = 0; r < R; ++r) {
+      for (std::int64_t t = 1; t <= T; ++t) {
+        const auto i = static_cast<std::size_t>(r * T + t - 1);
+        rp[r * (T + 1) + t] = (seg.terminated[i] != 0 || seg.truncated[i] != 0) ? 1.0f : 0.0f;
+      }
+    }
+    const auto states = torch::from_blob(const_cast<float*>(seg.initial_states.data()), {R, 2 * H}, torch::kFloat32);
+    h0 = states.narrow(1, 0, H).clone();
+    c0 = states.narrow(1, H, H).clone();
+  }
   // GAE on the CPU, per row, from the acting policy's values and the
   // learner's values of the bootstrap and truncation observations.
   std::vector<float> advantages(static_cast<std::size_t>(N));
   std::vector<float> returns(static_cast<std::size_t>(N));
   {
     torch::NoGradGuard no_grad;
-    const auto last = s.net->value(all_obs.select(1, T).contiguous()).contiguous();
+    torch::Tensor feats, cells;  // recurrent: the unroll over all T + 1 observations
+    if (recurrent) std::tie(feats, cells) = s.net->unroll(all_obs, resets, h0, c0);
+    const auto last =
+        (recurrent ? s.net->value(feats.select(1, T)) : s.net->value(all_obs.select(1, T).contiguous())).contiguous();
     std::vector<float> bootstrap(last.data_ptr<float>(), last.data_ptr<float>() + R);
     std::vector<float> rewards = seg.rewards;
     if (s.scaler) s.scaler->scale(rewards, seg.terminated, seg.truncated, seg.rows, seg.horizon);
     if (!seg.truncated_steps.empty()) {
       const auto k = static_cast<std::int64_t>(seg.truncated_steps.size());
-      const auto fv = s.net->value(s.normalized(seg.truncated_observations, k)).contiguous();
+      auto final_obs = s.normalized(seg.truncated_observations, k);
+      torch::Tensor fv;
+      if (recurrent) {
+        // The final observation continues the episode's state: one more step
+        // from the state after the truncated step.
+        std::vector<std::int64_t> at(seg.truncated_steps.begin(), seg.truncated_steps.end());
+        const auto idx = torch::from_blob(at.data(), {k}, torch::kInt64);
+        const auto h = feats.narrow(1, 0, T).reshape({N, H}).index_select(0, idx);
+        const auto c = cells.narrow(1, 0, T).reshape({N, H}).index_select(0, idx);
+        fv = s.net->value(s.net->step(final_obs, h, c).first).contiguous();
+      } else {
+        fv = s.net->value(final_obs).contiguous();
+      }
       for (std::int64_t j = 0; j < k; ++j) {
         rewards[seg.truncated_steps[static_cast<std::size_t>(j)]] +=
             static_cast<float>(c.gamma) * fv.data_ptr<float>()[j];
@@ -166,7 +210,12 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
   out.learning_rate = lr;
 
   const auto mb = std::min<std::int64_t>(static_cast<std::int64_t>(std::max<std::size_t>(c.minibatch_size, 1)), N);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(N));
+  // A recurrent network trains on whole rows (truncated back-propagation
+  // through the horizon): minibatches of mb / T rows, shuffled by row.
+  const std::int64_t units = recurrent ? R : N;
+  const std::int64_t per_batch = recurrent ? std::max<std::int64_t>(mb / T, 1) : mb;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(units));
+  std::vector<std::int64_t> steps_of(recurrent ? static_cast<std::size_t>(per_batch * T) : 0);
   s.net->train();
   for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
@@ -177,9 +226,22 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
     const bool last_epoch = epoch + 1 == c.epochs;
     double kl_sum = 0, clip_sum = 0, pl_sum = 0, vl_sum = 0, ent_sum = 0;
     std::int64_t batches = 0;
-    for (std::int64_t start = 0; start + mb <= N; start += mb) {
-      auto idx = torch::from_blob(order.data() + start, {mb}, torch::kInt64);
-      auto x = obs.index_select(0, idx);
+    for (std::int64_t start = 0; start + per_batch <= units; start += per_batch) {
+      torch::Tensor idx, x;
+      if (recurrent) {
+        // The minibatch's rows, unrolled from their initial states; idx: their steps, row-major.
+        const auto rows = torch::from_blob(order.data() + start, {per_batch}, torch::kInt64);
+        for (std::int64_t j = 0; j < per_batch; ++j) {
+          for (std::int64_t t = 0; t < T; ++t) steps_of[static_cast<std::size_t>(j * T + t)] = order[static_cast<std::size_t>(start + j)] * T + t;
+        }
+        idx = torch::from_blob(steps_of.data(), {per_batch * T}, torch::kInt64);
+        x = s.net->unroll(all_obs.index_select(0, rows).narrow(1, 0, T), resets.index_select(0, rows).narrow(1, 0, T),
+                          h0.index_select(0, rows), c0.index_select(0, rows))
+                .first.reshape({per_batch * T, H});
+      } else {
+        idx = torch::from_blob(order.data() + start, {mb}, torch::kInt64);
+        x = obs.index_select(0, idx);
+      }
       auto out_actor = s.net->actor_out(x);
       auto [logp, entropy] = s.net->log_prob_entropy(out_actor, disc_all.index_select(0, idx),
                                                      cont_all.index_select(0, idx));

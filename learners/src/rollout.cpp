@@ -43,6 +43,8 @@ rollout_segment& rollout_assembler::segment(std::uint64_t k) {
   if (!slot) {
     slot = std::make_unique<rollout_segment>(k, batch_->rows(), options_.horizon, frames_.width(),
                                              batch_->discrete_action_dim(), batch_->continuous_action_dim());
+    slot->state_dim = options_.state_dim;
+    slot->initial_states.resize(batch_->rows() * options_.state_dim);
   }
   return *slot;
 }
@@ -134,6 +136,11 @@ void rollout_assembler::consume(const actors::step_batch& step) {
         const auto a = continuous_source_.empty() ? step.batch.continuous_actions().row(r)
                                                   : continuous_source_.subspan(r * cd, cd);
         std::copy(a.begin(), a.end(), seg.continuous_actions.begin() + static_cast<std::ptrdiff_t>(i * cd));
+      }
+      if (t == 0 && options_.state_dim > 0 && !state_source_.empty()) {
+        const auto st = state_source_.subspan(r * options_.state_dim, options_.state_dim);
+        std::copy(st.begin(), st.end(),
+                  seg.initial_states.begin() + static_cast<std::ptrdiff_t>(r * options_.state_dim));
       }
       seg.log_probs[i] = step.log_probs.empty() ? 0.0f : step.log_probs[r];
       seg.values[i] = step.values.empty() ? 0.0f : step.values[r];

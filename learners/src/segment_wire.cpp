@@ -22,6 +22,8 @@ void encode_segment(const rollout_segment& s, wire::writer& w) {
   w.put_vector(s.policy_versions);
   w.put_vector(s.truncated_steps);
   w.put_vector(s.truncated_observations);
+  w.put<std::uint64_t>(s.state_dim);
+  w.put_vector(s.initial_states);
 }
 
 rollout_segment decode_segment(wire::reader& r) {
@@ -52,6 +54,8 @@ rollout_segment decode_segment(wire::reader& r) {
     if (i >= steps) r.bad("segment truncated_steps");
   }
   sized(s.truncated_observations, "segment truncated observations", s.truncated_steps.size() * s.obs_dim);
+  s.state_dim = r.get<std::uint64_t>("segment state_dim");
+  sized(s.initial_states, "segment initial states", s.rows * s.state_dim);
   return s;
 }
 
@@ -65,10 +69,11 @@ rollout_segment join_segments(std::vector<rollout_segment>& parts) {
   out.obs_dim = first.obs_dim;
   out.discrete_dim = first.discrete_dim;
   out.continuous_dim = first.continuous_dim;
+  out.state_dim = first.state_dim;
   auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
   for (auto& p : parts) {
     if (p.index != out.index || p.horizon != out.horizon || p.obs_dim != out.obs_dim ||
-        p.discrete_dim != out.discrete_dim || p.continuous_dim != out.continuous_dim) {
+        p.discrete_dim != out.discrete_dim || p.continuous_dim != out.continuous_dim || p.state_dim != out.state_dim) {
       throw usage_error("join_segments: parts of different shapes");
     }
     const auto offset = static_cast<std::uint32_t>(out.rows * out.horizon);
@@ -83,6 +88,7 @@ rollout_segment join_segments(std::vector<rollout_segment>& parts) {
     append(out.policy_versions, p.policy_versions);
     for (const auto i : p.truncated_steps) out.truncated_steps.push_back(offset + i);
     append(out.truncated_observations, p.truncated_observations);
+    append(out.initial_states, p.initial_states);
     out.rows += p.rows;
   }
   return out;

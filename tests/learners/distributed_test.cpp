@@ -214,6 +214,8 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
     s.truncated[1] = 1;
     s.truncated_steps = {1};
     s.truncated_observations = {base, base + 1};
+    s.state_dim = 2;  // a recurrent policy's state at each row's step 0
+    for (std::size_t r = 0; r < rows; ++r) s.initial_states.insert(s.initial_states.end(), {base + r, -base - r});
     return s;
   };
   const auto a = make(2, 0.0f);
@@ -228,6 +230,8 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
   CHECK(back.rewards == a.rewards);
   CHECK(back.policy_versions == a.policy_versions);
   CHECK(back.truncated_steps == a.truncated_steps);
+  CHECK(back.state_dim == 2);
+  CHECK(back.initial_states == a.initial_states);
 
   std::vector<rollout_segment> parts;
   parts.push_back(std::move(back));
@@ -239,6 +243,7 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
   CHECK(joined.truncated_observations == std::vector<float>{0, 1, 100, 101});
   CHECK(joined.rewards[6] == 100.0f);  // first step of the second part
   CHECK(joined.observations.size() == 5 * 4 * 2);
+  CHECK(joined.initial_states == std::vector<float>{0, 0, 1, -1, 100, -100, 101, -101, 102, -102});
 
   // Cut short anywhere, it is refused with the field it ran out in.
   std::vector<std::byte> cut(bytes.begin(), bytes.begin() + 60);

@@ -144,6 +144,9 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   o.frames = 2;
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_frames), 2));
   o = small_dqn(1000);
+  o.lstm = 16;
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_lstm), 16));
+  o = small_dqn(1000);
   o.normalize_observations = true;
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_ppo_only), "--obs-norm"));
   o = small_dqn(1000);

@@ -27,7 +27,10 @@ constexpr std::size_t horizon = 7;  // not a multiple of the episode length: epi
 
 /// Acts with action = steps taken mod 4, log probability = steps taken and
 /// value = steps in the episode (observation entries 1 and 2), so that a
-/// segment shows which observation every action was chosen from.
+/// segment shows which observation every action was chosen from. Its
+/// "recurrent state" (two floats per row, as mlp_policy::recurrent_states()
+/// exposes it) is (row, steps taken): a segment's initial states show which
+/// act() of which row they were taken from.
 class echo_policy final : public actors::policy {
  public:
   void act(const actors::policy_rows& rows) override {
@@ -37,10 +40,13 @@ class echo_policy final : public actors::policy {
         rows.batch.discrete_actions().row(r)[0] = static_cast<std::int32_t>(obs[1]) % 4;
         rows.log_probs[r] = obs[1];
         rows.values[r] = obs[2];
+        states[2 * r] = static_cast<float>(r);
+        states[2 * r + 1] = obs[1];
       }
     }
   }
   void load_weights(std::span<const float>) override {}
+  std::vector<float> states;
 };
 
 /// What the checking learner found. Written by the learner actor, read
@@ -72,7 +78,10 @@ class checked_rollout final : public algorithm {
         sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
         rollout_assembler::options{.horizon = options_.horizon,
                                    .frames = 1,
-                                   .segments_in_flight = policy_lag_gate::segments_in_flight(options_.max_policy_lag)});
+                                   .segments_in_flight = policy_lag_gate::segments_in_flight(options_.max_policy_lag),
+                                   .state_dim = 2});
+    policy_.states.assign(2 * sampler_->rows(), -1.0f);
+    assembler_->record_states_from(policy_.states);
     gate_ = std::make_unique<policy_lag_gate>(*assembler_, run.weights(), options_.max_policy_lag);
   }
   actors::policy& policy() override { return policy_; }
@@ -126,6 +135,14 @@ class checked_rollout final : public algorithm {
     const std::uint64_t k = report.segments;
     const std::size_t T = horizon;
     if (s.index != k || s.rows != 8 || s.horizon != T) fail(fmt::format("segment {}: wrong shape", k));
+    if (s.state_dim != 2 || s.initial_states.size() != 2 * s.rows) fail(fmt::format("segment {}: no states", k));
+    for (std::size_t r = 0; r < s.rows && s.initial_states.size() == 2 * s.rows; ++r) {
+      // The state the row's policy had when it acted on the segment's step 0.
+      if (s.initial_states[2 * r] != static_cast<float>(r) || s.initial_states[2 * r + 1] != static_cast<float>(k * T)) {
+        fail(fmt::format("segment {} row {}: initial state ({}, {}), not the row's at step {}", k, r,
+                         s.initial_states[2 * r], s.initial_states[2 * r + 1], k * T));
+      }
+    }
     for (std::size_t r = 0; r < s.rows; ++r) {
       for (std::size_t t = 0; t <= T; ++t) {
         const float* obs = s.observations.data() + (r * (T + 1) + t) * 4;

@@ -34,6 +34,7 @@ inline constexpr std::string_view dqn_needs_discrete =
     "--algo dqn: the action space must be one Discrete, not {}";
 /// A flag that `--algo dqn` does not take: the flag.
 inline constexpr std::string_view dqn_no_frames = "--frames: --algo dqn takes 1 (stacked frames are PPO-only), not {}";
+inline constexpr std::string_view dqn_no_lstm = "--lstm: --algo dqn has no recurrent Q-network (--lstm is PPO's), so it takes 0, not {}";
 /// A PPO-only switch given to `--algo dqn`: the flag.
 inline constexpr std::string_view dqn_ppo_only = "{}: PPO only; --algo dqn does not take it";
 /// Requirement (flag_out_of_range) of `--learning-starts` at or past the end: --total-steps.

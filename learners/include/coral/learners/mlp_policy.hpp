@@ -23,7 +23,9 @@ namespace coral::learners {
 /// policy never competes with the env threads for cores.
 ///
 /// act(): stacks each row's observations over `frames` (the stack restarts
-/// with each episode), runs the actor and the critic, and samples the action
+/// with each episode), runs the actor and the critic (with spec.lstm: the
+/// encoder, the LSTM cell from the row's own state, reset to zeros when the
+/// row's observation starts an episode, and the heads), and samples the action
 /// from that row's own rng, seeded from (seed, row) in a stream family apart
 /// from the envs' (seed, env index) streams: the actions a row gets
 /// do not depend on which rows share its batch, so the topologies sample the
@@ -58,6 +60,13 @@ class mlp_policy final : public actors::policy {
   /// row-major (continuous_dim per row); row r is valid from act() on row r
   /// until the next act() on it. Empty for an action space without Box elements.
   [[nodiscard]] std::span<const float> sampled_actions() const noexcept;
+
+  /// With spec.lstm: the recurrent state (h then c, state_dim floats) each
+  /// batch row's last act() started from, row-major by batch row: the state
+  /// after the row's previous step, or zeros when the row's observation
+  /// started an episode. Row r is valid from act() on row r until the next
+  /// act() on it. Empty without an LSTM.
+  [[nodiscard]] std::span<const float> recurrent_states() const noexcept;
 
   /// Greedy actions (argmax / mean) instead of samples, for evaluation.
   void set_deterministic(bool on) noexcept;

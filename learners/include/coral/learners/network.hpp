@@ -33,6 +33,12 @@ struct network_spec {
   /// Observations are normalised by running moments (`--obs-norm`): the
   /// published weights then end with normalizer_block() (2 × input_dim floats).
   bool normalize_observations = false;
+  /// Width of the LSTM after the encoder (`--lstm`); 0: no recurrent core.
+  /// With it the network is one trunk: the hidden layers encode the input,
+  /// an LSTM cell of this width carries the state across steps, and the
+  /// actor and critic heads read its output. mlp_policy keeps each row's
+  /// state; rollout segments carry it at their first step.
+  std::size_t lstm = 0;
 
   /// The spec for these spaces. Throws config_error
   /// (errors::unsupported_action_space) for an action space without leaves.
@@ -44,6 +50,8 @@ struct network_spec {
   [[nodiscard]] std::size_t logits_dim() const noexcept;
   /// Number of Box elements.
   [[nodiscard]] std::size_t continuous_dim() const noexcept { return low.size(); }
+  /// Floats of recurrent state per row: the LSTM's h then c (2 × lstm), 0 without one.
+  [[nodiscard]] std::size_t state_dim() const noexcept { return 2 * lstm; }
 };
 
 /// Sets torch's intra-op and inter-op thread counts to 1, once per process.

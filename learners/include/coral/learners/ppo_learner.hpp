@@ -54,7 +54,15 @@ struct learner_state {
 /// clipping and a linearly annealed learning rate, on one torch thread.
 ///
 /// Truncated (not terminated) steps bootstrap with the value of their final
-/// observation; terminated ones do not. The optimiser is Adam written out
+/// observation; terminated ones do not.
+///
+/// With spec.lstm (recurrent PPO): each row of a segment is unrolled from
+/// the state the acting policy had at its step 0 (segment.initial_states),
+/// zeroed before each step that starts an episode; minibatches are whole
+/// rows (minibatch_size / horizon of them, at least one), and the gradient
+/// flows back through the whole horizon (truncated back-propagation through
+/// time). The final observation of a truncated step is valued one LSTM step
+/// on from the state after that step. The optimiser is Adam written out
 /// over the flat parameters, so that its state is plain floats that a
 /// checkpoint holds exactly. Minibatches are drawn by a generator of its own
 /// seeded from the run's seed: the same seed and data give the same weights.
@@ -85,7 +93,8 @@ class ppo_learner {
   /// parameters, then, with spec.normalize_observations, normalizer_block().
   [[nodiscard]] std::vector<float> weights() const;
   /// The critic's values of `observations` (rows of spec().input_dim() raw
-  /// floats), normalised as the learner trains (for checks and tests).
+  /// floats), normalised as the learner trains (for checks and tests); with
+  /// an LSTM, each from a zero state (as an episode's first observation).
   [[nodiscard]] std::vector<float> values(std::span<const float> observations) const;
   [[nodiscard]] learner_state state() const;
   /// Restores a state; throws usage_error if its sizes do not fit the network

@@ -45,6 +45,11 @@ struct rollout_segment {
   /// their final observations (stacked), for bootstrapping V(final).
   std::vector<std::uint32_t> truncated_steps;
   std::vector<float> truncated_observations;
+  /// With a recurrent policy: floats of state per row (0: none), and each
+  /// row's state before its step 0 here (rows × state_dim; mlp_policy::
+  /// recurrent_states()), where the learner's unroll starts.
+  std::size_t state_dim = 0;
+  std::vector<float> initial_states;
 
   /// Sized for rows × horizon steps.
   rollout_segment(std::uint64_t index, std::size_t rows, std::size_t horizon, std::size_t obs_dim,
@@ -85,6 +90,7 @@ class rollout_assembler final : public actors::step_consumer {
     std::size_t horizon = 128;            ///< steps per row per segment (T)
     std::size_t frames = 1;               ///< observations stacked into a segment's rows
     std::size_t segments_in_flight = 2;   ///< capacity of segments()
+    std::size_t state_dim = 0;            ///< recurrent state per row (record_states_from())
   };
 
   /// `group_rows[g]` are the batch rows of group g (all groups the same size).
@@ -109,6 +115,12 @@ class rollout_assembler final : public actors::step_consumer {
   /// the envs get them clipped. consume() reads row r right after the policy
   /// acted on it, on the batcher's executor. Call before the run starts.
   void record_actions_from(std::span<const float> rows) noexcept { continuous_source_ = rows; }
+
+  /// Records each row's recurrent state at its segment's first step from
+  /// `rows` (row-major by batch row, options::state_dim floats each): the
+  /// policy's state before acting (mlp_policy::recurrent_states()), read
+  /// right after it acted, as record_actions_from(). Call before the run starts.
+  void record_states_from(std::span<const float> rows) noexcept { state_source_ = rows; }
 
   /// Closes segments().
   void close() noexcept { segments_.close(); }
@@ -135,6 +147,7 @@ class rollout_assembler final : public actors::step_consumer {
   std::vector<std::unique_ptr<rollout_segment>> done_;  // completed by the current arrival
   std::vector<float> scratch_;
   std::span<const float> continuous_source_;  // empty: the batch's action rows
+  std::span<const float> state_source_;       // empty: no recurrent state
 };
 
 }  // namespace coral::learners

@@ -32,6 +32,8 @@ struct train_options {
   std::size_t horizon = 64;            ///< steps per row per segment
   std::size_t max_policy_lag = 0;      ///< 0: strictly on-policy
   std::size_t frames = 1;              ///< observations stacked into the policy's input
+  /// PPO: width of an LSTM after the hidden layers (`--lstm`; network_spec::lstm); 0: none.
+  std::size_t lstm = 0;
   /// PPO: normalise the network's input by running moments (`--obs-norm`; network_spec).
   bool normalize_observations = false;
   std::uint64_t total_steps = 500'000; ///< env steps to run at most
