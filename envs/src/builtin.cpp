@@ -12,6 +12,8 @@
 #include "coral/envs/password.hpp"
 #include "coral/envs/race.hpp"
 #include "coral/envs/registry.hpp"
+#include "coral/envs/repeat_first.hpp"
+#include "coral/envs/repeat_previous.hpp"
 #include "coral/envs/squared.hpp"
 #include "coral/envs/stochastic.hpp"
 
@@ -34,6 +36,8 @@ void register_builtin_envs(registry& r) {
   r.add(spec_of<cartpole>());
   r.add(spec_of<bandit>());
   r.add(spec_of<memory>());
+  r.add(spec_of<repeat_first>());
+  r.add(spec_of<repeat_previous>());
   r.add(spec_of<stochastic>());
   r.add(spec_of<password>());
   r.add(spec_of<squared>());

@@ -10,18 +10,31 @@ std::vector<config_key> cartpole::config_keys() {
            .type = config_type::integer,
            .default_value = "500",
            .description = "steps after which an episode is truncated",
-           .min = 1}};
+           .min = 1},
+          {.name = "velocities",
+           .type = config_type::boolean,
+           .default_value = "true",
+           .description = "observe the velocities (false: positions only, x and theta; needs a memory)"}};
 }
 
+namespace {
+
+space observation_space_of(bool velocities) {
+  constexpr auto x_bound = 2 * static_cast<float>(cartpole::x_threshold);
+  constexpr auto theta_bound = 2 * static_cast<float>(cartpole::theta_threshold);
+  constexpr auto inf = std::numeric_limits<float>::infinity();
+  if (!velocities) return space::box({2}, {-x_bound, -theta_bound}, {x_bound, theta_bound});
+  return space::box({4}, {-x_bound, -inf, -theta_bound, -inf}, {x_bound, inf, theta_bound, inf});
+}
+
+}  // namespace
+
 cartpole::cartpole(const env_config& config, env_seed seed)
-    : observation_space_(space::box({4},
-                                    {-2 * static_cast<float>(x_threshold), -std::numeric_limits<float>::infinity(),
-                                     -2 * static_cast<float>(theta_threshold), -std::numeric_limits<float>::infinity()},
-                                    {2 * static_cast<float>(x_threshold), std::numeric_limits<float>::infinity(),
-                                     2 * static_cast<float>(theta_threshold), std::numeric_limits<float>::infinity()})),
+    : observation_space_(observation_space_of(config.get_bool("velocities"))),
       action_space_(space::discrete(2)),
       rng_(seed),
-      max_steps_(config.get_int("max_steps")) {}
+      max_steps_(config.get_int("max_steps")),
+      velocities_(config.get_bool("velocities")) {}
 
 std::optional<double> cartpole::optimal_return() const noexcept { return static_cast<double>(max_steps_); }
 
@@ -48,9 +61,13 @@ cartpole::state cartpole::advance(const state& s, int action) noexcept {
 void cartpole::write_observation(const env_rows& rows) const noexcept {
   float* obs = rows.observation().data();
   obs[0] = static_cast<float>(state_.x);
-  obs[1] = static_cast<float>(state_.x_dot);
-  obs[2] = static_cast<float>(state_.theta);
-  obs[3] = static_cast<float>(state_.theta_dot);
+  if (velocities_) {
+    obs[1] = static_cast<float>(state_.x_dot);
+    obs[2] = static_cast<float>(state_.theta);
+    obs[3] = static_cast<float>(state_.theta_dot);
+  } else {
+    obs[1] = static_cast<float>(state_.theta);
+  }
 }
 
 void cartpole::reset(const env_rows& rows) {

@@ -26,6 +26,9 @@ env_config inner_config(const env_config& config) {
 
 std::vector<config_key> faulty::config_keys() {
   auto keys = cartpole::config_keys();
+  // The faults write into cartpole's full observation (inf_obs: element 2),
+  // so faulty always shows the velocities and does not offer the key.
+  std::erase_if(keys, [](const config_key& k) { return k.name == "velocities"; });
   keys.push_back({.name = "env", .type = config_type::integer, .default_value = "0",
                   .description = "index of the env the faults are for (-1: every env)", .min = -1});
   keys.push_back(counter_key("throw_step", "step N throws (0: never)"));

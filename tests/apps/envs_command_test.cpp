@@ -37,8 +37,8 @@ std::vector<std::string> lines(const std::string& text) {
 TEST_CASE("coral envs lists every env with its spaces and config keys", "[apps][envs_command]") {
   const auto r = run({"envs"});
   REQUIRE(r.code == 0);
-  for (const char* name : {"bandit", "cartpole", "delay", "faulty", "memory", "noop", "password", "race", "squared",
-                           "stochastic"}) {
+  for (const char* name : {"bandit", "cartpole", "delay", "faulty", "memory", "noop", "password", "race",
+                           "repeat_first", "repeat_previous", "squared", "stochastic"}) {
     CHECK_THAT(r.out, Catch::Contains(std::string(name) + " - "));
   }
   CHECK_THAT(r.out, Catch::Contains("cartpole - balance a pole on a cart (Gymnasium CartPole-v1 dynamics)\n"
@@ -49,7 +49,9 @@ TEST_CASE("coral envs lists every env with its spaces and config keys", "[apps][
                                     "  returns:     optimal 500, solved at 475\n"
                                     "  config keys:\n"
                                     "    max_steps (int, default 500, >= 1): steps after which an episode is "
-                                    "truncated\n"));
+                                    "truncated\n"
+                                    "    velocities (bool, default true): observe the velocities (false: positions "
+                                    "only, x and theta; needs a memory)\n"));
   CHECK_THAT(r.out, Catch::Contains("    episode_length (int, default 1000, >= 1)"));
 }
 
@@ -129,11 +131,12 @@ TEST_CASE("an unknown env or an action outside the action space is a clear error
 #ifdef CORAL_WITH_MUJOCO
   CHECK(r.err ==
         "error: unknown env 'cartpol' (known: ant, bandit, cartpole, delay, faulty, halfcheetah, hopper, humanoid, "
-        "inverted_pendulum, memory, noop, password, race, squared, stochastic, walker2d)\n");
+        "inverted_pendulum, memory, noop, password, race, repeat_first, repeat_previous, squared, stochastic, "
+        "walker2d)\n");
 #else
   CHECK(r.err ==
-        "error: unknown env 'cartpol' (known: bandit, cartpole, delay, faulty, memory, noop, password, race, squared, "
-        "stochastic)\n");
+        "error: unknown env 'cartpol' (known: bandit, cartpole, delay, faulty, memory, noop, password, race, "
+        "repeat_first, repeat_previous, squared, stochastic)\n");
 #endif
   r = run({"envs", "rollout", "--env", "cartpole", "--steps", "2", "--actions", "0,2"});
   CHECK(r.code == 1);

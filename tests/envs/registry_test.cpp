@@ -12,14 +12,16 @@ using coral::envs::testing::harness;
 
 namespace {
 
-const std::vector<std::string> builtin_names = {"bandit", "cartpole", "delay", "faulty", "memory", "noop",
-                                                "password", "race",  "squared", "stochastic"};
+const std::vector<std::string> builtin_names = {
+    "bandit", "cartpole", "delay", "faulty", "memory", "noop", "password", "race", "repeat_first", "repeat_previous",
+    "squared", "stochastic"};
 // Every registered name, sorted: the MuJoCo envs too when they are built
 // (they have their own tests in mujoco_test.cpp).
 #ifdef CORAL_WITH_MUJOCO
 const std::vector<std::string> registered_names = {
     "ant",      "bandit", "cartpole", "delay", "faulty",   "halfcheetah", "hopper",     "humanoid",
-    "inverted_pendulum", "memory", "noop", "password", "race", "squared", "stochastic", "walker2d"};
+    "inverted_pendulum", "memory", "noop", "password", "race", "repeat_first", "repeat_previous", "squared",
+    "stochastic", "walker2d"};
 #else
 const std::vector<std::string> registered_names = builtin_names;
 #endif
@@ -130,7 +132,7 @@ TEST_CASE("bad built-in config is rejected naming the key", "[envs][registry][er
   CHECK_THROWS_MATCHES(registry::global().make("noop", {{"episode_length", "-1"}}, 1, 0), coral::config_error,
                        Catch::Message("env 'noop': config key 'episode_length': invalid value '-1' (expected int >= 1)"));
   CHECK_THROWS_MATCHES(registry::global().make("cartpole", {{"length", "3"}}, 1, 0), coral::config_error,
-                       Catch::Message("env 'cartpole': unknown config key 'length' (known: max_steps)"));
+                       Catch::Message("env 'cartpole': unknown config key 'length' (known: max_steps, velocities)"));
   CHECK_THROWS_MATCHES(registry::global().make("delay", {{"std_us", "-2"}}, 1, 0), coral::config_error,
                        Catch::Message("env 'delay': config key 'std_us': invalid value '-2' (expected float in [0, "
                                       "10000000])"));
@@ -198,7 +200,7 @@ TEST_CASE("envs with random dynamics follow a different trajectory for a differe
           "[envs][determinism]") {
   // bandit, stochastic, password and noop have no randomness of their own (their
   // solutions are fixed by design); delay's randomness is only in its timing.
-  for (const std::string name : {"cartpole", "memory", "squared", "race"}) {
+  for (const std::string name : {"cartpole", "memory", "squared", "race", "repeat_first", "repeat_previous"}) {
     INFO(name);
     harness a(name, {}, 11, 1);
     harness b(name, {}, 12, 1);

@@ -6,6 +6,16 @@
 /// - State (x, x_dot, theta, theta_dot), held in double; the observation is
 ///   the state as four floats. Box bounds: x in ±4.8, theta in ±24° (both
 ///   twice the termination thresholds), velocities unbounded.
+/// - With `velocities = false` (POPGym's "stateless cartpole") the
+///   observation is Box((2,)) = (x, theta) only, same bounds; dynamics,
+///   reward, termination and truncation are unchanged. The velocities can
+///   then only be recovered from earlier observations (a recurrent state, or
+///   at least two stacked frames): a memoryless policy sees where the pole
+///   is, not where it is going, and cannot balance it (pushing toward the
+///   lean lasts about 43 steps on average; the best linear rules on (x, θ)
+///   a random search found, about 50). The target for recurrent agents
+///   (issue 12) is a mean return of at least 450 within 1,000,000 env
+///   steps; optimum and solved return are cartpole's.
 /// - Action Discrete(2): 0 pushes the cart left with 10 N, 1 right.
 /// - Dynamics: gravity 9.8, cart mass 1.0 kg, pole mass 0.1 kg, pole
 ///   half-length 0.5 m, force 10 N, tau 0.02 s, explicit Euler:
@@ -39,7 +49,7 @@ class cartpole final : public env {
   static constexpr std::string_view name = "cartpole";
   /// One-line description.
   static constexpr std::string_view description = "balance a pole on a cart (Gymnasium CartPole-v1 dynamics)";
-  /// Config keys: max_steps.
+  /// Config keys: max_steps, velocities.
   [[nodiscard]] static std::vector<config_key> config_keys();
 
   static constexpr double gravity = 9.8;             ///< m/s²
@@ -86,6 +96,7 @@ class cartpole final : public env {
   state state_;
   std::int64_t steps_ = 0;
   std::int64_t max_steps_;
+  bool velocities_;
 };
 
 }  // namespace coral::envs

@@ -20,6 +20,8 @@
 /// | `repeat` | true: a fault fires again every N steps (resets) after the first |
 ///
 /// Without faults it is cartpole exactly (same dynamics, rewards, solved return).
+/// It takes cartpole's keys except `velocities`: the faults write into the
+/// full four-element observation.
 
 #include <cstdint>
 #include <memory>

@@ -1,0 +1,72 @@
+#pragma once
+/// \file
+/// `repeat_first`: name the suit of the episode's first card, at every step
+/// (a diagnostic memory task after POPGym's RepeatFirst, written from its
+/// description). Catches a recurrent state that is not carried across steps,
+/// or one that is overwritten by later inputs.
+///
+/// An episode has `length` steps (default 16, 2 to 2^20). With observation
+/// o_t shown before action a_t (o_0 comes from reset):
+/// - o_t shows card t, drawn uniformly from `suits` suits (default 4, 2 to
+///   1024), independently of every other card: Box((suits + 1,), 0, 1), the
+///   suit one-hot in elements 0..suits−1, and element `suits` = 1 on o_0
+///   ("remember this one"), 0 after. The observation after the last step
+///   shows no card (all zeros).
+/// - Action Discrete(suits): a suit.
+/// - a_0 earns 0. For t ≥ 1, a_t earns +1/(length−1) if it is the suit of
+///   card 0, −1/(length−1) if not. The step that takes a_{length−1} ends the
+///   episode, terminated. The cards are drawn from the env's rng, card 0 at
+///   reset and card t + 1 in the step that takes a_t.
+///
+/// Optimal return per episode: 1 (always name card 0). A policy without
+/// memory sees only the current card, which is independent of card 0: each
+/// answer is right with probability 1/suits whatever it does, so it gets
+/// 2/suits − 1 in expectation (−0.5 with 4 suits). Solved at a mean return
+/// of 0.95.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "coral/envs/config.hpp"
+#include "coral/envs/env.hpp"
+#include "coral/envs/rng.hpp"
+
+namespace coral::envs {
+
+/// Recall the first card of the episode.
+class repeat_first final : public env {
+ public:
+  /// Registry name.
+  static constexpr std::string_view name = "repeat_first";
+  /// One-line description.
+  static constexpr std::string_view description =
+      "name the suit of the episode's first card at every step (POPGym's RepeatFirst; tests recurrent memory)";
+  /// Config keys: suits, length.
+  [[nodiscard]] static std::vector<config_key> config_keys();
+
+  /// Builds the env from its config and seed.
+  repeat_first(const env_config& config, env_seed seed);
+
+  void reset(const env_rows& rows) override;
+  void step(const env_rows& rows) override;
+  [[nodiscard]] const space& observation_space() const noexcept override { return observation_space_; }
+  [[nodiscard]] const space& action_space() const noexcept override { return action_space_; }
+  [[nodiscard]] std::optional<double> optimal_return() const noexcept override { return 1.0; }
+  [[nodiscard]] std::optional<double> solved_return() const noexcept override { return 0.95; }
+
+  /// The suit the next action is scored against (card 0's), or −1 if the
+  /// next action is not scored (it is a_0).
+  [[nodiscard]] std::int32_t answer() const noexcept { return t_ >= 1 ? first_ : -1; }
+
+ private:
+  space observation_space_;
+  space action_space_;
+  rng rng_;
+  std::int64_t suits_;
+  std::int64_t length_;
+  std::int32_t first_ = 0;
+  std::int64_t t_ = 0;  // index of the next action
+};
+
+}  // namespace coral::envs
