@@ -91,4 +91,8 @@ inline constexpr std::string_view sequence_feeder_states_size =
 /// consume() with state_dim > 0 before record_states_from(): the state_dim.
 inline constexpr std::string_view sequence_feeder_no_states =
     "sequence_feeder: state_dim is {} but no recurrent states were given (record_states_from)";
+/// R2D2 math given arrays of mismatched sizes: the array, its elements, the elements expected.
+inline constexpr std::string_view r2d2_size_mismatch = "r2d2 math: {} has {} elements, expected {}";
+/// A sequence priority mix outside [0, 1].
+inline constexpr std::string_view bad_priority_eta = "sequence priority: eta {} must be in [0, 1]";
 }  // namespace coral::replay::errors
