@@ -170,7 +170,10 @@ std::vector<std::vector<int>> formula_steps(const sequence_layout& layout, const
     const int start = k * stride - burn_in;
     if (plan.end == end_kind::failed ? start + length - 1 > plan.length - 2 : k * stride > plan.length - 1) break;
     std::vector<int> steps(layout.length);
-    for (int i = 0; i < length; ++i) steps[static_cast<std::size_t>(i)] = (start + i >= 0 && start + i < plan.length) ? start + i : -1;
+    for (int i = 0; i < length; ++i) {
+      const int t = start + i;
+      steps[static_cast<std::size_t>(i)] = (t >= 0 && t < plan.length) ? t : -1;
+    }
     out.push_back(steps);
   }
   return out;
@@ -338,7 +341,8 @@ sequence_layout layout_of(std::size_t length, std::size_t burn_in, std::size_t o
 TEST_CASE("a sequence feeder cuts episodes shorter than, as long as and longer than a sequence (overlap = burn-in)",
           "[replay][sequence_feeder]") {
   harness h(1, layout_of(4, 2, 2));  // stride 2
-  std::vector<row_script> scripts{{0, {{1, end_kind::terminated}, {4, end_kind::truncated}, {7, end_kind::terminated}}}};
+  std::vector<row_script> scripts{
+      {0, {{1, end_kind::terminated}, {4, end_kind::truncated}, {7, end_kind::terminated}}}};
   h.run_in_order(scripts);
   check_row(h, scripts[0], 0,
             {
@@ -514,7 +518,8 @@ TEST_CASE("a sequence feeder refuses a layout that does not fit, saying what is 
     return sequence_layout{.length = length, .burn_in = burn_in, .overlap = overlap, .obs_dim = obs_dim};
   };
   const auto part = [](const char* what, std::size_t value, std::size_t length) {
-    return Catch::Message(fmt::format(fmt::runtime(coral::replay::errors::sequence_part_too_long), what, value, length));
+    return Catch::Message(
+        fmt::format(fmt::runtime(coral::replay::errors::sequence_part_too_long), what, value, length));
   };
   CHECK_THROWS_MATCHES(sequence_feeder(batch, layout(0, 0, 0), sink, nullptr), coral::config_error,
                        Catch::Message(std::string(coral::replay::errors::zero_sequence_length)));
