@@ -77,4 +77,22 @@ inline constexpr std::string_view snapshot_unclaimed =
     "replay_actor: a snapshot was asked for before the previous one was taken from snapshots()";
 /// A replay actor state that load() cannot read: what was wrong.
 inline constexpr std::string_view actor_state_malformed = "replay_actor: saved state is malformed ({})";
+/// A sequence layout of length zero.
+inline constexpr std::string_view zero_sequence_length = "sequence layout: length must be at least 1";
+/// A sequence layout whose burn_in or overlap is not below its length: the field, its value, the length.
+inline constexpr std::string_view sequence_part_too_long = "sequence layout: {} {} must be less than length {}";
+/// A sequence feeder whose layout does not fit the batch: the field, the layout's value, the batch's.
+inline constexpr std::string_view sequence_feeder_shape = "sequence_feeder: the layout has {} {}, the batch {}";
+/// A sequence feeder built with a sink that has no send function.
+inline constexpr std::string_view sequence_feeder_no_send = "sequence_feeder: the sink has no send function";
+/// A recurrent state span of the wrong size: its floats, rows × state_dim.
+inline constexpr std::string_view sequence_feeder_states_size =
+    "sequence_feeder: the recurrent states span has {} floats, expected rows x state_dim = {}";
+/// consume() with state_dim > 0 before record_states_from(): the state_dim.
+inline constexpr std::string_view sequence_feeder_no_states =
+    "sequence_feeder: state_dim is {} but no recurrent states were given (record_states_from)";
+/// R2D2 math given arrays of mismatched sizes: the array, its elements, the elements expected.
+inline constexpr std::string_view r2d2_size_mismatch = "r2d2 math: {} has {} elements, expected {}";
+/// A sequence priority mix outside [0, 1].
+inline constexpr std::string_view bad_priority_eta = "sequence priority: eta {} must be in [0, 1]";
 }  // namespace coral::replay::errors
