@@ -1,6 +1,6 @@
 #pragma once
-// Private: the torch module shared by the policy and the learner. Only the
-// two torch translation units (network.cpp, ppo_learner.cpp) include it.
+// Private: the torch modules shared by the policies and the learners. Only
+// torch translation units include it.
 
 #include <span>
 #include <string_view>
@@ -9,8 +9,30 @@
 #include <torch/torch.h>
 
 #include "coral/learners/network.hpp"
+#include "dense.hpp"
 
 namespace coral::learners::detail {
+
+/// The recurrent part of a network (`--lstm`): an encoder of the hidden
+/// layers (tanh after each, orthogonal with gain √2, zero biases) and an
+/// LSTM cell of width `lstm` (orthogonal weights, zero biases). The
+/// recurrent actor-critic and R2D2's Q-network put their heads on it.
+struct recurrent_trunk_impl : torch::nn::Module {
+  recurrent_trunk_impl(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t lstm);
+
+  /// The LSTM over T steps of B rows: `obs` [B, T, in], `resets` [B, T]
+  /// (1: the state is zeroed before step t, a new episode), starting from
+  /// `h` and `c` [B, lstm]. Returns the features (the cell's h after each
+  /// step) and its c after each step, both [B, T, lstm].
+  std::pair<torch::Tensor, torch::Tensor> unroll(const torch::Tensor& obs, const torch::Tensor& resets, torch::Tensor h,
+                                                 torch::Tensor c);
+  /// One step for B rows: `obs` [B, in] from `h`, `c` [B, lstm]; returns the new (h, c).
+  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor& obs, const torch::Tensor& h, const torch::Tensor& c);
+
+  torch::nn::Sequential encoder{nullptr};  // empty without hidden layers
+  torch::nn::LSTMCell lstm{nullptr};
+};
+TORCH_MODULE_IMPL(recurrent_trunk, recurrent_trunk_impl);
 
 /// Separate actor and critic MLPs (tanh), orthogonal initialisation as in
 /// the PPO implementation details (gain √2 hidden, 0.01 actor head, 1 critic
@@ -30,15 +52,15 @@ struct actor_critic_impl : torch::nn::Module {
   /// Values [B] of observations, or, with an LSTM, of features.
   torch::Tensor value(const torch::Tensor& in) { return critic->forward(in).squeeze(-1); }
 
-  /// The LSTM over T steps of B rows: `obs` [B, T, input_dim] (normalised),
-  /// `resets` [B, T] (1: the state is zeroed before step t, a new episode),
-  /// starting from `h` and `c` [B, lstm]. Returns the features (the cell's
-  /// h after each step) and its c after each step, both [B, T, lstm].
+  /// The trunk's unroll() of normalised observations (with an LSTM).
   std::pair<torch::Tensor, torch::Tensor> unroll(const torch::Tensor& obs, const torch::Tensor& resets, torch::Tensor h,
-                                                 torch::Tensor c);
-  /// One step of the LSTM for B rows: `obs` [B, input_dim] from `h`, `c`
-  /// [B, lstm]; returns the new (h, c).
-  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor& obs, const torch::Tensor& h, const torch::Tensor& c);
+                                                 torch::Tensor c) {
+    return trunk->unroll(obs, resets, std::move(h), std::move(c));
+  }
+  /// The trunk's step() (with an LSTM).
+  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor& obs, const torch::Tensor& h, const torch::Tensor& c) {
+    return trunk->step(obs, h, c);
+  }
 
   /// Log probabilities and entropies [B] of `discrete` [B, heads] (int64) and
   /// `continuous` [B, c] actions under the actor's output `out`.
@@ -51,8 +73,7 @@ struct actor_critic_impl : torch::nn::Module {
   network_spec spec;
   torch::nn::Sequential actor{nullptr};    // the actor MLP, or with an LSTM its head (one Linear)
   torch::nn::Sequential critic{nullptr};   // likewise
-  torch::nn::Sequential encoder{nullptr};  // with an LSTM: the hidden layers, tanh after each
-  torch::nn::LSTMCell lstm{nullptr};
+  recurrent_trunk trunk{nullptr};          // with an LSTM
   torch::Tensor log_std;  // [continuous_dim], undefined if none
 };
 TORCH_MODULE_IMPL(actor_critic, actor_critic_impl);
@@ -61,6 +82,11 @@ TORCH_MODULE_IMPL(actor_critic, actor_critic_impl);
 /// √2 for hidden layers and `head_gain` for the last, zero biases.
 torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out,
                                double head_gain);
+
+/// Copies the Linear layers of `seq` into `out` (the acting side's kernels).
+void copy_dense(dense_mlp& out, const torch::nn::Sequential& seq);
+/// Copies a trunk's encoder and cell into `out`.
+void copy_trunk(dense_trunk& out, const recurrent_trunk_impl& trunk);
 
 /// The flat weights of `params`, one after the other.
 std::vector<float> flatten(const std::vector<torch::Tensor>& params);

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "coral/core/error.hpp"
+#include "coral/learners/ppo_learner.hpp"
 
 namespace coral::learners::detail {
 
@@ -117,5 +118,18 @@ struct flat_adam {
     steps = step_count;
   }
 };
+
+/// The checkpoint state of a Q learner (DQN, R2D2): its online `parameters`,
+/// `adam` and counters.
+inline learner_state q_learner_state(std::vector<float> parameters, const flat_adam& adam, std::uint64_t updates,
+                                     std::uint64_t env_steps) {
+  learner_state st;
+  st.parameters = std::move(parameters);
+  adam.save(st.adam_m, st.adam_v);
+  st.adam_steps = adam.steps;
+  st.updates = updates;
+  st.env_steps = env_steps;
+  return st;
+}
 
 }  // namespace coral::learners::detail

@@ -132,6 +132,20 @@ struct dense_lstm {
   }
 };
 
+/// A recurrent trunk as the acting side runs it: the encoder (tanh after
+/// every layer) and the LSTM cell.
+struct dense_trunk {
+  dense_mlp encoder;
+  dense_lstm cell;
+
+  /// One step of a row: encodes `x`, advances its state `h`, `c` in place;
+  /// `a`, `b` are scratch of the encoder's widest layer, `gates` 4H floats.
+  void step(const float* x, float* h, float* c, float* a, float* b, float* gates) const noexcept {
+    const float* e = encoder.layers.empty() ? x : encoder.apply(x, a, b, true);
+    cell.step(e, h, c, gates);
+  }
+};
+
 /// Float count of an MLP of these widths (weights and biases).
 [[nodiscard]] inline std::size_t dense_parameter_count(std::span<const std::size_t> widths) noexcept {
   std::size_t n = 0;

@@ -113,13 +113,7 @@ update_stats dqn_learner::update(replay::sample_batch& b) {
 }
 
 learner_state dqn_learner::state() const {
-  learner_state st;
-  st.parameters = weights();
-  impl_->adam->save(st.adam_m, st.adam_v);
-  st.adam_steps = impl_->adam->steps;
-  st.updates = impl_->updates;
-  st.env_steps = impl_->env_steps;
-  return st;
+  return detail::q_learner_state(weights(), *impl_->adam, impl_->updates, impl_->env_steps);
 }
 
 void dqn_learner::restore(const learner_state& st, std::span<const float> target) {

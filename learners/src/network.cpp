@@ -106,40 +106,27 @@ torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& h
   return seq;
 }
 
-actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
+recurrent_trunk_impl::recurrent_trunk_impl(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t width) {
   torch::NoGradGuard no_grad;
-  const auto in = spec.input_dim();
-  const auto heads = spec.logits_dim() + spec.continuous_dim();
-  if (spec.lstm == 0) {
-    actor = register_module("actor", make_mlp(in, spec.hidden, heads, 0.01));
-    critic = register_module("critic", make_mlp(in, spec.hidden, 1, 1.0));
-  } else {
-    // The encoder is an MLP whose last layer is a hidden one: tanh after it too.
-    std::size_t width = in;
-    encoder = torch::nn::Sequential();
-    if (!spec.hidden.empty()) {
-      encoder = make_mlp(in, std::vector<std::size_t>(spec.hidden.begin(), spec.hidden.end() - 1), spec.hidden.back(),
-                         std::sqrt(2.0));
-      encoder->push_back(torch::nn::Tanh());
-      width = spec.hidden.back();
-    }
-    encoder = register_module("encoder", encoder);
-    const auto H = static_cast<std::int64_t>(spec.lstm);
-    lstm = register_module("lstm", torch::nn::LSTMCell(torch::nn::LSTMCellOptions(static_cast<std::int64_t>(width), H)));
-    torch::nn::init::orthogonal_(lstm->weight_ih, 1.0);
-    torch::nn::init::orthogonal_(lstm->weight_hh, 1.0);
-    torch::nn::init::zeros_(lstm->bias_ih);
-    torch::nn::init::zeros_(lstm->bias_hh);
-    actor = register_module("actor", make_mlp(spec.lstm, {}, heads, 0.01));
-    critic = register_module("critic", make_mlp(spec.lstm, {}, 1, 1.0));
+  // The encoder is an MLP whose last layer is a hidden one: tanh after it too.
+  std::size_t features = in;
+  encoder = torch::nn::Sequential();
+  if (!hidden.empty()) {
+    encoder = make_mlp(in, std::vector<std::size_t>(hidden.begin(), hidden.end() - 1), hidden.back(), std::sqrt(2.0));
+    encoder->push_back(torch::nn::Tanh());
+    features = hidden.back();
   }
-  if (spec.continuous_dim() > 0) {
-    log_std = register_parameter("log_std", torch::zeros({static_cast<std::int64_t>(spec.continuous_dim())}));
-  }
+  encoder = register_module("encoder", encoder);
+  lstm = register_module("lstm", torch::nn::LSTMCell(torch::nn::LSTMCellOptions(static_cast<std::int64_t>(features),
+                                                                                static_cast<std::int64_t>(width))));
+  torch::nn::init::orthogonal_(lstm->weight_ih, 1.0);
+  torch::nn::init::orthogonal_(lstm->weight_hh, 1.0);
+  torch::nn::init::zeros_(lstm->bias_ih);
+  torch::nn::init::zeros_(lstm->bias_hh);
 }
 
-std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::unroll(const torch::Tensor& obs, const torch::Tensor& resets,
-                                                                  torch::Tensor h, torch::Tensor c) {
+std::pair<torch::Tensor, torch::Tensor> recurrent_trunk_impl::unroll(const torch::Tensor& obs, const torch::Tensor& resets,
+                                                                     torch::Tensor h, torch::Tensor c) {
   const auto B = obs.size(0);
   const auto T = obs.size(1);
   // The encoder on every step at once; only the cell runs step by step.
@@ -159,11 +146,28 @@ std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::unroll(const torch::T
   return {torch::stack(hs, 1), torch::stack(cs, 1)};
 }
 
-std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::step(const torch::Tensor& obs, const torch::Tensor& h,
-                                                                const torch::Tensor& c) {
+std::pair<torch::Tensor, torch::Tensor> recurrent_trunk_impl::step(const torch::Tensor& obs, const torch::Tensor& h,
+                                                                   const torch::Tensor& c) {
   const auto x = encoder->is_empty() ? obs : encoder->forward(obs);
   auto [h2, c2] = lstm->forward(x, std::make_tuple(h, c));
   return {h2, c2};
+}
+
+actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
+  torch::NoGradGuard no_grad;
+  const auto in = spec.input_dim();
+  const auto heads = spec.logits_dim() + spec.continuous_dim();
+  if (spec.lstm == 0) {
+    actor = register_module("actor", make_mlp(in, spec.hidden, heads, 0.01));
+    critic = register_module("critic", make_mlp(in, spec.hidden, 1, 1.0));
+  } else {
+    trunk = register_module("trunk", recurrent_trunk(in, spec.hidden, spec.lstm));
+    actor = register_module("actor", make_mlp(spec.lstm, {}, heads, 0.01));
+    critic = register_module("critic", make_mlp(spec.lstm, {}, 1, 1.0));
+  }
+  if (spec.continuous_dim() > 0) {
+    log_std = register_parameter("log_std", torch::zeros({static_cast<std::int64_t>(spec.continuous_dim())}));
+  }
 }
 
 std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::log_prob_entropy(const torch::Tensor& out,
@@ -227,10 +231,18 @@ void load(actor_critic_impl& net, std::span<const float> weights) { load(net.ord
 
 // ---------------------------------------------------------------------------
 
-namespace {
+namespace detail {
 
-/// Copies the Linear layers of `seq` into `out`.
-void copy_dense(detail::dense_mlp& out, const torch::nn::Sequential& seq) {
+void copy_trunk(dense_trunk& out, const recurrent_trunk_impl& trunk) {
+  copy_dense(out.encoder, trunk.encoder);
+  const auto& l = *trunk.lstm;
+  const auto wih = l.weight_ih.detach().contiguous(), whh = l.weight_hh.detach().contiguous();
+  const auto bih = l.bias_ih.detach().contiguous(), bhh = l.bias_hh.detach().contiguous();
+  out.cell.load(static_cast<std::size_t>(wih.size(1)), static_cast<std::size_t>(whh.size(1)), wih.data_ptr<float>(),
+                whh.data_ptr<float>(), bih.data_ptr<float>(), bhh.data_ptr<float>());
+}
+
+void copy_dense(dense_mlp& out, const torch::nn::Sequential& seq) {
   std::size_t n = 0;
   for (const auto& m : seq->children()) {
     if (const auto* linear = m->as<torch::nn::Linear>()) {
@@ -243,7 +255,7 @@ void copy_dense(detail::dense_mlp& out, const torch::nn::Sequential& seq) {
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 struct mlp_policy::impl {
   impl(const network_spec& s, std::size_t rows, std::uint64_t seed)
@@ -256,7 +268,7 @@ struct mlp_policy::impl {
     constexpr std::uint64_t policy_salt = 0x706F6C6963792D31ULL;  // "policy-1"
     for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
     refresh();
-    const std::size_t w = std::max({actor.widest(), critic.widest(), encoder.widest()});
+    const std::size_t w = std::max({actor.widest(), critic.widest(), trunk.encoder.widest()});
     state.assign(rows * s.state_dim(), 0.0f);
     states_before.assign(rows * s.state_dim(), 0.0f);
     gates.resize(4 * s.lstm);
@@ -273,16 +285,9 @@ struct mlp_policy::impl {
   }
   /// Copies the torch parameters into the dense kernels.
   void refresh() {
-    copy_dense(actor, net->actor);
-    copy_dense(critic, net->critic);
-    if (spec.lstm > 0) {
-      copy_dense(encoder, net->encoder);
-      const auto& l = *net->lstm;
-      const auto wih = l.weight_ih.detach().contiguous(), whh = l.weight_hh.detach().contiguous();
-      const auto bih = l.bias_ih.detach().contiguous(), bhh = l.bias_hh.detach().contiguous();
-      cell.load(static_cast<std::size_t>(wih.size(1)), spec.lstm, wih.data_ptr<float>(), whh.data_ptr<float>(),
-                bih.data_ptr<float>(), bhh.data_ptr<float>());
-    }
+    detail::copy_dense(actor, net->actor);
+    detail::copy_dense(critic, net->critic);
+    if (spec.lstm > 0) detail::copy_trunk(trunk, *net->trunk);
     if (spec.continuous_dim() > 0) {
       const auto ls = net->log_std.detach().contiguous();
       log_std.assign(ls.data_ptr<float>(), ls.data_ptr<float>() + ls.numel());
@@ -292,8 +297,7 @@ struct mlp_policy::impl {
   detail::actor_critic net;  // the parameter layout; the kernels below are copies
   detail::dense_mlp actor;
   detail::dense_mlp critic;
-  detail::dense_mlp encoder;          // with an LSTM: the trunk before the cell
-  detail::dense_lstm cell;            // with an LSTM
+  detail::dense_trunk trunk;          // with an LSTM
   std::vector<float> state;           // rows × state_dim: each row's h then c now
   std::vector<float> states_before;   // rows × state_dim: what the row's last act() started from
   std::vector<float> gates;           // 4 × lstm scratch
@@ -358,8 +362,7 @@ void mlp_policy::act(const actors::policy_rows& rows) {
         float* c = h + H;
         if (restart) std::fill(h, h + 2 * H, 0.0f);
         std::copy(h, h + 2 * H, m.states_before.begin() + static_cast<std::ptrdiff_t>(r * 2 * H));
-        const float* e = m.encoder.layers.empty() ? x : m.encoder.apply(x, m.scratch_a.data(), m.scratch_b.data(), true);
-        m.cell.step(e, h, c, m.gates.data());
+        m.trunk.step(x, h, c, m.scratch_a.data(), m.scratch_b.data(), m.gates.data());
         x = h;
       }
       if (!rows.values.empty()) rows.values[r] = *m.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());

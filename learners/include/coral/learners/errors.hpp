@@ -34,7 +34,14 @@ inline constexpr std::string_view dqn_needs_discrete =
     "--algo dqn: the action space must be one Discrete, not {}";
 /// A flag that `--algo dqn` does not take: the flag.
 inline constexpr std::string_view dqn_no_frames = "--frames: --algo dqn takes 1 (stacked frames are PPO-only), not {}";
-inline constexpr std::string_view dqn_no_lstm = "--lstm: --algo dqn has no recurrent Q-network (--lstm is PPO's), so it takes 0, not {}";
+inline constexpr std::string_view dqn_no_lstm =
+    "--lstm: --algo dqn has no recurrent Q-network (--algo r2d2 has), so it takes 0, not {}";
+/// `--algo r2d2` on an action space other than one Discrete: its text.
+inline constexpr std::string_view r2d2_needs_discrete = "--algo r2d2: the action space must be one Discrete, not {}";
+/// `--frames` other than 1 given to `--algo r2d2`: the value.
+inline constexpr std::string_view r2d2_no_frames = "--frames: --algo r2d2 takes 1 (its LSTM is its memory), not {}";
+/// A switch `--algo r2d2` does not take: the flag.
+inline constexpr std::string_view r2d2_ppo_only = "{}: PPO only; --algo r2d2 does not take it";
 /// A PPO-only switch given to `--algo dqn`: the flag.
 inline constexpr std::string_view dqn_ppo_only = "{}: PPO only; --algo dqn does not take it";
 /// Requirement (flag_out_of_range) of `--learning-starts` at or past the end: --total-steps.

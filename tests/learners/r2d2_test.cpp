@@ -1,0 +1,208 @@
+// R2D2's learner and acting policy: the policy's kernels against the
+// learner's torch unroll, burn-in without gradient, priorities written back.
+
+#include "coral/learners/r2d2.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "coral/core/error.hpp"
+#include "coral/envs/env_batch.hpp"
+#include "coral/envs/registry.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/learners/errors.hpp"
+#include "coral/replay/sequence.hpp"
+#include "test_envs.hpp"
+
+using namespace coral::learners;
+namespace actors = coral::actors;
+namespace envs = coral::envs;
+namespace replay = coral::replay;
+
+namespace {
+
+network_spec cartpole_spec() {
+  auto e = envs::registry::global().make("cartpole", {}, 0, 0);
+  auto spec = network_spec::from_spaces(e->observation_space(), e->action_space(), {16}, 1);
+  spec.lstm = 8;
+  return spec;
+}
+
+std::vector<float> random_weights(std::size_t n, std::uint64_t seed) {
+  envs::rng rng(seed);
+  std::vector<float> w(n);
+  for (auto& x : w) x = static_cast<float>(rng.uniform(-0.6, 0.6));
+  return w;
+}
+
+/// A batch of `size` random sequences of `length` slots (burn-in `burn_in`),
+/// all valid, slot 0 starting an episode in the even ones.
+replay::sequence_batch random_batch(const network_spec& spec, std::size_t size, std::size_t length,
+                                    std::size_t burn_in, std::uint64_t seed) {
+  replay::sequence_batch b;
+  b.layout = {.length = length, .burn_in = burn_in, .overlap = burn_in, .obs_dim = spec.input_dim(),
+              .discrete_dim = 1, .state_dim = spec.state_dim()};
+  b.size = size;
+  envs::rng rng(seed);
+  b.observations.resize(size * (length + 1) * spec.input_dim());
+  for (auto& x : b.observations) x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  b.actions.resize(size * length);
+  for (auto& a : b.actions) a = static_cast<std::int32_t>(rng.below(2));
+  b.rewards.resize(size * length);
+  for (auto& r : b.rewards) r = static_cast<float>(rng.uniform(0.0, 1.0));
+  b.flags.assign(size * length, replay::slot_valid);
+  for (std::size_t i = 0; i < size; i += 2) b.flags[i * length] |= replay::slot_first;
+  b.states.resize(size * spec.state_dim());
+  for (std::size_t i = 0; i < size; ++i) {
+    if (i % 2 == 1) {
+      for (std::size_t j = 0; j < spec.state_dim(); ++j) b.states[i * spec.state_dim() + j] = static_cast<float>(rng.uniform(-0.5, 0.5));
+    }
+  }
+  b.weights.assign(size, 1.0f);
+  b.weights[1] = 0.5f;
+  b.keys.resize(size);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("R2D2's policy computes the Q values of the learner's network, state carried and reset per row",
+          "[learners][r2d2]") {
+  coral::test::register_test_envs();
+  const auto spec = cartpole_spec();
+  dqn_config d;
+  d.epsilon_base = 1e-9;  // greedy after exploration...
+  d.exploration_steps = 0;  // ...which is over at once
+  r2d2_config rc;
+  r2d2_learner learner(spec, d, rc, 1);
+  const auto w = random_weights(r2d2_parameter_count(spec), 5);
+  learner.restore({.parameters = w, .adam_m = std::vector<float>(w.size()), .adam_v = std::vector<float>(w.size())}, w);
+  constexpr std::size_t rows = 3, steps = 10;
+  r2d2_policy policy(spec, rows, 7, d, 0);
+  policy.load_weights(learner.weights());
+  auto e = envs::registry::global().make("cartpole", {}, 0, 0);
+  envs::env_batch batch(rows, e->observation_space(), e->action_space());
+  envs::rng rng(9);
+  std::vector<float> obs(steps * rows * 4);
+  for (auto& x : obs) x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  std::vector<std::uint8_t> starts(steps * rows, 0);
+  starts[4 * rows + 1] = 1;  // row 1 starts an episode at step 4
+  std::vector<float> values(steps * rows);
+  std::vector<std::int32_t> actions(steps * rows);
+  std::vector<float> lp(rows), v(rows);
+  for (std::size_t t = 0; t < steps; ++t) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      auto o = batch.observations().row(r);
+      std::copy_n(obs.begin() + static_cast<std::ptrdiff_t>((t * rows + r) * 4), 4, o.begin());
+      batch.terminated()[r] = starts[t * rows + r];
+    }
+    // Rows one at a time, in reverse: each reads its own state.
+    for (std::uint32_t r = rows; r-- > 0;) {
+      const actors::row_range one{r, 1};
+      policy.act({batch, std::span(&one, 1), lp, v});
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      values[t * rows + r] = v[r];
+      actions[t * rows + r] = batch.discrete_actions().row(r)[0];
+    }
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::vector<float> row_obs;
+    std::vector<std::uint8_t> row_resets;
+    for (std::size_t t = 0; t < steps; ++t) {
+      row_obs.insert(row_obs.end(), obs.begin() + static_cast<std::ptrdiff_t>((t * rows + r) * 4),
+                     obs.begin() + static_cast<std::ptrdiff_t>((t * rows + r) * 4 + 4));
+      row_resets.push_back(starts[t * rows + r]);
+    }
+    const auto q = learner.q_values(row_obs, row_resets);
+    REQUIRE(q.size() == steps * 2);
+    for (std::size_t t = 0; t < steps; ++t) {
+      const float best = std::max(q[2 * t], q[2 * t + 1]);
+      CHECK(values[t * rows + r] == Approx(best).margin(1e-5));
+      CHECK(actions[t * rows + r] == (q[2 * t + 1] > q[2 * t] ? 1 : 0));
+    }
+  }
+  // The state the last act of row 1 started from is the unroll's after its steps 4..8.
+  std::vector<float> tail_obs;
+  for (std::size_t t = 4; t < steps - 1; ++t) {
+    tail_obs.insert(tail_obs.end(), obs.begin() + static_cast<std::ptrdiff_t>((t * rows + 1) * 4),
+                    obs.begin() + static_cast<std::ptrdiff_t>((t * rows + 1) * 4 + 4));
+  }
+  const std::vector<float> zero(spec.state_dim(), 0.0f);
+  const auto expected = learner.state_after(tail_obs, std::vector<std::uint8_t>(steps - 5, 0), zero);
+  const auto got = policy.recurrent_states().subspan(spec.state_dim(), spec.state_dim());
+  for (std::size_t j = 0; j < spec.state_dim(); ++j) CHECK(got[j] == Approx(expected[j]).margin(1e-5));
+}
+
+TEST_CASE("the burn-in gives the state and no gradient: an update equals one from the burned-in state",
+          "[learners][r2d2]") {
+  coral::test::register_test_envs();
+  const auto spec = cartpole_spec();
+  dqn_config d;
+  d.n_step = 2;
+  d.gamma = 0.9;
+  d.learning_rate = 1e-2;
+  r2d2_config rc;
+  constexpr std::size_t size = 4, length = 9, burn_in = 3;
+  auto with_burn_in = random_batch(spec, size, length, burn_in, 21);
+  // No sequence starts an episode after slot 0 here, so the state the burn-in
+  // leaves is the unroll of slots 0..2 from the stored state.
+  r2d2_learner a(spec, d, rc, 3);
+  r2d2_learner b(spec, d, rc, 3);
+  const std::size_t D = spec.input_dim(), S = spec.state_dim(), L2 = length - burn_in;
+  auto without = random_batch(spec, size, L2, 0, 22);
+  for (std::size_t i = 0; i < size; ++i) {
+    const auto* o = with_burn_in.observations.data() + i * (length + 1) * D;
+    std::vector<std::uint8_t> resets(burn_in, 0);
+    resets[0] = (with_burn_in.flags[i * length] & replay::slot_first) != 0 ? 1 : 0;
+    const auto st = a.state_after(std::span<const float>(o, burn_in * D), resets,
+                                  std::span<const float>(with_burn_in.states.data() + i * S, S));
+    std::copy(st.begin(), st.end(), without.states.begin() + static_cast<std::ptrdiff_t>(i * S));
+    std::copy(o + burn_in * D, o + (length + 1) * D,
+              without.observations.begin() + static_cast<std::ptrdiff_t>(i * (L2 + 1) * D));
+    for (std::size_t t = 0; t < L2; ++t) {
+      without.actions[i * L2 + t] = with_burn_in.actions[i * length + burn_in + t];
+      without.rewards[i * L2 + t] = with_burn_in.rewards[i * length + burn_in + t];
+      without.flags[i * L2 + t] = with_burn_in.flags[i * length + burn_in + t];
+    }
+  }
+  without.weights = with_burn_in.weights;
+  const auto sa = a.update(with_burn_in);
+  const auto sb = b.update(without);
+  CHECK(sa.base.td_loss == Approx(sb.base.td_loss).epsilon(1e-5));
+  const auto wa = a.weights(), wb = b.weights();
+  REQUIRE(wa.size() == wb.size());
+  double most = 0;
+  for (std::size_t j = 0; j < wa.size(); ++j) most = std::max(most, static_cast<double>(std::abs(wa[j] - wb[j])));
+  CHECK(most < 1e-5);
+  REQUIRE(with_burn_in.priorities.size() == size);
+  for (std::size_t i = 0; i < size; ++i) {
+    CHECK(with_burn_in.priorities[i] > 0.0f);
+    CHECK(with_burn_in.priorities[i] == Approx(without.priorities[i]).epsilon(1e-4));
+  }
+  CHECK(sa.q_max >= sa.base.mean_q);
+  CHECK(sa.grad_norm > 0);
+}
+
+TEST_CASE("R2D2 refuses what it cannot train: no LSTM, a batch of another layout, a non-Discrete action space",
+          "[learners][r2d2][errors]") {
+  coral::test::register_test_envs();
+  auto spec = cartpole_spec();
+  dqn_config d;
+  r2d2_config rc;
+  r2d2_learner learner(spec, d, rc, 1);
+  auto batch = random_batch(spec, 2, 6, 2, 1);
+  batch.layout.state_dim = 4;
+  CHECK_THROWS_AS(learner.update(batch), coral::usage_error);
+  auto plain = spec;
+  plain.lstm = 0;
+  CHECK_THROWS_AS(r2d2_learner(plain, d, rc, 1), coral::usage_error);
+  auto e = envs::registry::global().make("test-target", {}, 0, 0);
+  auto box = network_spec::from_spaces(e->observation_space(), e->action_space(), {16}, 1);
+  box.lstm = 8;
+  CHECK_THROWS_AS(r2d2_policy(box, 2, 1, d, 0), coral::config_error);
+}
