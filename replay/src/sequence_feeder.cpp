@@ -193,7 +193,10 @@ void sequence_feeder::consume(const actors::step_batch& step) {
       ++block.env_steps;
     }
   }
-  if (block.size() > 0) sink_.send(std::move(pending_));
+  // Every call's env steps go at once, sequences or not: the rate limiter
+  // counts inserts from them, and a gate waiting for the allowance would
+  // otherwise wait for steps held back here.
+  if (block.size() > 0 || block.env_steps > 0) sink_.send(std::move(pending_));
 }
 
 }  // namespace coral::replay

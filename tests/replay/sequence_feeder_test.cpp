@@ -260,7 +260,7 @@ class harness {
 
  private:
   void receive(std::unique_ptr<sequence_block> b) {
-    REQUIRE(b->size() > 0);
+    REQUIRE(b->env_steps > 0);  // a block always accounts for env steps, with or without sequences
     const sequence_layout& l = b->layout;
     CHECK(l.length == layout_.length);
     CHECK(l.state_dim == layout_.state_dim);
@@ -475,11 +475,11 @@ TEST_CASE("a sequence feeder gets each row its own steps and state when batches 
       check_row(h, scripts[r], r, per_episode);
     }
     check_trained_parts(h);
-    CHECK(h.env_steps_sent() <= h.consumed());
+    CHECK(h.env_steps_sent() == h.consumed());
   }
 }
 
-TEST_CASE("a sequence feeder sends one block per call that completes sequences, counting every env step",
+TEST_CASE("a sequence feeder sends one block per call, with the sequences it completed and its env steps",
           "[replay][sequence_feeder]") {
   harness h(2, layout_of(4, 2, 2));
   // A block handed back dirty by the replay is cleared before it is filled.
@@ -489,15 +489,19 @@ TEST_CASE("a sequence feeder sends one block per call that completes sequences, 
   dirty->env_steps = 40;
   h.offer(std::move(dirty));
   std::vector<row_script> scripts{{0, {{9, end_kind::terminated}}}, {1, {{9, end_kind::terminated}}}};
-  h.step(scripts, {0, 1});  // step 0 chosen: nothing complete
-  h.step(scripts, {1});     // step 1 chosen on row 1
-  CHECK(h.blocks_sent() == 0);
-  h.step(scripts, {1, 0});  // row 1's step 1 outcome: its first sequence is complete
+  h.step(scripts, {0, 1});  // step 0 chosen: nothing complete, its env steps go at once
   CHECK(h.blocks_sent() == 1);
-  CHECK(h.received().size() == 1);
-  CHECK(h.env_steps_sent() == 5);  // both calls' steps come with it
-  h.step(scripts, {0});
+  CHECK(h.received().empty());
+  CHECK(h.env_steps_sent() == 2);
+  h.step(scripts, {1});     // step 1 chosen on row 1
   CHECK(h.blocks_sent() == 2);
+  CHECK(h.env_steps_sent() == 3);
+  h.step(scripts, {1, 0});  // row 1's step 1 outcome: its first sequence is complete
+  CHECK(h.blocks_sent() == 3);
+  CHECK(h.received().size() == 1);
+  CHECK(h.env_steps_sent() == 5);
+  h.step(scripts, {0});
+  CHECK(h.blocks_sent() == 4);
   CHECK(h.received().size() == 2);
   CHECK(h.env_steps_sent() == 6);
 }

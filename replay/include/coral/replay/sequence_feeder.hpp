@@ -33,10 +33,12 @@
 ///   drops its open sequences unsent and starts a new episode: no sequence
 ///   spans the reset, and the interrupted episode is not reported.
 ///
-/// Flushing: the sequences a consume() call completes go to the sink in one
-/// block at the end of that call. A call that completes none sends nothing;
-/// the env steps it accounts for are added to the next block sent. Every
-/// finished episode goes to the episode callback.
+/// Flushing: each consume() call sends one block at the end, holding the
+/// sequences it completed (maybe none) and the env steps it accounts for:
+/// the replay's rate limiter counts inserts in env steps, and a gate waiting
+/// for the insert allowance must not wait for steps held back here (it
+/// would, for up to a stride of steps per row, before the first sequence).
+/// Every finished episode goes to the episode callback.
 ///
 /// No allocation per step once the blocks in circulation have grown to the
 /// largest batch of sequences (blocks keep their capacity; see
