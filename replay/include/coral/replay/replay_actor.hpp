@@ -147,12 +147,13 @@ class transition_storage {
 /// transitions per inserted env step (either ratio_counts).
 using replay_actor_config = basic_replay_actor_config<replay_config>;
 
-/// What the replay actor's inbox takes.
-using replay_msg = std::variant<std::unique_ptr<insert_block>, std::unique_ptr<sample_batch>, snapshot_request>;
-
 /// The replay actor of transitions.
 using replay_actor = basic_replay_actor<transition_storage>;
 
 extern template class basic_replay_actor<transition_storage>;
+
+/// What the replay actor's inbox takes: an insert_block, a sample_batch
+/// (a request, or one handed back) or a snapshot_request.
+using replay_msg = replay_actor::message;
 
 }  // namespace coral::replay

@@ -102,13 +102,13 @@ class sequence_storage {
 /// Settings of a sequence_replay_actor.
 using sequence_replay_actor_config = basic_replay_actor_config<sequence_buffer_config>;
 
-/// What the sequence replay actor's inbox takes.
-using sequence_replay_msg =
-    std::variant<std::unique_ptr<sequence_block>, std::unique_ptr<sequence_batch>, snapshot_request>;
-
 /// The replay actor of sequences (R2D2).
 using sequence_replay_actor = basic_replay_actor<sequence_storage>;
 
 extern template class basic_replay_actor<sequence_storage>;
+
+/// What the sequence replay actor's inbox takes: a sequence_block, a
+/// sequence_batch (a request, or one handed back) or a snapshot_request.
+using sequence_replay_msg = sequence_replay_actor::message;
 
 }  // namespace coral::replay
