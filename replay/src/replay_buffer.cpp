@@ -10,9 +10,16 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/replay/detail/saved_state.hpp"
 #include "coral/replay/errors.hpp"
 
 namespace coral::replay {
+
+using detail::copy_bytes;
+using detail::get_at;
+using detail::section_header_size;
+using detail::state_reader;
+using detail::state_writer;
 
 namespace {
 
@@ -41,127 +48,15 @@ const replay_config& checked(const replay_config& c) {
   return c;
 }
 
-// Saved state: a header, then sections, each a 24-byte section header (an
-// 8-byte name padded with zeros, element size, zero, element count) followed
-// by its elements, and last a "checksum" section over everything before it.
-constexpr char state_magic[8] = {'c', 'o', 'r', 'a', 'l', 'r', 'b', '\0'};
-constexpr std::uint32_t state_version = 1;
-constexpr std::uint32_t byte_order_mark = 0x01020304;
-constexpr std::size_t state_header_size = 8 + 4 + 4 + 8;  // magic, version, byte order, total length
-constexpr std::size_t section_header_size = 8 + 4 + 4 + 8;
-constexpr std::size_t checksum_size = section_header_size + 8;
-
-[[noreturn]] void malformed(std::string_view reason) {
-  throw config_error(fmt::format(fmt::runtime(errors::malformed_state), reason));
-}
-
-template <class T>
-void put(std::vector<char>& out, const T& value) {
-  const auto* p = reinterpret_cast<const char*>(&value);
-  out.insert(out.end(), p, p + sizeof(T));
-}
-
-// memcpy, but an empty slab's null data pointer is fine.
-void copy_bytes(void* to, const char* from, std::size_t bytes) noexcept {
-  if (bytes > 0) std::memcpy(to, from, bytes);
-}
-
-template <class T>
-T get_at(const char* p) noexcept {
-  T value;
-  std::memcpy(&value, p, sizeof(T));
-  return value;
-}
-
-/// Appends sections to a blob.
-class state_writer {
- public:
-  explicit state_writer(std::vector<char>& out) : out_(out), start_(out.size()) {
-    out_.insert(out_.end(), std::begin(state_magic), std::end(state_magic));
-    put(out_, state_version);
-    put(out_, byte_order_mark);
-    put(out_, std::uint64_t{0});  // total length, filled in by finish()
-  }
-
-  template <class T>
-  void section(std::string_view name, std::span<const T> values) {
-    section_header(name, sizeof(T), values.size());
-    const auto* p = reinterpret_cast<const char*>(values.data());
-    out_.insert(out_.end(), p, p + values.size_bytes());
-  }
-
-  template <class T>
-  void scalar(std::string_view name, T value) {
-    section(name, std::span<const T>(&value, 1));
-  }
-
-  /// Ends the blob: its length into the header, then the checksum section,
-  /// whose value covers every byte before it.
-  void finish() {
-    const auto length = static_cast<std::uint64_t>(out_.size() - start_ + checksum_size);
-    std::memcpy(out_.data() + start_ + 16, &length, 8);
-    section_header("checksum", 8, 1);
-    put(out_, saved_state_checksum({out_.data() + start_, out_.size() - start_}));
-  }
-
- private:
-  void section_header(std::string_view name, std::size_t element_size, std::size_t count) {
-    char tag[8] = {};
-    std::copy_n(name.data(), std::min<std::size_t>(name.size(), 8), tag);
-    out_.insert(out_.end(), tag, tag + 8);
-    put(out_, static_cast<std::uint32_t>(element_size));
-    put(out_, std::uint32_t{0});
-    put(out_, static_cast<std::uint64_t>(count));
-  }
-
-  std::vector<char>& out_;
-  std::size_t start_;
+// The replay buffer's saved state (detail/saved_state.hpp has the format).
+constexpr detail::blob_kind state_kind{
+    .magic = {'c', 'o', 'r', 'a', 'l', 'r', 'b', '\0'},
+    .version = 1,
+    .malformed = errors::malformed_state,
+    .unsupported_version = errors::unsupported_state_version,
+    .shape_mismatch = errors::state_shape_mismatch,
+    .bad_magic = errors::state_bad_magic,
 };
-
-/// Reads the sections of a blob whose header, length and checksum were checked.
-class state_reader {
- public:
-  explicit state_reader(std::span<const char> body) : body_(body) {}
-
-  /// The elements of the next section, which must be `name` with `count` Ts.
-  template <class T>
-  const char* section(std::string_view name, std::size_t count) {
-    std::string_view found = "";
-    std::uint32_t size = 0;
-    std::uint64_t found_count = 0;
-    if (body_.size() - pos_ >= section_header_size) {
-      const char* h = body_.data() + pos_;
-      found = std::string_view(h, 8);
-      found = found.substr(0, found.find('\0'));
-      size = get_at<std::uint32_t>(h + 8);
-      found_count = get_at<std::uint64_t>(h + 16);
-    }
-    if (found != name || size != sizeof(T) || found_count != count ||
-        (body_.size() - pos_ - section_header_size) / sizeof(T) < count) {
-      malformed(fmt::format(fmt::runtime(errors::state_bad_section), found, found_count, size, name, count,
-                            sizeof(T)));
-    }
-    const char* data = body_.data() + pos_ + section_header_size;
-    pos_ += section_header_size + count * sizeof(T);
-    return data;
-  }
-
-  template <class T>
-  T scalar(std::string_view name) {
-    return get_at<T>(section<T>(name, 1));
-  }
-
-  [[nodiscard]] bool at_end() const noexcept { return pos_ == body_.size(); }
-  [[nodiscard]] std::size_t position() const noexcept { return pos_; }
-
- private:
-  std::span<const char> body_;
-  std::size_t pos_ = 0;
-};
-
-void check_shape(const char* field, std::uint64_t saved, std::size_t mine) {
-  if (saved != mine) throw config_error(fmt::format(fmt::runtime(errors::state_shape_mismatch), field, saved, mine));
-}
 
 // A priority^alpha leaf, as update_priorities computes it.
 double leaf_of(double priority, double alpha) {
@@ -169,28 +64,6 @@ double leaf_of(double priority, double alpha) {
 }
 
 }  // namespace
-
-// A 64-bit hash that catches corruption, not adversaries: every step is a
-// bijection of the running value, so any one changed word changes the result.
-std::uint64_t saved_state_checksum(std::span<const char> bytes) noexcept {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ bytes.size();
-  const auto mix = [&h](std::uint64_t w) {
-    h = (h ^ w) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 32;
-  };
-  std::size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, bytes.data() + i, 8);
-    mix(w);
-  }
-  if (i < bytes.size()) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, bytes.data() + i, bytes.size() - i);
-    mix(w);
-  }
-  return h;
-}
 
 replay_buffer::replay_buffer(const replay_config& config)
     : config_(checked(config)),
@@ -368,7 +241,7 @@ void replay_buffer::save(std::vector<char>& out) const {
   out.reserve(out.size() + 64 * section_header_size + observations_.size() * sizeof(float) +
               discrete_.size() * sizeof(std::int32_t) + continuous_.size() * sizeof(float) +
               cap * (2 * sizeof(float) + sizeof(std::uint16_t) + 1 + sizeof(double) + sizeof(std::uint64_t)));
-  state_writer w(out);
+  state_writer w(out, state_kind);
   w.scalar<std::uint64_t>("capacity", cap);
   w.scalar<std::uint64_t>("streams", config_.num_streams);
   w.scalar<std::uint64_t>("obs_dim", config_.obs_dim);
@@ -401,31 +274,16 @@ void replay_buffer::save(std::vector<char>& out) const {
 void replay_buffer::load(std::span<const char> in) {
   // Everything is checked before anything is written, so a throw leaves the
   // buffer as it was.
-  if (in.size() < state_header_size + checksum_size) {
-    malformed(fmt::format(fmt::runtime(errors::state_truncated), in.size(), state_header_size + checksum_size));
-  }
-  if (!std::equal(std::begin(state_magic), std::end(state_magic), in.data())) malformed(errors::state_bad_magic);
-  if (get_at<std::uint32_t>(in.data() + 12) != byte_order_mark) malformed(errors::state_byte_order);
-  const auto version = get_at<std::uint32_t>(in.data() + 8);
-  if (version != state_version) {
-    throw config_error(fmt::format(fmt::runtime(errors::unsupported_state_version), version, state_version));
-  }
-  const auto length = get_at<std::uint64_t>(in.data() + 16);
-  if (length > in.size()) malformed(fmt::format(fmt::runtime(errors::state_truncated), in.size(), length));
-  if (length < in.size()) malformed(fmt::format(fmt::runtime(errors::state_trailing), in.size(), length));
-  const std::span<const char> checked_part = in.first(in.size() - 8);
-  if (saved_state_checksum(checked_part) != get_at<std::uint64_t>(in.data() + in.size() - 8)) malformed(errors::state_checksum);
-
-  state_reader r(in.subspan(state_header_size));
+  state_reader r(in, state_kind);
   const std::size_t cap = config_.capacity;
-  check_shape("capacity", r.scalar<std::uint64_t>("capacity"), cap);
-  check_shape("num_streams", r.scalar<std::uint64_t>("streams"), config_.num_streams);
-  check_shape("obs_dim", r.scalar<std::uint64_t>("obs_dim"), config_.obs_dim);
-  check_shape("discrete_action_dim", r.scalar<std::uint64_t>("disc_dim"), config_.discrete_action_dim);
-  check_shape("continuous_action_dim", r.scalar<std::uint64_t>("cont_dim"), config_.continuous_action_dim);
-  check_shape("n_step", r.scalar<std::uint64_t>("n_step"), config_.n_step);
+  r.check_shape("capacity", r.scalar<std::uint64_t>("capacity"), cap);
+  r.check_shape("num_streams", r.scalar<std::uint64_t>("streams"), config_.num_streams);
+  r.check_shape("obs_dim", r.scalar<std::uint64_t>("obs_dim"), config_.obs_dim);
+  r.check_shape("discrete_action_dim", r.scalar<std::uint64_t>("disc_dim"), config_.discrete_action_dim);
+  r.check_shape("continuous_action_dim", r.scalar<std::uint64_t>("cont_dim"), config_.continuous_action_dim);
+  r.check_shape("n_step", r.scalar<std::uint64_t>("n_step"), config_.n_step);
   const auto saved_alpha = r.scalar<double>("alpha");
-  r.scalar<double>("epsilon");  // informative only: it is already inside the saved priorities
+  (void)r.scalar<double>("epsilon");  // informative only: it is already inside the saved priorities
   const auto max_priority = r.scalar<double>("max_prio");
   const auto max_leaf = r.scalar<double>("max_leaf");
   const auto inserts = r.scalar<std::uint64_t>("inserts");
@@ -440,13 +298,12 @@ void replay_buffer::load(std::span<const char> in) {
   const char* states = r.section<std::uint8_t>("states", cap);
   const char* priorities = r.section<double>("priority", cap);
   r.section<std::uint64_t>("gens", cap);  // derived from the heads (see save())
-  r.scalar<std::uint64_t>("checksum");  // compared above
-  if (!r.at_end()) malformed(fmt::format(fmt::runtime(errors::state_extra), in.size() - state_header_size - r.position()));
+  r.finish();
 
   // The checksum catches damage; these catch a blob that was consistent
   // when written by something other than save().
   if (!(saved_alpha >= 0.0 && saved_alpha <= 1.0)) {
-    malformed(fmt::format(fmt::runtime(errors::state_bad_value), "alpha", saved_alpha, "[0, 1]"));
+    r.malformed(fmt::format(fmt::runtime(errors::state_bad_value), "alpha", saved_alpha, "[0, 1]"));
   }
   // Every priority^alpha save() writes is a float leaf in [FLT_MIN, FLT_MAX]
   // (a TD error is a float, and update_priorities keeps leaves at least
@@ -457,33 +314,33 @@ void replay_buffer::load(std::span<const char> in) {
   constexpr double leaf_min = std::numeric_limits<float>::min();
   constexpr double leaf_max = std::numeric_limits<float>::max();
   if (!(max_priority > 0.0 && max_priority <= leaf_max)) {
-    malformed(fmt::format(fmt::runtime(errors::state_bad_value), "max priority", max_priority, "(0, FLT_MAX]"));
+    r.malformed(fmt::format(fmt::runtime(errors::state_bad_value), "max priority", max_priority, "(0, FLT_MAX]"));
   }
   if (!(max_leaf >= leaf_min && max_leaf <= leaf_max)) {
-    malformed(fmt::format(fmt::runtime(errors::state_bad_value), "max leaf", max_leaf, "[FLT_MIN, FLT_MAX]"));
+    r.malformed(fmt::format(fmt::runtime(errors::state_bad_value), "max leaf", max_leaf, "[FLT_MIN, FLT_MAX]"));
   }
   std::uint64_t head_sum = 0;
   for (std::size_t s = 0; s < config_.num_streams; ++s) head_sum += get_at<std::uint64_t>(heads + 8 * s);
-  if (head_sum != inserts) malformed(fmt::format(fmt::runtime(errors::state_bad_counter), "inserts", inserts, head_sum));
+  if (head_sum != inserts) r.malformed(fmt::format(fmt::runtime(errors::state_bad_counter), "inserts", inserts, head_sum));
   std::uint64_t complete_slots = 0;
   for (std::size_t slot = 0; slot < cap; ++slot) {
     const auto state = static_cast<std::uint8_t>(states[slot]);
     const auto k = get_at<std::uint16_t>(steps + 2 * slot);
-    if (state > state_abandoned) malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "state", slot, state));
+    if (state > state_abandoned) r.malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "state", slot, state));
     const bool transition = state == state_pending || state == state_complete || state == state_abandoned;
     if (transition && (k < 1 || k > config_.n_step)) {
-      malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "steps", slot, k));
+      r.malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "steps", slot, k));
     }
     if (state == state_complete) ++complete_slots;
     if (state == state_complete || state == state_pending) {
       const auto p = get_at<double>(priorities + 8 * slot);
       if (!(p >= leaf_min && p <= leaf_max)) {
-        malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "priority", slot, p));
+        r.malformed(fmt::format(fmt::runtime(errors::state_bad_slot), "priority", slot, p));
       }
     }
   }
   if (complete_slots != complete) {
-    malformed(fmt::format(fmt::runtime(errors::state_bad_counter), "complete", complete, complete_slots));
+    r.malformed(fmt::format(fmt::runtime(errors::state_bad_counter), "complete", complete, complete_slots));
   }
 
   // Valid: replace the state.

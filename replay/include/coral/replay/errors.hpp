@@ -95,4 +95,35 @@ inline constexpr std::string_view sequence_feeder_no_states =
 inline constexpr std::string_view r2d2_size_mismatch = "r2d2 math: {} has {} elements, expected {}";
 /// A sequence priority mix outside [0, 1].
 inline constexpr std::string_view bad_priority_eta = "sequence priority: eta {} must be in [0, 1]";
+/// A sequence buffer asked for with no capacity.
+inline constexpr std::string_view seq_zero_capacity = "sequence_buffer: capacity must be at least 1 sequence";
+/// A sequence buffer asked for with zero streams.
+inline constexpr std::string_view seq_zero_streams = "sequence_buffer: num_streams must be at least 1";
+/// A sequence layout that cannot hold a trained slot: length, burn_in, overlap.
+inline constexpr std::string_view seq_bad_layout =
+    "sequence_buffer: the layout needs 0 <= burn_in < length and overlap < length (length {}, burn_in {}, overlap {})";
+/// A sequence buffer's priority or importance exponent outside [0, 1]: name, value.
+inline constexpr std::string_view seq_bad_exponent = "sequence_buffer: {} {} must be in [0, 1]";
+/// A sequence buffer's non-positive priority epsilon.
+inline constexpr std::string_view seq_bad_epsilon = "sequence_buffer: epsilon {} must be positive";
+/// A block or batch of another layout than the buffer's: field, its value, the buffer's.
+inline constexpr std::string_view seq_layout_mismatch = "sequence_buffer: the block has {} {}, the buffer {}";
+/// Arrays of a block or an update of the wrong length: which, its length, the length expected.
+inline constexpr std::string_view seq_size_mismatch = "sequence_buffer: {} has {} elements, expected {}";
+/// A sequence from a stream out of range: stream, num_streams.
+inline constexpr std::string_view seq_bad_stream = "sequence_buffer: stream {} out of range (num_streams {})";
+/// A priority that is negative or not a number: draw, value.
+inline constexpr std::string_view seq_bad_priority =
+    "sequence_buffer: the priority of draw {} is {}; it must be a finite number >= 0";
+/// Sampling from a buffer that holds no sequence.
+inline constexpr std::string_view seq_empty = "sequence_buffer: no sequence to sample";
+/// A blob given to sequence_buffer::load that cannot be read: a state_* reason.
+inline constexpr std::string_view seq_malformed_state = "sequence_buffer: saved state is malformed ({})";
+/// A sequence buffer state of another format version: its version, the one this build reads.
+inline constexpr std::string_view seq_unsupported_state_version =
+    "sequence_buffer: saved state has format version {}, this build reads version {}";
+/// A sequence buffer state of another shape: the field, its saved value, this buffer's.
+inline constexpr std::string_view seq_state_shape_mismatch = "sequence_buffer: saved state has {} {}, this buffer has {}";
+/// Reason: the blob does not start with the sequence_buffer magic bytes.
+inline constexpr std::string_view seq_state_bad_magic = "not a sequence_buffer state";
 }  // namespace coral::replay::errors

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The replay rate limit as a gate policy: an env group may step while the
-/// replay actor's insert allowance covers its env steps.
+/// replay actor's insert allowance covers its env steps. Any replay actor:
+/// transitions (replay_actor) or sequences (sequence_replay_actor).
 
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include "coral/actors/gate.hpp"
 #include "coral/actors/inference_batcher.hpp"
 #include "coral/actors/topology.hpp"
-#include "coral/replay/replay_actor.hpp"
+#include "coral/replay/rate_limited_replay.hpp"
 
 namespace coral::replay {
 
@@ -24,10 +25,10 @@ namespace coral::replay {
                                        std::size_t envs_per_group);
 
 /// Lets the group at the front through when the env steps let through so
-/// far, plus its k rows, are within replay_actor::insert_allowance(); otherwise holds it
+/// far, plus its k rows, are within the replay's insert_allowance(); otherwise holds it
 /// and leaves a note with the replay actor, which sends the gate
 /// actors::allowance_raised once the allowance gets there. Why one side can
-/// always move is worked out in replay_actor.cpp, above raise_allowance().
+/// always move is worked out in rate_limited_replay.cpp, above raise_allowance().
 ///
 /// Thread safety: the gate's calls come from its own actor; the replay
 /// actor's side is atomics (see wait_for_allowance()).
@@ -35,7 +36,7 @@ class rate_limit_gate final : public actors::gate_policy {
  public:
   /// Counts from what the replay's limiter already counts (a resumed run),
   /// and makes the replay wake `gate`.
-  rate_limit_gate(replay_actor& replay, actors::gate& gate)
+  rate_limit_gate(rate_limited_replay& replay, actors::gate& gate)
       : replay_(&replay), let_through_(replay.limiter().inserts()) {
     replay.set_waker(&gate.inbox());
   }
@@ -50,7 +51,7 @@ class rate_limit_gate final : public actors::gate_policy {
   bool in_order() const override { return true; }
 
  private:
-  replay_actor* replay_;
+  rate_limited_replay* replay_;
   std::uint64_t let_through_;  // env steps let through, in the limiter's count
 };
 

@@ -62,6 +62,7 @@
 #include "coral/core/slab.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/replay/detail/divider.hpp"
+#include "coral/replay/detail/saved_state.hpp"  // saved_state_checksum
 #include "coral/replay/priority_tree.hpp"
 #include "coral/replay/transition.hpp"
 
@@ -269,11 +270,5 @@ class replay_buffer {
   mutable std::vector<std::size_t> scratch_slots_;
   std::vector<float> scratch_values_;
 };
-
-/// The checksum that ends a saved state (its last 8 bytes) over the bytes
-/// before it; load() refuses a state whose checksum differs. It catches
-/// damage, not adversaries: the fuzz target and the tests of load()'s checks
-/// behind it use it to craft states that pass.
-[[nodiscard]] std::uint64_t saved_state_checksum(std::span<const char> bytes) noexcept;
 
 }  // namespace coral::replay
