@@ -2,6 +2,7 @@
 // metrics, checkpoints and a final JSON line (see shared/DESIGN.md's contract
 // and docs/training.md).
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,11 +51,19 @@ struct train_flags {
   bool distributed = false;
 };
 
+/// A flag DQN and R2D2 share whose default differs for R2D2: set to it
+/// when the flag was not given.
+struct r2d2_default {
+  const CLI::Option* flag = nullptr;
+  std::function<void(learners::train_options&)> set;
+};
+
 /// Flags whose presence matters, not only their value.
 struct given_flags {
   const CLI::Option* target_return = nullptr;
   const CLI::Option* run_dir = nullptr;
   const CLI::Option* checkpoint_every = nullptr;
+  std::vector<r2d2_default> r2d2_defaults;
 };
 
 /// Flags that contradict each other, rejected before anything starts.
@@ -81,6 +90,17 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
   o.ppo.clip_value_loss = !f.no_clip_value_loss;
   o.ppo.normalize_advantages = !f.no_advantage_norm;
   o.stop_when_solved = !f.keep_going;
+  if (o.algo == "r2d2") {
+    // R2D2's defaults where they differ from DQN's (the paper's, or what the
+    // small envs need; docs/training.md, "R2D2"), for the flags not given.
+    for (const auto& d : given.r2d2_defaults) {
+      if (d.flag->count() == 0) d.set(o);
+    }
+    o.dqn.learning_rate = 1e-3;
+    o.dqn.gamma = 0.997;
+    o.dqn.max_grad_norm = 40;
+    o.dqn.adam_epsilon = 1e-3;
+  }
   if (f.learning_rate) o.ppo.learning_rate = o.dqn.learning_rate = *f.learning_rate;
   if (f.gamma) o.ppo.gamma = o.dqn.gamma = *f.gamma;
   if (f.max_grad_norm) o.ppo.max_grad_norm = o.dqn.max_grad_norm = *f.max_grad_norm;
@@ -124,8 +144,9 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
 void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks) {
   auto f = std::make_shared<train_flags>();
   auto& o = f->o;
-  auto* cmd = app.add_subcommand("train", "train an agent with PPO or DQN; the last line is one JSON object");
-  cmd->add_option("--algo", o.algo, "ppo, or dqn (Ape-X-style: prioritized replay actor, double DQN)")->capture_default_str();
+  auto* cmd = app.add_subcommand("train", "train an agent with PPO, DQN or R2D2; the last line is one JSON object");
+  cmd->add_option("--algo", o.algo, "ppo, dqn (Ape-X-style: prioritized replay actor, double DQN), or r2d2 (recurrent DQN on sequences; "
+                  "needs --lstm)")->capture_default_str();
   // One sampling thread by default: the learner has the other core.
   add_sampler_flags(*cmd, f->sampler,
                     {.threads = 1,
@@ -148,17 +169,17 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
   cmd->add_option("--horizon", o.horizon, "steps per env per rollout segment")->capture_default_str();
   cmd->add_option("--epochs", o.ppo.epochs, "PPO epochs per segment")->capture_default_str();
   cmd->add_option("--minibatch-size", o.ppo.minibatch_size, "samples per minibatch")->capture_default_str();
-  cmd->add_option("--learning-rate", f->learning_rate, "Adam step size, at most 1e6 (default: ppo 5e-3, dqn 5e-4)")
+  cmd->add_option("--learning-rate", f->learning_rate, "Adam step size, at most 1e6 (default: ppo 5e-3, dqn 5e-4, r2d2 1e-3)")
       ->check(at_most(max_learning_rate));
   cmd->add_flag("--no-anneal-lr", f->no_anneal_lr, "keep the learning rate constant");
-  cmd->add_option("--gamma", f->gamma, "discount (default 0.99)");
+  cmd->add_option("--gamma", f->gamma, "discount (default 0.99; r2d2 0.997)");
   cmd->add_option("--gae-lambda", o.ppo.gae_lambda, "GAE lambda")->capture_default_str();
   cmd->add_option("--clip", o.ppo.clip, "surrogate (and value) clip range")->capture_default_str();
   cmd->add_flag("--no-clip-value-loss", f->no_clip_value_loss, "plain squared-error value loss");
   cmd->add_flag("--no-advantage-norm", f->no_advantage_norm, "do not normalise advantages per minibatch");
   cmd->add_option("--value-coef", o.ppo.value_coef, "value loss coefficient")->capture_default_str();
   cmd->add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus coefficient")->capture_default_str();
-  cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient norm clip, 0: off (default: ppo 0.5, dqn 10)");
+  cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient norm clip, 0: off (default: ppo 0.5, dqn 10, r2d2 40)");
   cmd->add_flag("--obs-norm", o.normalize_observations,
                 "ppo: normalise observations by their running mean and std (clipped to +-10), kept in checkpoints and "
                 "applied by the acting policy");
@@ -166,22 +187,56 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                 "ppo: divide the rewards trained on by a running std of the discounted return (clipped to +-10)");
   // DQN and its replay.
   auto& dm = o.dqn;
-  cmd->add_option("--n-step", dm.n_step, "dqn: env steps summed into each return")->capture_default_str();
-  cmd->add_option("--replay-batch", dm.batch_size, "dqn: transitions per update")->capture_default_str();
-  cmd->add_option("--replay-ratio", dm.replay_ratio,
-                  "dqn: transitions sampled per env step inserted (the rate limiter holds it)")
-      ->capture_default_str();
-  cmd->add_option("--replay-capacity", dm.replay_capacity, "dqn: transitions the replay holds")
-      ->capture_default_str();
+  std::vector<r2d2_default> r2d2_defaults;
+  auto r2d2_differs = [&r2d2_defaults](const CLI::Option* flag, std::function<void(learners::train_options&)> set) {
+    r2d2_defaults.push_back({flag, std::move(set)});
+  };
+  r2d2_differs(cmd->add_option("--n-step", dm.n_step, "dqn, r2d2 (default 5): env steps summed into each return")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.dqn.n_step = 5; });
+  r2d2_differs(cmd->add_option("--replay-batch", dm.batch_size,
+                               "dqn: transitions per update; r2d2 (default 32): sequences per update")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.dqn.batch_size = 32; });
+  r2d2_differs(cmd->add_option("--replay-ratio", dm.replay_ratio,
+                               "dqn: transitions sampled per env step inserted (the rate limiter holds it); r2d2 "
+                               "(default 4): trained slots sampled per env step inserted")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.dqn.replay_ratio = 4; });
+  r2d2_differs(cmd->add_option("--replay-capacity", dm.replay_capacity,
+                               "dqn: transitions the replay holds; r2d2 (default 20000): sequences")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.dqn.replay_capacity = 20'000; });
   cmd->add_option("--learning-starts", dm.learning_starts, "dqn: env steps in the replay before the first update")
       ->capture_default_str();
   cmd->add_option("--prefetch", dm.prefetch, "dqn: sampled batches the learner keeps in flight")
       ->capture_default_str();
   cmd->add_flag("--uniform-replay", f->uniform_replay, "dqn: sample uniformly instead of by priority");
-  cmd->add_option("--priority-alpha", dm.priority_alpha, "dqn: priority exponent")->capture_default_str();
-  cmd->add_option("--priority-beta", dm.priority_beta, "dqn: importance exponent at the start (annealed to 1)")
+  r2d2_differs(cmd->add_option("--priority-alpha", dm.priority_alpha, "dqn, r2d2 (default 0.9): priority exponent")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.dqn.priority_alpha = 0.9; });
+  r2d2_differs(cmd->add_option("--priority-beta", dm.priority_beta,
+                               "dqn, r2d2 (default 0.6): importance exponent at the start (annealed to 1)")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.dqn.priority_beta = 0.6; });
+  r2d2_differs(cmd->add_option("--target-update", dm.target_update,
+                               "dqn, r2d2 (default 400): updates between target network copies")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.dqn.target_update = 400; });
+  // R2D2's own.
+  auto& rm = o.r2d2;
+  cmd->add_option("--seq-len", rm.seq_len, "r2d2: slots per replayed sequence, burn-in included")->capture_default_str();
+  cmd->add_option("--burn-in", rm.burn_in, "r2d2: leading slots of a sequence that only warm the LSTM state up")
       ->capture_default_str();
-  cmd->add_option("--target-update", dm.target_update, "dqn: updates between target network copies")
+  cmd->add_option("--seq-overlap", rm.overlap,
+                  "r2d2: slots shared by consecutive sequences of an episode (default: seq-len / 2)");
+  cmd->add_option("--prefetch-batches", rm.prefetch_batches,
+                  "r2d2: batches the learner asks the replay for per request (amortises the round trip)")
+      ->capture_default_str();
+  cmd->add_option("--priority-eta", rm.priority_eta, "r2d2: sequence priority = eta max|td| + (1 - eta) mean|td|")
+      ->capture_default_str();
+  cmd->add_option("--rescale-epsilon", rm.rescale_epsilon,
+                  "r2d2: epsilon of the value rescaling h(x) = sign(x)(sqrt(|x|+1) - 1) + epsilon x")
       ->capture_default_str();
   cmd->add_flag("--no-double-dqn", f->no_double_dqn, "dqn: bootstrap with max of the target network");
   cmd->add_option("--epsilon-base", dm.epsilon_base, "dqn: Ape-X ladder, env i of N explores with base^(1+alpha*i/(N-1))")
@@ -195,9 +250,11 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
   cmd->add_option("--hidden", o.hidden, "hidden layer widths, e.g. --hidden 64 64")->capture_default_str();
   cmd->add_option("--frames", o.frames, "observations stacked into the policy input (memory needs 5)")
       ->capture_default_str();
-  cmd->add_option("--lstm", o.lstm,
-                  "ppo: width of an LSTM after the hidden layers, the policy's memory across steps (0: none)")
-      ->capture_default_str();
+  r2d2_differs(cmd->add_option("--lstm", o.lstm,
+                               "ppo: width of an LSTM after the hidden layers, the policy's memory across steps (0: "
+                               "none); r2d2 (default 64): its Q-network's")
+                   ->capture_default_str(),
+               [](learners::train_options& t) { t.lstm = 64; });
   cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end, on SIGINT, and every "
                                                         "--checkpoint-every steps)");
   auto* checkpoint_every =
@@ -215,7 +272,7 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                   "stop the run, with a report of every actor and channel, when no env step and no learner update "
                   "happened for this long (0: never)")
       ->capture_default_str();
-  const given_flags given{target, run_dir, checkpoint_every};
+  const given_flags given{target, run_dir, checkpoint_every, std::move(r2d2_defaults)};
   cmd->callback([&out, f, given, hooks] { run_train(out, *f, given, hooks); });
 }
 

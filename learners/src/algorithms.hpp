@@ -7,5 +7,7 @@ namespace coral::learners {
 void register_ppo();
 /// Registers `--algo dqn` (dqn.cpp).
 void register_dqn();
+/// `--algo r2d2` (r2d2.cpp).
+void register_r2d2();
 
 }  // namespace coral::learners

@@ -21,6 +21,7 @@
 #include "coral/replay/replay_feeder.hpp"
 #include "finite_checks.hpp"
 #include "option_checks.hpp"
+#include "replay_snapshot.hpp"
 #include "wire.hpp"
 
 namespace coral::learners {
@@ -198,13 +199,8 @@ class dqn final : public algorithm {
   // the replay actor.
   asio::awaitable<bool> snapshot(checkpoint& c) override {
     fill_learner(c);
-    replay::replay_msg ask(replay::snapshot_request{c.learner.env_steps});
-    const bool asked = co_await replay_.inbox().async_send(std::move(ask));
-    if (!asked) co_return false;
-    auto snap = co_await replay_.snapshots().async_receive();
-    if (!snap) co_return false;
-    c.replay = std::move(snap->state);
-    co_return true;
+    const bool taken = co_await detail::snapshot_replay(replay_, c.learner.env_steps, c.replay);
+    co_return taken;
   }
   void final_state(checkpoint& c) override {
     fill_learner(c);
@@ -375,26 +371,8 @@ void check_dqn_options(const train_options& o) {
   if (o.lstm != 0) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_lstm), o.lstm));
   if (o.normalize_observations) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--obs-norm"));
   if (o.ppo.scale_rewards) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--reward-scale"));
-  if (d.n_step == 0) out_of_range("--n-step", d.n_step, "must be at least 1");
-  if (d.batch_size == 0) out_of_range("--replay-batch", d.batch_size, "must be at least 1");
-  if (!(d.replay_ratio > 0)) out_of_range("--replay-ratio", d.replay_ratio, "must be > 0");
-  if (d.prefetch == 0) out_of_range("--prefetch", d.prefetch, "must be at least 1");
-  if (!(d.learning_rate > 0)) out_of_range("--learning-rate", d.learning_rate, "must be > 0");
-  if (!(d.gamma > 0 && d.gamma <= 1)) out_of_range("--gamma", d.gamma, "must be in (0, 1]");
-  if (!(d.priority_alpha >= 0 && d.priority_alpha <= 1)) {
-    out_of_range("--priority-alpha", d.priority_alpha, "must be in [0, 1]");
-  }
-  if (!(d.priority_beta >= 0 && d.priority_beta <= 1)) {
-    out_of_range("--priority-beta", d.priority_beta, "must be in [0, 1]");
-  }
-  if (d.target_update == 0) out_of_range("--target-update", d.target_update, "must be at least 1");
+  detail::check_q_options(o);
   if (!(d.huber_delta > 0)) out_of_range("--huber-delta", d.huber_delta, "must be > 0");
-  if (!(d.max_grad_norm >= 0)) out_of_range("--max-grad-norm", d.max_grad_norm, "must be >= 0");
-  if (!(d.epsilon_base >= 0 && d.epsilon_base <= 1)) {
-    out_of_range("--epsilon-base", d.epsilon_base, "must be in [0, 1]");
-  }
-  if (!(d.epsilon_alpha >= 0)) out_of_range("--epsilon-alpha", d.epsilon_alpha, "must be >= 0");
-  if (d.publish_every == 0) out_of_range("--publish-every", d.publish_every, "must be at least 1");
   const std::size_t rows = o.sampler.num_envs;  // single-agent envs: one row each
   if (rows > 0 && stream_capacity(o, rows) < d.n_step + 2) {
     out_of_range("--replay-capacity", d.replay_capacity,

@@ -108,6 +108,31 @@ void add_dqn(actors::memory_estimate& e, const train_options& o, const actors::e
   e.add("activations", (6 * batch + 2 * rows) * mlp_widths(d, o.hidden, out) * 4);
 }
 
+void add_r2d2(actors::memory_estimate& e, const train_options& o, const actors::env_shape& s) {
+  const auto& q = o.dqn;
+  const double rows = static_cast<double>(o.sampler.num_envs) * static_cast<double>(s.agents);
+  const double d = static_cast<double>(s.obs_dim);
+  const double len = static_cast<double>(o.r2d2.seq_len);
+  const double h = static_cast<double>(o.lstm);
+  // A stored sequence: length + 1 observations, per slot the action,
+  // reward and flags, the state (2H floats), its priority and tree leaf.
+  const double sequence = (len + 1) * 4 * d + len * (4 + 4 + 1) + 2 * h * 4 + 8 + 4;
+  e.add("replay", static_cast<double>(q.replay_capacity) * sequence);
+  const double batch = static_cast<double>(q.batch_size) * static_cast<double>(o.r2d2.prefetch_batches);
+  e.add("replay batches", (static_cast<double>(q.prefetch) + 1) * batch * (sequence + 4 + 16));
+  // The feeder's ring of the last seq-len steps per row, and the states of its open sequences.
+  e.add("sequence assembly", rows * len * (4 * d + 9) + rows * 4 * 2 * h * 4);
+  // The online and target networks: the trunk and a linear Q head.
+  const double enc = o.hidden.empty() ? d : static_cast<double>(o.hidden.back());
+  const std::vector<std::size_t> inner(o.hidden.begin(), o.hidden.empty() ? o.hidden.end() : o.hidden.end() - 1);
+  const double out = static_cast<double>(s.action_choices);
+  const double params = (o.hidden.empty() ? 0.0 : mlp_parameters(d, inner, enc)) + 4 * h * (enc + h + 2) + (h + 1) * out;
+  e.add("network", params * dqn_bytes_per_parameter);
+  // Both networks unrolled over every slot of a batch (the online one kept
+  // for backward: input, gates, h and c per slot), and the acting state.
+  e.add("activations", 3 * batch * (len + 1) * (enc + 6 * h + out) * 4 + 2 * rows * 2 * h * 4);
+}
+
 std::string join(const std::vector<std::size_t>& values) { return fmt::format("{}", fmt::join(values, " ")); }
 
 }  // namespace
@@ -115,7 +140,9 @@ std::string join(const std::vector<std::size_t>& values) { return fmt::format("{
 actors::memory_estimate estimate_memory(const train_options& o, const actors::env_shape& shape) {
   actors::memory_estimate e;
   actors::add_sampler_memory(e, o.sampler, shape);
-  if (o.algo == "dqn") {
+  if (o.algo == "r2d2") {
+    add_r2d2(e, o, shape);
+  } else if (o.algo == "dqn") {
     add_dqn(e, o, shape);
   } else {
     add_ppo(e, o, shape);
@@ -139,7 +166,14 @@ void check_memory_budget(const train_options& o) {
   flag("--num-envs", fmt::format("{}", o.sampler.num_envs),
        [&](train_options& c) { c.sampler.num_envs = defaults.sampler.num_envs; });
   flag("--hidden", join(o.hidden), [&](train_options& c) { c.hidden = defaults.hidden; });
-  if (o.algo == "dqn") {
+  if (o.algo == "r2d2") {
+    flag("--replay-capacity", fmt::format("{}", o.dqn.replay_capacity),
+         [&](train_options& c) { c.dqn.replay_capacity = 20'000; });
+    flag("--seq-len", fmt::format("{}", o.r2d2.seq_len), [&](train_options& c) { c.r2d2.seq_len = defaults.r2d2.seq_len; });
+    flag("--lstm", fmt::format("{}", o.lstm), [&](train_options& c) { c.lstm = 64; });
+    flag("--replay-batch", fmt::format("{}", o.dqn.batch_size), [&](train_options& c) { c.dqn.batch_size = 32; });
+    flag("--prefetch", fmt::format("{}", o.dqn.prefetch), [&](train_options& c) { c.dqn.prefetch = defaults.dqn.prefetch; });
+  } else if (o.algo == "dqn") {
     flag("--replay-capacity", fmt::format("{}", o.dqn.replay_capacity),
          [&](train_options& c) { c.dqn.replay_capacity = defaults.dqn.replay_capacity; });
     flag("--replay-batch", fmt::format("{}", o.dqn.batch_size),

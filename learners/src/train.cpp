@@ -21,6 +21,7 @@ void register_builtin_algorithms() {
   std::call_once(once, [] {
     register_ppo();
     register_dqn();
+    register_r2d2();
   });
 }
 

@@ -41,7 +41,7 @@ std::string last_line(const std::string& text) {
 TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON line", "[apps][train_command]") {
   std::string out, err;
   CHECK(run_cli({"train", "--algo", "a2c"}, out, err) == 1);
-  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn") + "\n");
+  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn, r2d2") + "\n");
 
   CHECK(run_cli({"train", "--executor", "single", "--total-steps", "1024", "--no-run-dir", "--progress-seconds", "0"},
                 out, err) == 0);

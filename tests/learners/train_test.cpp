@@ -74,7 +74,7 @@ TEST_CASE("an unknown --algo is rejected naming --algo and the allowed values, b
           "[learners][train]") {
   auto o = small_run(1000);
   o.algo = "a2c";
-  CHECK(config_refusal(o) == fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn"));
+  CHECK(config_refusal(o) == fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn, r2d2"));
 }
 
 TEST_CASE("bad PPO flags are rejected naming the flag", "[learners][train]") {

@@ -18,6 +18,7 @@
 #include "coral/actors/sampler_options.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/ppo_learner.hpp"
+#include "coral/learners/r2d2.hpp"
 #include "coral/learners/transport.hpp"
 
 namespace coral::learners {
@@ -25,9 +26,10 @@ namespace coral::learners {
 /// Everything a run is made from (the flags of `coral train`).
 struct train_options {
   actors::sampler_options sampler;     ///< env, env args, seed, topology, envs, threads, executor
-  std::string algo = "ppo";            ///< ppo or dqn
+  std::string algo = "ppo";            ///< ppo, dqn or r2d2
   ppo_config ppo;
-  dqn_config dqn;
+  dqn_config dqn;                      ///< DQN's, and R2D2's shared with it
+  r2d2_config r2d2;
   std::vector<std::size_t> hidden{32, 32};  ///< chosen when 64 wide cost 4x (reference BLAS); see BENCHMARKS.md
   std::size_t horizon = 64;            ///< steps per row per segment
   std::size_t max_policy_lag = 0;      ///< 0: strictly on-policy

@@ -1,0 +1,358 @@
+// `--algo r2d2`: the sequence feeder as step consumer, the rate-limit gate,
+// the sequence replay actor and the R2D2 learner actor, plugged into the
+// training composition (see docs/training.md, "R2D2").
+
+#include "algorithms.hpp"
+
+#include <chrono>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "coral/core/json.hpp"
+#include "coral/learners/errors.hpp"
+#include "coral/learners/network.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/training_run.hpp"
+#include "coral/replay/rate_limit_gate.hpp"
+#include "coral/replay/sequence_feeder.hpp"
+#include "coral/replay/sequence_replay_actor.hpp"
+#include "finite_checks.hpp"
+#include "option_checks.hpp"
+#include "replay_snapshot.hpp"
+
+namespace coral::learners {
+namespace {
+
+using detail::out_of_range;
+
+network_spec make_spec(const train_options& o, const actors::sampler& s) {
+  auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1);
+  spec.lstm = o.lstm;
+  return spec;
+}
+
+replay::sequence_layout make_layout(const train_options& o, actors::sampler& s) {
+  return {.length = o.r2d2.seq_len,
+          .burn_in = o.r2d2.burn_in,
+          .overlap = o.r2d2.effective_overlap(),
+          .obs_dim = s.batch().obs_dim(),
+          .discrete_dim = 1,
+          .state_dim = 2 * o.lstm};
+}
+
+/// The sequence replay's settings for a run of `o` over `s`: --replay-capacity
+/// sequences, the replay ratio in trained slots per env step.
+replay::sequence_replay_actor_config replay_config(const train_options& o, actors::sampler& s) {
+  const auto& d = o.dqn;
+  const auto& so = o.sampler;
+  replay::sequence_replay_actor_config rc;
+  rc.buffer = {.layout = make_layout(o, s),
+               .capacity = d.replay_capacity,
+               .num_streams = s.rows(),
+               .alpha = d.priority_alpha,
+               .epsilon = d.priority_epsilon};
+  rc.samples_per_insert = d.replay_ratio;
+  rc.ratio_counts = replay::ratio_unit::trained_steps;
+  rc.min_size = d.learning_starts;
+  rc.max_group_steps = so.envs_per_group;
+  rc.batcher_hold = replay::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()), so.envs_per_group);
+  rc.batch_size = d.batch_size * o.r2d2.prefetch_batches;
+  rc.prefetch = d.prefetch;
+  rc.prioritized = d.prioritized;
+  rc.beta_start = d.priority_beta;
+  rc.beta_end = 1.0;
+  rc.beta_steps = o.total_steps;
+  rc.seed = so.seed;
+  return rc;
+}
+
+class r2d2 final : public algorithm {
+ public:
+  r2d2(const train_options& o, actors::sampler& s)
+      : options_(o),
+        sampler_(&s),
+        spec_(make_spec(o, s)),
+        learner_(spec_, o.dqn, o.r2d2, o.sampler.seed),
+        replay_(replay_config(o, s)) {}
+
+  std::string signature() const override {
+    return fmt::format("r2d2 lstm={} hidden=[{}] obs={} actions={} params={}", spec_.lstm, fmt::join(spec_.hidden, ","),
+                       spec_.input_dim(), spec_.nvec.front(), r2d2_parameter_count(spec_));
+  }
+
+  std::string restore(const checkpoint& c) override {
+    learner_.restore(c.learner, c.target_parameters);
+    replay_.load(c.replay);
+    return fmt::format("{} sequences in replay", replay_.buffer().size());
+  }
+
+  void start(training_run& run) override {
+    run_ = &run;
+    run.publish_initial(learner_.weights());
+    const auto steps = run.start_steps();
+    // A resumed run draws fresh actions: the policy's streams depend on the steps done.
+    policy_ = std::make_unique<r2d2_policy>(spec_, sampler_->rows(),
+                                            options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL), options_.dqn, steps);
+    replay::sequence_sink sink{
+        .take_block =
+            [this]() -> std::unique_ptr<replay::sequence_block> {
+          auto b = replay_.free_blocks().try_receive();
+          return b ? std::move(*b) : nullptr;
+        },
+        .send =
+            [this](std::unique_ptr<replay::sequence_block> b) {
+              auto& inbox = replay_.inbox();
+              if (!inbox.try_send(replay::sequence_replay_msg(std::move(b))) && !inbox.is_closed()) {
+                throw usage_error(fmt::format("r2d2: the sequence replay's inbox is full ({} messages)", inbox.size()));
+              }
+            }};
+    feeder_ = std::make_unique<replay::sequence_feeder>(sampler_->batch(), replay_.buffer().config().layout,
+                                                        std::move(sink),
+                                                        [&run](double r, double l) { run.episode(r, l); });
+    feeder_->record_states_from(policy_->recurrent_states());
+    gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
+    const auto& rs = replay_.stats();
+    windows_[0] = windows_[1] = {rs.env_steps.load(), rs.sampled.load(), rs.batches.load(), rs.sample_ns.load(),
+                                 learner_.updates()};
+  }
+  actors::policy& policy() override { return *policy_; }
+  actors::step_consumer& consumer() override { return *feeder_; }
+  actors::gate_policy& gate_policy() override { return *gate_; }
+
+  void spawn(runtime& rt, training_run& run) override {
+    rt.spawn("replay", rt.pool("replay", 1), replay_.run());
+    rt.spawn("learner", rt.pool("learner", 1), [this, &rt, &run]() -> asio::awaitable<void> {
+      const auto& d = options_.dqn;
+      for (std::size_t i = 0; i < d.prefetch; ++i) {
+        const bool sent = co_await replay_.inbox().async_send(replay::sequence_replay_msg(replay_.make_request()));
+        if (!sent) co_return;
+      }
+      for (;;) {
+        auto got = co_await replay_.samples().async_receive();
+        if (!got || rt.stop_requested()) co_return;
+        auto b = std::move(*got);
+        // A request holds prefetch_batches batches: the learner trains on each in turn.
+        const auto st = train_on(*b);
+        if (options_.sampler.check_finite) {
+          detail::check_loss_terms("r2d2", learner_.updates(), {{"td loss", st.base.td_loss}});
+        }
+        if (learner_.updates() % d.publish_every < options_.r2d2.prefetch_batches) {
+          run.publish(learner_.weights(), "r2d2", learner_.updates());
+        }
+        const bool sent = co_await replay_.inbox().async_send(replay::sequence_replay_msg(std::move(b)));
+        if (!sent) co_return;
+        const bool going = co_await run.updated(st.base, learner_.updates(), run.env_steps());
+        if (!going) co_return;
+      }
+    });
+  }
+  void close() noexcept override { replay_.close(); }
+  void finish() override { replay_.drain(); }
+
+  std::string describe_setup() const override {
+    const auto& d = options_.dqn;
+    const auto& l = replay_.buffer().config().layout;
+    const std::size_t rows = sampler_->rows();
+    return fmt::format(
+        "R2D2 lstm {} hidden [{}], {} replay of {} sequences of {} (burn-in {}, overlap {}), {}-step returns, "
+        "replay ratio {} trained steps per env step, batch {} x {} per request, prefetch {}, target update {}, "
+        "epsilons {:.4f} to {:.4f} after {} steps",
+        spec_.lstm, fmt::join(spec_.hidden, ","), d.prioritized ? "prioritized" : "uniform", d.replay_capacity,
+        l.length, l.burn_in, l.overlap, d.n_step, d.replay_ratio, d.batch_size, options_.r2d2.prefetch_batches,
+        d.prefetch, d.target_update, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
+        d.exploration_steps);
+  }
+  std::string_view columns() const override {
+    return "td_loss,mean_q,q_max,mean_abs_td,grad_norm,learner_steps_per_second,updates_per_second,sample_us,"
+           "burn_in_ms,learn_ms,replay_size,sequences_added,sequences_sampled,replay_ratio,inbox_depth,"
+           "priority_mean,priority_min,priority_max,stale_updates";
+  }
+  std::string row(row_stream stream, const stats_snapshot& s, double dt) override {
+    auto& before = windows_[stream == row_stream::progress ? 0 : 1];
+    const auto& rs = replay_.stats();
+    const auto inserted = rs.env_steps.load();
+    const auto sampled = rs.sampled.load();
+    const auto batches = rs.batches.load();
+    const auto sample_ns = rs.sample_ns.load();
+    const auto updates = learner_.updates();
+    const auto& l = replay_.buffer().config().layout;
+    const double trained_per_update = static_cast<double>(options_.dqn.batch_size * (l.length - l.burn_in));
+    const double updates_per_second = dt > 0 ? static_cast<double>(updates - before.updates) / dt : 0.0;
+    const double learner_steps_per_second = updates_per_second * trained_per_update;
+    const double ratio = inserted > 0 ? static_cast<double>(sampled) * static_cast<double>(l.length - l.burn_in) /
+                                            static_cast<double>(inserted)
+                                      : 0.0;
+    const double sample_us =
+        batches > before.batches
+            ? 1e-3 * static_cast<double>(sample_ns - before.sample_ns) / static_cast<double>(batches - before.batches)
+            : 0.0;
+    before = {inserted, sampled, batches, sample_ns, updates};
+    const auto& u = s.last_update;
+    last_figures last;
+    {
+      std::lock_guard lock(last_mutex_);
+      last = last_;
+    }
+    const auto size = rs.size.load();
+    const auto added = rs.sequences.load();
+    const auto inbox = replay_.inbox().size();
+    if (stream == row_stream::metrics) {
+      return fmt::format("{},{},{},{},{},{:.1f},{:.2f},{:.2f},{:.3f},{:.3f},{},{},{},{:.3f},{},{},{},{},{}", u.td_loss,
+                         u.mean_q, last.q_max, u.mean_abs_td, last.grad_norm, learner_steps_per_second,
+                         updates_per_second, sample_us, 1e3 * last.burn_in_seconds, 1e3 * last.learn_seconds, size,
+                         added, sampled, ratio, inbox, rs.priority_mean.load(), rs.priority_min.load(),
+                         rs.priority_max.load(), rs.stale_updates.load());
+    }
+    const std::size_t rows = sampler_->rows();
+    return fmt::format("loss {:.4f} q {:+.3f} qmax {:+.3f} |td| {:.4f} grad {:.2f} eps {:.3f}-{:.3f} | "
+                       "learn {:.0f} steps/s {:.1f} upd/s sample {:.0f} us burn-in {:.1f} ms learn {:.1f} ms | "
+                       "replay {} added {} sampled {} ratio {:.2f} inbox {} prio {:.3f}/{:.3f}/{:.3f}",
+                       u.td_loss, u.mean_q, last.q_max, u.mean_abs_td, last.grad_norm, policy_->schedule().epsilon(rows - 1),
+                       policy_->schedule().epsilon(0), learner_steps_per_second, updates_per_second, sample_us,
+                       1e3 * last.burn_in_seconds, 1e3 * last.learn_seconds, size, added, sampled, ratio, inbox,
+                       rs.priority_min.load(), rs.priority_mean.load(), rs.priority_max.load());
+  }
+  std::uint64_t metrics_every() const override { return std::max<std::uint64_t>(1000, sampler_->rows()); }
+  void describe(std::string& out) override {
+    out += fmt::format("  sequence replay: {} message(s) in its inbox, {} batch(es) waiting for the learner\n",
+                       replay_.inbox().size(), replay_.samples().size());
+  }
+
+  asio::awaitable<bool> snapshot(checkpoint& c) override {
+    fill_learner(c);
+    const bool taken = co_await detail::snapshot_replay(replay_, c.learner.env_steps, c.replay);
+    co_return taken;
+  }
+  void final_state(checkpoint& c) override {
+    fill_learner(c);
+    c.replay = replay_.save();
+  }
+  std::uint64_t updates() const override { return learner_.updates(); }
+
+ private:
+  /// Trains on each of the request's prefetch_batches batches in turn and
+  /// puts the priorities of all of them back in `b`.
+  r2d2_update_stats train_on(replay::sequence_batch& b) {
+    const std::size_t per = options_.dqn.batch_size;
+    const std::size_t parts = std::max<std::size_t>(b.size / std::max<std::size_t>(per, 1), 1);
+    r2d2_update_stats st;
+    if (parts == 1) {
+      st = learner_.update(b);
+    } else {
+      split_.resize(parts);
+      b.priorities.assign(b.size, 0.0f);
+      for (std::size_t k = 0; k < parts; ++k) {
+        slice(b, k * per, per, split_[k]);
+        const auto one = learner_.update(split_[k]);
+        std::copy(split_[k].priorities.begin(), split_[k].priorities.end(),
+                  b.priorities.begin() + static_cast<std::ptrdiff_t>(k * per));
+        st = one;
+      }
+    }
+    std::lock_guard lock(last_mutex_);
+    last_ = {st.q_max, st.grad_norm, st.burn_in_seconds, st.learn_seconds};
+    return st;
+  }
+  /// Draws [from, from + n) of `b` into `out` (reusing its vectors).
+  static void slice(const replay::sequence_batch& b, std::size_t from, std::size_t n, replay::sequence_batch& out) {
+    const auto& l = b.layout;
+    out.layout = l;
+    out.size = n;
+    auto part = [&](const auto& src, auto& dst, std::size_t per) {
+      dst.assign(src.begin() + static_cast<std::ptrdiff_t>(from * per),
+                 src.begin() + static_cast<std::ptrdiff_t>((from + n) * per));
+    };
+    part(b.observations, out.observations, l.observation_floats());
+    part(b.actions, out.actions, l.length * l.discrete_dim);
+    part(b.rewards, out.rewards, l.length);
+    part(b.flags, out.flags, l.length);
+    part(b.states, out.states, l.state_dim);
+    part(b.weights, out.weights, 1);
+    part(b.keys, out.keys, 1);
+  }
+
+  void fill_learner(checkpoint& c) {
+    learner_.set_env_steps(run_->env_steps());
+    c.learner = learner_.state();
+    c.target_parameters = learner_.target_weights();
+  }
+
+  struct window {
+    std::uint64_t inserted = 0;
+    std::uint64_t sampled = 0;
+    std::uint64_t batches = 0;
+    std::uint64_t sample_ns = 0;
+    std::uint64_t updates = 0;
+  };
+  /// The last update's figures beyond update_stats, for the rows (written by
+  /// the learner, read by the progress line).
+  struct last_figures {
+    double q_max = 0;
+    double grad_norm = 0;
+    double burn_in_seconds = 0;
+    double learn_seconds = 0;
+  };
+
+  const train_options& options_;
+  actors::sampler* sampler_;
+  network_spec spec_;
+  r2d2_learner learner_;
+  replay::sequence_replay_actor replay_;
+  training_run* run_ = nullptr;
+  std::unique_ptr<r2d2_policy> policy_;
+  std::unique_ptr<replay::sequence_feeder> feeder_;
+  std::unique_ptr<replay::rate_limit_gate> gate_;
+  std::vector<replay::sequence_batch> split_;
+  std::mutex last_mutex_;  // guards last_
+  last_figures last_;
+  window windows_[2];  // per row_stream
+};
+
+void check_r2d2_options(const train_options& o) {
+  const auto& d = o.dqn;
+  const auto& r = o.r2d2;
+  if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::r2d2_no_frames), o.frames));
+  if (o.normalize_observations) throw config_error(fmt::format(fmt::runtime(errors::r2d2_ppo_only), "--obs-norm"));
+  if (o.ppo.scale_rewards) throw config_error(fmt::format(fmt::runtime(errors::r2d2_ppo_only), "--reward-scale"));
+  if (o.lstm == 0) out_of_range("--lstm", o.lstm, "must be at least 1: R2D2's Q-network is recurrent");
+  if (r.seq_len < 2) out_of_range("--seq-len", r.seq_len, "must be at least 2");
+  if (r.burn_in >= r.seq_len) {
+    out_of_range("--burn-in", r.burn_in, fmt::format("must be less than --seq-len ({})", r.seq_len));
+  }
+  if (r.effective_overlap() >= r.seq_len) {
+    out_of_range("--seq-overlap", r.overlap, fmt::format("must be less than --seq-len ({})", r.seq_len));
+  }
+  if (r.prefetch_batches == 0) out_of_range("--prefetch-batches", r.prefetch_batches, "must be at least 1");
+  if (!(r.priority_eta >= 0 && r.priority_eta <= 1)) out_of_range("--priority-eta", r.priority_eta, "must be in [0, 1]");
+  if (!(r.rescale_epsilon > 0 && r.rescale_epsilon <= 1)) {
+    out_of_range("--rescale-epsilon", r.rescale_epsilon, "must be in (0, 1]");
+  }
+  detail::check_q_options(o);
+  if (d.learning_starts >= o.total_steps) {
+    out_of_range("--learning-starts", d.learning_starts,
+                 fmt::format(fmt::runtime(errors::dqn_starts_too_late), o.total_steps));
+  }
+  // A request holds batch × prefetch-batches sequences; the requests in
+  // flight must fit in the replay.
+  const double request = static_cast<double>(d.batch_size) * static_cast<double>(r.prefetch_batches);
+  if (request > static_cast<double>(d.replay_capacity)) {
+    out_of_range("--replay-batch", d.batch_size,
+                 fmt::format("times --prefetch-batches ({}) must fit in --replay-capacity ({} sequences)",
+                             r.prefetch_batches, d.replay_capacity));
+  }
+}
+
+}  // namespace
+
+void register_r2d2() {
+  register_algorithm(
+      "r2d2",
+      [](const train_options& o, actors::sampler& s) {
+        use_one_torch_thread();
+        return std::make_unique<r2d2>(o, s);
+      },
+      check_r2d2_options);
+}
+
+}  // namespace coral::learners

@@ -1,0 +1,163 @@
+// `--algo r2d2` in the training composition: every topology and executor,
+// bit-for-bit repeatable under --executor single, checkpoint and resume with
+// the sequence replay, and the flags it refuses.
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+#include "coral/learners/checkpoint.hpp"
+#include "coral/learners/errors.hpp"
+#include "coral/learners/train.hpp"
+#include "test_envs.hpp"
+
+namespace fs = std::filesystem;
+using namespace coral::learners;
+namespace lm = coral::learners::errors;
+namespace actors = coral::actors;
+using coral::executor_mode;
+
+namespace {
+
+/// A short R2D2 run on cartpole: sequences of 8 (burn-in 2, overlap 2), an
+/// LSTM of 16, updates from its first 500 steps on.
+train_options small_r2d2(std::uint64_t total_steps) {
+  train_options o;
+  o.algo = "r2d2";
+  o.sampler.env = "cartpole";
+  o.sampler.num_envs = 8;
+  o.sampler.topo = actors::topology::sync;
+  o.sampler.executor = executor_mode::single;
+  o.sampler.seed = 5;
+  o.total_steps = total_steps;
+  o.progress_seconds = 0;
+  o.hidden = {16};
+  o.lstm = 16;
+  o.r2d2.seq_len = 8;
+  o.r2d2.burn_in = 2;
+  o.r2d2.overlap = 2;
+  o.dqn.n_step = 3;
+  o.dqn.learning_starts = 500;
+  o.dqn.replay_capacity = 1024;
+  o.dqn.batch_size = 8;
+  o.dqn.replay_ratio = 4;  // trained slots per env step: an update per 8 × 6 / 4 = 12 steps
+  return o;
+}
+
+std::string refusal(const train_options& o) {
+  try {
+    validate(o);
+  } catch (const coral::config_error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("coral train --algo r2d2 runs on every topology and executor, updating from sequences", "[learners][r2d2]") {
+  auto t = GENERATE(actors::topology::sync, actors::topology::double_buffer, actors::topology::pool);
+  auto mode = GENERATE(executor_mode::single, executor_mode::threads);
+  CAPTURE(actors::to_string(t), mode == executor_mode::single ? "single" : "threads");
+  auto o = small_r2d2(3000);
+  o.sampler.topo = t;
+  o.sampler.executor = mode;
+  o.sampler.threads = 2;
+  std::ostringstream progress;
+  const auto r = train(o, progress);
+  CHECK(r.env_steps >= 3000);
+  CHECK(r.episodes > 0);
+  // After 500 steps, 4 trained slots per env step, 8 sequences × 6 trained slots per update.
+  CHECK(r.updates >= (3000 - 500) / 12 - 12);
+  CHECK(r.updates <= (3000 + 96) / 12);
+}
+
+TEST_CASE("two R2D2 runs of a seed under --executor single are identical bit for bit", "[learners][r2d2]") {
+  auto o = small_r2d2(3000);
+  const auto dir = fs::temp_directory_path() / "coral-r2d2-test-repeat";
+  fs::remove_all(dir);
+  std::ostringstream p1, p2;
+  o.checkpoint_dir = (dir / "a").string();
+  const auto a = train(o, p1);
+  o.checkpoint_dir = (dir / "b").string();
+  const auto b = train(o, p2);
+  CHECK(a.env_steps == b.env_steps);
+  CHECK(a.episodes == b.episodes);
+  CHECK(a.mean_return == b.mean_return);
+  CHECK(a.updates == b.updates);
+  CHECK(a.updates > 0);
+  const auto ca = read_checkpoint(a.checkpoint), cb = read_checkpoint(b.checkpoint);
+  CHECK(ca.learner.parameters == cb.learner.parameters);
+  CHECK(ca.target_parameters == cb.target_parameters);
+  CHECK(ca.replay == cb.replay);
+}
+
+TEST_CASE("an R2D2 run resumed from its checkpoint continues with the same sequence replay", "[learners][r2d2]") {
+  const auto dir = fs::temp_directory_path() / "coral-r2d2-test-resume";
+  fs::remove_all(dir);
+  auto o = small_r2d2(3000);
+  o.checkpoint_dir = dir.string();
+  std::ostringstream first;
+  const auto r1 = train(o, first);
+  REQUIRE(!r1.checkpoint.empty());
+  const auto c = read_checkpoint(r1.checkpoint);
+  CHECK(c.algo == "r2d2");
+  CHECK(!c.replay.empty());
+  CHECK(c.target_parameters.size() == c.learner.parameters.size());
+  CHECK(c.learner.updates == r1.updates);
+
+  o.resume = true;
+  o.total_steps = 5000;
+  std::ostringstream second;
+  const auto r2 = train(o, second);
+  CHECK(second.str().find("sequences in replay") != std::string::npos);
+  CHECK(second.str().find(" 0 sequences in replay") == std::string::npos);
+  CHECK(r2.env_steps >= 5000);
+  CHECK(r2.updates > r1.updates);
+  // Updates went on from where the limiter stood: no second warm-up.
+  CHECK(r2.updates - r1.updates >= (5000 - r1.env_steps) / 12 - 12);
+
+  // PPO and DQN refuse the R2D2 checkpoint.
+  for (const char* algo : {"ppo", "dqn"}) {
+    auto p = o;
+    p.algo = algo;
+    p.lstm = 0;
+    std::ostringstream third;
+    CHECK_THROWS_WITH(train(p, third), Catch::Contains("was written by --algo r2d2"));
+  }
+}
+
+TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", "[learners][r2d2][errors]") {
+  auto check = [](auto change, const std::string& flag) {
+    auto o = small_r2d2(3000);
+    change(o);
+    const auto why = refusal(o);
+    INFO(why);
+    CHECK(why.rfind(flag + ":", 0) == 0);
+  };
+  check([](train_options& o) { o.lstm = 0; }, "--lstm");
+  check([](train_options& o) { o.r2d2.seq_len = 1; }, "--seq-len");
+  check([](train_options& o) { o.r2d2.burn_in = 8; }, "--burn-in");
+  check([](train_options& o) { o.r2d2.overlap = 9; }, "--seq-overlap");
+  check([](train_options& o) { o.r2d2.prefetch_batches = 0; }, "--prefetch-batches");
+  check([](train_options& o) { o.r2d2.priority_eta = 1.5; }, "--priority-eta");
+  check([](train_options& o) { o.r2d2.rescale_epsilon = 0; }, "--rescale-epsilon");
+  check([](train_options& o) { o.dqn.n_step = 0; }, "--n-step");
+  check([](train_options& o) { o.dqn.batch_size = 2000; }, "--replay-batch");
+  check([](train_options& o) { o.dqn.learning_starts = 3000; }, "--learning-starts");
+  auto o = small_r2d2(3000);
+  o.frames = 2;
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::r2d2_no_frames), 2));
+  o = small_r2d2(3000);
+  o.normalize_observations = true;
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::r2d2_ppo_only), "--obs-norm"));
+  coral::test::register_test_envs();
+  o = small_r2d2(3000);
+  o.sampler.env = "test-target";
+  std::ostringstream progress;
+  CHECK_THROWS_WITH(train(o, progress), Catch::Contains("--algo r2d2: the action space must be one Discrete"));
+}
