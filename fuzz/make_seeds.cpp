@@ -115,7 +115,7 @@ std::vector<char> actor_state(const replay::replay_config& c, std::size_t count,
   envs::rng r(count);
   fill(actor.buffer(), c, count, 3, r);
   std::vector<char> out = actor.save();
-  // After the 8-byte magic: inserts, then samples (replay_actor_persist.cpp).
+  // After the 8-byte magic: inserts, then samples (basic_replay_actor_impl.hpp).
   std::memcpy(out.data() + 8, &inserts, sizeof inserts);
   std::memcpy(out.data() + 16, &samples, sizeof samples);
   return out;

@@ -1,4 +1,4 @@
-// libFuzzer target: replay_actor::load (replay/src/replay_actor_persist.cpp),
+// libFuzzer target: replay_actor::load (replay/src/basic_replay_actor_impl.hpp),
 // the loader of the replay actor's state a DQN checkpoint carries: its
 // limiter's counters, its sampling generator and batches served, then the
 // replay buffer's blob.
@@ -43,7 +43,7 @@ namespace {
 namespace replay = coral::replay;
 using coral::fuzz::check;
 
-// The state's layout (replay_actor_persist.cpp): an 8-byte magic, the u64
+// The state's layout (basic_replay_actor_impl.hpp): an 8-byte magic, the u64
 // counters inserts, samples and batches served, the generator, then the
 // buffer's blob.
 constexpr std::size_t blob_offset = 8 + 3 * 8 + sizeof(coral::envs::rng);

@@ -10,6 +10,11 @@
 //   same work done the way the buffer did it before issue 15
 //   (sample_update_reference/256: reference_tree.hpp, a uint64 generation
 //   array, std::pow per draw and per update), on the same leaves.
+// - sequence_sample_update/64: R2D2's replay (issue 12): a prioritized
+//   sample of 64 sequences of 80 slots gathered into a batch, plus their
+//   priority update, from a sequence_buffer of 100,000 cartpole-sized
+//   sequences with an LSTM-64 state (sequence_sample_only/64 without the
+//   update).
 
 #include <benchmark/benchmark.h>
 
@@ -22,6 +27,7 @@
 
 #include "coral/envs/rng.hpp"
 #include "coral/replay/replay_buffer.hpp"
+#include "coral/replay/sequence_buffer.hpp"
 #include "reference_tree.hpp"
 
 namespace {
@@ -277,5 +283,56 @@ void sample_update_baseline(benchmark::State& state) {
 BENCHMARK(sample_update_baseline)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+/// A full sequence buffer of 100,000 sequences of 80 (burn-in 40), cartpole
+/// observations and an LSTM-64 state (128 floats).
+std::unique_ptr<coral::replay::sequence_buffer> full_sequences() {
+  coral::replay::sequence_buffer_config c;
+  c.layout = {.length = 80, .burn_in = 40, .overlap = 40, .obs_dim = obs_dim, .discrete_dim = 1, .state_dim = 128};
+  c.capacity = 100'000;
+  c.num_streams = 8;
+  c.alpha = 0.9;
+  auto buffer = std::make_unique<coral::replay::sequence_buffer>(c);
+  coral::replay::sequence_block block;
+  block.layout = c.layout;
+  constexpr std::size_t per_block = 1000;
+  for (std::size_t i = 0; i < per_block; ++i) block.streams.push_back(static_cast<std::uint32_t>(i % 8));
+  block.observations.assign(per_block * c.layout.observation_floats(), 0.5f);
+  block.actions.assign(per_block * 80, 1);
+  block.rewards.assign(per_block * 80, 1.0f);
+  block.flags.assign(per_block * 80, 1);
+  block.states.assign(per_block * 128, 0.1f);
+  block.env_steps = per_block * 40;
+  for (std::size_t i = 0; i < c.capacity / per_block; ++i) buffer->insert(block);
+  return buffer;
+}
+
+void sequence_sample_update(benchmark::State& state) {
+  const auto b = static_cast<std::size_t>(state.range(0));
+  auto buffer = full_sequences();
+  coral::envs::rng rng(42);
+  coral::replay::sequence_batch out;
+  std::vector<float> priorities(b);
+  for (auto _ : state) {
+    buffer->sample(b, 0.6, rng, out);
+    for (auto& x : priorities) x = static_cast<float>(rng.uniform(0.0, 2.0));
+    benchmark::DoNotOptimize(buffer->update_priorities(out.keys, priorities));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
+}
+BENCHMARK(sequence_sample_update)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+void sequence_sample_only(benchmark::State& state) {
+  const auto b = static_cast<std::size_t>(state.range(0));
+  auto buffer = full_sequences();
+  coral::envs::rng rng(42);
+  coral::replay::sequence_batch out;
+  for (auto _ : state) {
+    buffer->sample(b, 0.6, rng, out);
+    benchmark::DoNotOptimize(out.observations.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
+}
+BENCHMARK(sequence_sample_only)->Arg(64)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -5,46 +5,20 @@
 // 5 minutes the configs are made for. Each run's output is printed, so a
 // failure shows its learning curve.
 
-#include <filesystem>
-#include <iostream>
 #include <string>
-#include <vector>
-
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
-#include "child_process.hpp"
+#include "config_runs.hpp"
 
-namespace fs = std::filesystem;
+using coral::test::json_number;
 
 namespace {
 
-/// A run of `coral train --config configs/<task>-ppo.toml` plus `extra`,
-/// killed after `limit`.
+/// A run of `coral train --config configs/<task>-ppo.toml` plus `extra`, killed after `limit`.
 coral::test::outcome train_with_config(const std::string& task, const std::vector<std::string>& extra,
                                        std::chrono::milliseconds limit) {
-  const auto dir = fs::temp_directory_path() / ("coral-mujoco-" + task + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  coral::test::invocation inv;
-  inv.argv = {CORAL_BINARY, "train", "--config", std::string(CORAL_SOURCE_DIR) + "/configs/" + task + "-ppo.toml",
-              "--no-run-dir", "--progress-seconds", "15"};
-  inv.argv.insert(inv.argv.end(), extra.begin(), extra.end());
-  inv.cwd = dir.string();
-  auto out = coral::test::run_children({inv}, 1, limit).front();
-  std::cout << out.out << out.err << std::flush;
-  fs::remove_all(dir);
-  return out;
-}
-
-/// The number after `"key":` in the last line of `text` (the final JSON).
-double json_number(const std::string& text, const std::string& key) {
-  const auto end = text.find_last_not_of('\n');
-  const auto line = text.substr(text.rfind('\n', end) + 1);
-  const auto at = line.find("\"" + key + "\":");
-  REQUIRE(at != std::string::npos);
-  return std::stod(line.substr(at + key.size() + 3));
+  return coral::test::train_with_config(task + "-ppo", extra, limit);
 }
 
 }  // namespace

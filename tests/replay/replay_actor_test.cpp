@@ -170,7 +170,7 @@ TEST_CASE("a loaded state whose limiter counters near 2^64 saturates the insert 
   auto config = small_config();
   config.samples_per_insert = 0.5;
   constexpr auto most = std::numeric_limits<std::uint64_t>::max();
-  // After the 8-byte magic: the limiter's inserts, then its samples (replay_actor_persist.cpp).
+  // After the 8-byte magic: the limiter's inserts, then its samples (basic_replay_actor_impl.hpp).
   auto state_with = [&](std::uint64_t inserts, std::uint64_t samples) {
     std::vector<char> state = replay_actor(config).save();
     std::memcpy(state.data() + 8, &inserts, sizeof inserts);
