@@ -46,6 +46,7 @@ struct train_flags {
   std::optional<double> learning_rate;
   std::optional<double> gamma;
   std::optional<double> max_grad_norm;
+  std::optional<double> adam_epsilon;
   bool uniform_replay = false;
   bool no_double_dqn = false;
   bool distributed = false;
@@ -99,11 +100,11 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
     o.dqn.learning_rate = 1e-3;
     o.dqn.gamma = 0.997;
     o.dqn.max_grad_norm = 40;
-    o.dqn.adam_epsilon = 1e-3;
   }
   if (f.learning_rate) o.ppo.learning_rate = o.dqn.learning_rate = *f.learning_rate;
   if (f.gamma) o.ppo.gamma = o.dqn.gamma = *f.gamma;
   if (f.max_grad_norm) o.ppo.max_grad_norm = o.dqn.max_grad_norm = *f.max_grad_norm;
+  if (f.adam_epsilon) o.ppo.adam_epsilon = o.dqn.adam_epsilon = *f.adam_epsilon;
   o.dqn.prioritized = !f.uniform_replay;
   o.dqn.double_dqn = !f.no_double_dqn;
   if (f.no_run_dir) {
@@ -180,6 +181,7 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
   cmd->add_option("--value-coef", o.ppo.value_coef, "value loss coefficient")->capture_default_str();
   cmd->add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus coefficient")->capture_default_str();
   cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient norm clip, 0: off (default: ppo 0.5, dqn 10, r2d2 40)");
+  cmd->add_option("--adam-epsilon", f->adam_epsilon, "Adam's epsilon, added to the root of the second moment (default 1e-5)");
   cmd->add_flag("--obs-norm", o.normalize_observations,
                 "ppo: normalise observations by their running mean and std (clipped to +-10), kept in checkpoints and "
                 "applied by the acting policy");

@@ -36,6 +36,7 @@ inline void check_q_options(const train_options& o) {
   }
   if (d.target_update == 0) out_of_range("--target-update", d.target_update, "must be at least 1");
   if (!(d.max_grad_norm >= 0)) out_of_range("--max-grad-norm", d.max_grad_norm, "must be >= 0");
+  if (!(d.adam_epsilon > 0 && d.adam_epsilon <= 1)) out_of_range("--adam-epsilon", d.adam_epsilon, "must be in (0, 1]");
   if (!(d.epsilon_base >= 0 && d.epsilon_base <= 1)) {
     out_of_range("--epsilon-base", d.epsilon_base, "must be in [0, 1]");
   }

@@ -224,6 +224,9 @@ void check_ppo_options(const train_options& o) {
   }
   if (!(o.ppo.clip > 0)) out_of_range("--clip", o.ppo.clip, "must be > 0");
   if (!(o.ppo.max_grad_norm >= 0)) out_of_range("--max-grad-norm", o.ppo.max_grad_norm, "must be >= 0");
+  if (!(o.ppo.adam_epsilon > 0 && o.ppo.adam_epsilon <= 1)) {
+    out_of_range("--adam-epsilon", o.ppo.adam_epsilon, "must be in (0, 1]");
+  }
   if (!(o.ppo.entropy_coef >= 0)) out_of_range("--entropy-coef", o.ppo.entropy_coef, "must be >= 0");
   if (!(o.ppo.value_coef >= 0)) out_of_range("--value-coef", o.ppo.value_coef, "must be >= 0");
 }

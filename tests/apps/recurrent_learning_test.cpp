@@ -36,7 +36,7 @@ TEST_CASE("recurrent PPO solves memory with 4 bits and a delay of 16", "[learnin
 }
 
 TEST_CASE("a frame-stacked MLP does not solve memory with a delay of 16 (the control)", "[learning][ppo][memory]") {
-  const auto out = train_with_config("memory-ppo-frames", {"--seed", "1", "--total-steps", "1000000"},
+  const auto out = train_with_config("memory-ppo-frames", {"--seed", "1"},
                                      std::chrono::minutes(10));
   REQUIRE_FALSE(out.killed);
   REQUIRE(out.exit_code == 0);

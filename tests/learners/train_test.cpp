@@ -89,6 +89,10 @@ TEST_CASE("bad PPO flags are rejected naming the flag", "[learners][train]") {
   CHECK(flag([](train_options& o) { o.total_steps = 0; }) ==
         fmt::format(fmt::runtime(f), "--total-steps", 0, "must be at least 1"));
   CHECK(flag([](train_options& o) { o.ppo.gamma = 1.5; }) == fmt::format(fmt::runtime(f), "--gamma", 1.5, "must be in (0, 1]"));
+  CHECK(flag([](train_options& o) { o.ppo.adam_epsilon = 0; }) ==
+        fmt::format(fmt::runtime(f), "--adam-epsilon", 0, "must be in (0, 1]"));
+  CHECK(flag([](train_options& o) { o.lstm = 4; o.frames = 0; }) ==
+        fmt::format(fmt::runtime(f), "--frames", 0, "must be at least 1"));
   CHECK(flag([](train_options& o) { o.resume = true; }) == std::string(lm::resume_needs_dir));
   CHECK(flag([](train_options& o) { o.sampler.num_envs = 0; }) != "(accepted)");  // the sampler's own checks
 }
