@@ -45,7 +45,7 @@ TEST_CASE("a frame-stacked MLP does not solve memory with a delay of 16 (the con
 }
 
 TEST_CASE("R2D2 solves memory with 4 bits and a delay of 16", "[learning][r2d2][memory]") {
-  solves("memory-r2d2", 1'000'000, std::chrono::minutes(15));
+  solves("memory-r2d2", 3'000'000, std::chrono::minutes(40));
 }
 
 TEST_CASE("recurrent PPO reaches 450 on positions-only cartpole within 1M env steps", "[learning][ppo][positions]") {
