@@ -28,6 +28,9 @@ using detail::out_of_range;
 
 network_spec make_spec(const train_options& o, const actors::sampler& s) {
   auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1);
+  if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
+    throw config_error(fmt::format(fmt::runtime(errors::r2d2_needs_discrete), s.action_space().to_string()));
+  }
   spec.lstm = o.lstm;
   return spec;
 }

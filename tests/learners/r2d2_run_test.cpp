@@ -160,5 +160,5 @@ TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", 
   o = small_r2d2(3000);
   o.sampler.env = "test-target";
   std::ostringstream progress;
-  CHECK_THROWS_WITH(train(o, progress), Catch::Contains("--algo r2d2: the action space must be one Discrete"));
+  CHECK_THROWS_WITH(train(o, progress), Catch::Contains("--algo r2d2: the action space must be one Discrete, not Box("));
 }
