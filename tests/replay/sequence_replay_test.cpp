@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -294,8 +295,20 @@ TEST_CASE("a sequence buffer refuses bad settings, blocks and priorities with ex
   buffer.insert(*make_block(0, 2));
   const std::vector<sequence_key> keys{{0, 1}, {1, 2}};
   const std::vector<float> bad{2.0f, std::nanf("")};
-  CHECK_THROWS_AS(buffer.update_priorities(keys, bad), coral::config_error);
+  CHECK_THROWS_MATCHES(buffer.update_priorities(keys, bad), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_bad_priority), 1, std::nanf(""))));
+  const std::vector<float> negative{-1.0f, 2.0f};
+  CHECK_THROWS_MATCHES(buffer.update_priorities(keys, negative), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_bad_priority), 0, -1.0f)));
   CHECK(buffer.priority(0) == 1.0f);  // none applied
+
+  c = small_buffer(4);
+  c.num_streams = 0;
+  CHECK_THROWS_MATCHES(sequence_buffer(c), coral::config_error, Catch::Message(std::string(rm::seq_zero_streams)));
+  c = small_buffer(4);
+  c.epsilon = 0;
+  CHECK_THROWS_MATCHES(sequence_buffer(c), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_bad_epsilon), 0.0)));
 }
 
 TEST_CASE("a saved sequence buffer loads into one of the same layout and samples the same draws",
@@ -373,6 +386,12 @@ TEST_CASE("a sequence buffer refuses a state of another layout or kind and stays
   auto damaged = blob;
   damaged[damaged.size() / 2] ^= 1;
   CHECK_THROWS_MATCHES(same.load(damaged), coral::config_error, malformed(rm::state_checksum));
+  // A state of another format version (the u32 after the 8 magic bytes).
+  auto newer = blob;
+  const std::uint32_t version = 99;
+  std::memcpy(newer.data() + 8, &version, sizeof(version));
+  CHECK_THROWS_MATCHES(same.load(newer), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_unsupported_state_version), 99, 1)));
   // A transition buffer's state is not a sequence buffer's.
   coral::replay::replay_buffer transitions({.capacity = 8, .num_streams = 1, .obs_dim = 1});
   std::vector<char> transition_blob;
