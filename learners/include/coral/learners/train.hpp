@@ -70,6 +70,9 @@ struct train_options {
 
 /// How a run ended.
 struct train_result {
+  /// The mean return of the last 100 episodes reached the target during the
+  /// run (a run stops there unless --keep-going; the episodes still in flight
+  /// may leave the final mean_return a little under it).
   bool solved = false;
   bool interrupted = false;            ///< stopped by a signal
   std::uint64_t env_steps = 0;         ///< acted on, this run included resumed ones

@@ -147,6 +147,10 @@ class training_run {
   std::uint64_t next_checkpoint_ = 0;  // env steps of the next periodic checkpoint (0: none)
   runtime* runtime_ = nullptr;  // while run() runs
   std::atomic<int> ended_{-1};  // a gate_end, or -1 (stopped otherwise)
+  // The window's mean reached the target at some episode: the run ends for
+  // it, and is solved even if episodes still in flight then pull the mean
+  // back under the target before the end.
+  std::atomic<bool> reached_target_{false};
   std::unique_ptr<detail::bridge> bridge_;  // distributed runs
   std::vector<float> learner_weights_;      // a sampler rank's start, until publish_initial()
   std::uint64_t learner_version_ = 0;
