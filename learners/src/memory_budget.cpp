@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "coral/replay/sequence_buffer.hpp"
+
 namespace coral::learners::detail {
 namespace {
 
@@ -114,10 +116,14 @@ void add_r2d2(actors::memory_estimate& e, const train_options& o, const actors::
   const double d = static_cast<double>(s.obs_dim);
   const double len = static_cast<double>(o.r2d2.seq_len);
   const double h = static_cast<double>(o.lstm);
-  // A stored sequence: length + 1 observations, per slot the action,
-  // reward and flags, the state (2H floats), its priority and tree leaf.
-  const double sequence = (len + 1) * 4 * d + len * (4 + 4 + 1) + 2 * h * 4 + 8 + 4;
-  e.add("replay", static_cast<double>(q.replay_capacity) * sequence);
+  // The sequence buffer's own figure; a batch holds the same per sequence.
+  replay::sequence_buffer_config buffer;
+  buffer.layout = {.length = o.r2d2.seq_len, .burn_in = 0, .overlap = 0, .obs_dim = s.obs_dim, .discrete_dim = 1,
+                   .state_dim = 2 * o.lstm};
+  buffer.capacity = q.replay_capacity;
+  e.add("replay", replay::sequence_buffer::memory_bytes(buffer));
+  buffer.capacity = 1;
+  const double sequence = replay::sequence_buffer::memory_bytes(buffer);
   const double batch = static_cast<double>(q.batch_size) * static_cast<double>(o.r2d2.prefetch_batches);
   e.add("replay batches", (static_cast<double>(q.prefetch) + 1) * batch * (sequence + 4 + 16));
   // The feeder's ring of the last seq-len steps per row, and the states of its open sequences.

@@ -340,6 +340,12 @@ void check_r2d2_options(const train_options& o) {
   // flight must fit in the replay.
   const double request = static_cast<double>(d.batch_size) * static_cast<double>(r.prefetch_batches);
   if (request > static_cast<double>(d.replay_capacity)) {
+    // The flag at fault: --prefetch-batches when it is what multiplies the batch past the replay.
+    if (r.prefetch_batches > 1 && d.batch_size <= d.replay_capacity) {
+      out_of_range("--prefetch-batches", r.prefetch_batches,
+                   fmt::format("times --replay-batch ({}) must fit in --replay-capacity ({} sequences)", d.batch_size,
+                               d.replay_capacity));
+    }
     out_of_range("--replay-batch", d.batch_size,
                  fmt::format("times --prefetch-batches ({}) must fit in --replay-capacity ({} sequences)",
                              r.prefetch_batches, d.replay_capacity));

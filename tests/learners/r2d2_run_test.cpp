@@ -149,6 +149,7 @@ TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", 
   check([](train_options& o) { o.dqn.n_step = 0; }, "--n-step");
   check([](train_options& o) { o.dqn.adam_epsilon = 2; }, "--adam-epsilon");
   check([](train_options& o) { o.dqn.batch_size = 2000; }, "--replay-batch");
+  check([](train_options& o) { o.r2d2.prefetch_batches = 200; }, "--prefetch-batches");
   check([](train_options& o) { o.dqn.learning_starts = 3000; }, "--learning-starts");
   auto o = small_r2d2(3000);
   o.frames = 2;
