@@ -73,9 +73,9 @@ inference_batcher::options batcher_options_behind_gate(const sampler_options& o,
   bo.min_batch_size = o.min_batch_size;
   bo.batch_timeout = o.batch_timeout;
   const std::size_t groups_per_channel = w.groups / w.ready_channels;
-  const std::size_t groups_per_batch = w.batch_size / o.envs_per_group;
+  const std::size_t groups_per_batch = w.batch_size / w.envs_per_group;
   if (bo.min_batch_size == 0 && groups_per_batch > 1 && groups_per_batch < groups_per_channel) {
-    bo.min_batch_size = o.envs_per_group;
+    bo.min_batch_size = w.envs_per_group;
     bo.batch_timeout = o.executor == executor_mode::single ? std::chrono::microseconds(0) : threads_timeout;
   }
   return bo;

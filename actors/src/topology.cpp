@@ -41,14 +41,14 @@ wiring resolve_wiring(const sampler_options& o) {
   if (o.threads == 0) reject("--threads", o.threads, "at least 1 sampling thread is needed");
   if (o.threads > 1024) reject("--threads", o.threads, "at most 1024");
   if (o.num_envs == 0) reject("--num-envs", o.num_envs, "at least 1 env is needed");
-  if (o.envs_per_group == 0) reject("--envs-per-group", o.envs_per_group, "at least 1");
-  if (o.num_envs % o.envs_per_group != 0) {
-    reject("--envs-per-group", o.envs_per_group,
-           fmt::format("it must divide --num-envs ({})", o.num_envs));
+  // 0 is auto, not yet resolved: checked as groups of one (see the header).
+  const std::size_t k = o.envs_per_group == 0 ? 1 : o.envs_per_group;
+  if (o.num_envs % k != 0) {
+    reject("--envs-per-group", k, fmt::format("it must divide --num-envs ({})", o.num_envs));
   }
   wiring w;
-  w.groups = o.num_envs / o.envs_per_group;
-  const std::size_t k = o.envs_per_group;
+  w.groups = o.num_envs / k;
+  w.envs_per_group = k;
   switch (o.topo) {
     case topology::sync:
       w.ready_channels = 1;

@@ -89,10 +89,11 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   check_bench_flags(f, given, o);
 
   actors::sampler s(o);  // validates every flag before anything starts
+  const auto& so = s.options();  // with the group size auto chose
   auto pol = make_bench_policy(f.policy, s, o.seed);
   const auto& w = s.wires();
   out << fmt::format("coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor\n",
-                     o.env, actors::to_string(o.topo), o.num_envs, w.groups, o.envs_per_group, w.batch_size,
+                     o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.batch_size,
                      o.threads, o.threads == 1 ? "" : "s", f.sampler.executor)
       << std::flush;  // a line to watch while a long run goes on
 
@@ -156,7 +157,7 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
         R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},"interrupted":{}}})"
         "\n",
         json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.sampler.executor), json::quote(f.policy),
-        o.num_envs, o.envs_per_group, w.groups, w.batch_size, o.threads, st.env_steps.load(), json::number(seconds),
+        o.num_envs, so.envs_per_group, w.groups, w.batch_size, o.threads, st.env_steps.load(), json::number(seconds),
         json::number(sps), json::number(bps), json::number(st.idle_fraction()),
         run_baseline ? json::number(baseline_sps) : "null",
         run_baseline && baseline_sps > 0 ? json::number(sps / baseline_sps) : "null", s.env_failures(),

@@ -88,6 +88,8 @@ std::string expected_text(value_kind kind) {
       return "a finite number";
     case value_kind::text:
       return "a string";
+    case value_kind::count_or_auto:
+      return "a whole number >= 0 or \"auto\"";
   }
   return "?";
 }
@@ -131,8 +133,12 @@ struct reader {
       case value_kind::on_off:
         break;  // handled by the caller
       case value_kind::whole:
-      case value_kind::unsigned_whole: {
-        const bool want_unsigned = flag.kind == value_kind::unsigned_whole;
+      case value_kind::unsigned_whole:
+      case value_kind::count_or_auto: {
+        if (const auto* s = n.as_string(); s != nullptr && flag.kind == value_kind::count_or_auto && s->get() == "auto") {
+          return "auto";
+        }
+        const bool want_unsigned = flag.kind != value_kind::whole;
         if (const auto* i = n.as_integer()) {
           if (want_unsigned && i->get() < 0) wrong_type(n, label, expected);
           return fmt::format("{}", i->get());
@@ -273,6 +279,7 @@ value_kind kind_of(const CLI::Option& o) {
   if (o.get_expected_max() == 0) return value_kind::on_off;  // a switch (add_flag)
   const std::string type = o.get_type_name();
   const std::string base = type.substr(0, type.find(':'));
+  if (type == auto_or_count_type) return value_kind::count_or_auto;
   if (base == "UINT") return value_kind::unsigned_whole;
   if (base == "INT") return value_kind::whole;
   if (base == "FLOAT") return value_kind::number;

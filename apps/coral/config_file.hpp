@@ -30,7 +30,11 @@ enum class value_kind {
   unsigned_whole,  ///< a whole number >= 0
   number,          ///< a finite number
   text,            ///< a string
+  count_or_auto,   ///< a whole number >= 0, or the word auto
 };
+
+/// The type name (CLI11's, shown in the help) that marks a count_or_auto flag.
+inline constexpr std::string_view auto_or_count_type = "UINT|auto";
 
 /// One flag of a command.
 struct flag_info {

@@ -87,6 +87,10 @@ void add_checks(CLI::App& app) {
       case value_kind::number:
         o->check(CLI::Validator(check_finite, ""));
         break;
+      case value_kind::count_or_auto:
+        o->check(CLI::Validator(
+            [](std::string& s) { return s == "auto" ? std::string() : check_whole<std::uint64_t>(s, true); }, ""));
+        break;
       case value_kind::on_off:
       case value_kind::text:
         break;

@@ -8,6 +8,7 @@
 #include "coral/core/error.hpp"
 #include "coral/core/executor.hpp"
 #include "coral/envs/config.hpp"
+#include "coral/config_file.hpp"
 #include "coral/flag_checks.hpp"
 #include "coral/errors.hpp"
 
@@ -23,7 +24,10 @@ void add_sampler_flags(CLI::App& cmd, sampler_flags& f, const sampler_flag_defau
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, defaults.seed_help)->capture_default_str();
   cmd.add_option("--num-envs", o.num_envs, "number of envs")->capture_default_str();
-  cmd.add_option("--envs-per-group", o.envs_per_group, "envs stepped back to back by one actor")
+  cmd.add_option("--envs-per-group", f.envs_per_group,
+                 "envs stepped back to back by one actor, or auto: chosen from the env's measured step time and "
+                 "--threads (docs/cli.md)")
+      ->type_name(std::string(auto_or_count_type))
       ->capture_default_str();
   cmd.add_option("--batch-size", o.batch_size,
                  "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
@@ -56,6 +60,16 @@ actors::sampler_options to_sampler_options(const sampler_flags& f) {
   }
   if (f.batch_timeout_flag->count() > 0 && o.min_batch_size == 0) {
     fail(errors::flag_needs, "--batch-timeout-us", "--min-batch-size", "the timeout applies only to dynamic batching");
+  }
+  if (f.envs_per_group == "auto") {
+    o.envs_per_group = 0;
+  } else {
+    // The value check (flag_checks) let only a whole number through.
+    o.envs_per_group = static_cast<std::size_t>(std::stoull(f.envs_per_group));
+    if (o.envs_per_group == 0) {
+      throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--envs-per-group", 0,
+                                     "auto, or a whole number >= 1"));
+    }
   }
   o.env_args = envs::parse_env_args(f.env_args);
   o.topo = actors::parse_topology(f.topology);

@@ -46,6 +46,7 @@ struct sampler_flags {
   /// sampler's own options, with its defaults.
   actors::sampler_options options;
   std::vector<std::string> env_args;    ///< `--env-arg`, each `key=value`
+  std::string envs_per_group = "auto";  ///< `--envs-per-group`: a count, or auto
   std::string topology = "pool";        ///< `--topology`
   std::string executor = "threads";     ///< `--executor`
   std::string on_env_error = "fail";    ///< `--on-env-error`
@@ -69,7 +70,8 @@ void add_sampler_flags(CLI::App& command, sampler_flags& flags, const sampler_fl
 /// single` (errors::conflicting_flags), `--batch-timeout-us` without
 /// `--min-batch-size` (errors::flag_needs); and for a bad `--env-arg`,
 /// `--topology`, `--executor` or `--on-env-error` (each parser's error,
-/// naming the flag). The wiring itself (resolve_wiring) is checked by the
+/// naming the flag), and an `--envs-per-group` that is neither auto nor a
+/// count of at least 1. The wiring itself (resolve_wiring) is checked by the
 /// sampler.
 [[nodiscard]] actors::sampler_options to_sampler_options(const sampler_flags& flags);
 

@@ -65,6 +65,8 @@ std::string toml_value(const cli::flag_info& flag) {
       return "1.5";
     case cli::value_kind::text:
       return "\"x\"";
+    case cli::value_kind::count_or_auto:
+      return "\"auto\"";
   }
   return {};
 }
@@ -112,6 +114,9 @@ TEST_CASE("sampler flags that contradict each other or have a bad value are refu
                        Message(fmt::format(fmt::runtime(cli::errors::flag_needs), "--batch-timeout-us",
                                            "--min-batch-size", "the timeout applies only to dynamic batching")));
   CHECK(parse({"--batch-timeout-us", "100", "--min-batch-size", "2"}).batch_timeout == 100us);
+  CHECK(parse({}).envs_per_group == 0);  // auto, the default
+  CHECK(parse({"--envs-per-group", "auto"}).envs_per_group == 0);
+  CHECK(parse({"--envs-per-group", "3"}).envs_per_group == 3);
   CHECK_THROWS_MATCHES(parse({"--topology", "ring"}), coral::config_error,
                        Message(fmt::format(fmt::runtime(coral::errors::bad_value), "--topology", "ring",
                                            "sync, double-buffer, pool")));

@@ -62,7 +62,9 @@ TEST_CASE("a test-only algorithm of one file runs through the training compositi
     CHECK(r.updates >= 1);
     CHECK(r.updates <= 8);
     CHECK(r.episodes > 0);
-    CHECK(progress.str().starts_with("coral train: env cartpole, count, topology pool, 8 envs in 8 groups of 1"));
+    // Auto's group size: cartpole is far below 50 us a step, so the largest
+    // group the batch takes.
+    CHECK(progress.str().starts_with("coral train: env cartpole, count, topology pool, 8 envs in 2 groups of 4, batch 4"));
     CHECK(progress.str().find("counting steps every 512") != std::string::npos);
     // Its metrics column sits between the common ones and the update count.
     std::ifstream csv(dir / "run" / "metrics.csv");

@@ -32,6 +32,7 @@ enum class topology { sync, double_buffer, pool };
 /// The wiring a set of options resolves to.
 struct wiring {
   std::size_t groups = 0;          ///< num_envs / envs_per_group
+  std::size_t envs_per_group = 1;  ///< the group size (1 for an unresolved auto)
   std::size_t ready_channels = 1;  ///< groups are split evenly across them
   std::size_t batch_size = 0;      ///< envs per batch, a multiple of envs_per_group
 };

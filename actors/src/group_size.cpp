@@ -1,0 +1,124 @@
+// The `auto` group size: how many envs one actor steps per message, chosen
+// from the env's measured step time and the sampling thread count.
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <exception>
+#include <vector>
+
+#include "coral/actors/policy.hpp"
+#include "coral/actors/sampler_options.hpp"
+#include "coral/core/logging.hpp"
+#include "coral/envs/env_batch.hpp"
+#include "coral/envs/env_slice.hpp"
+#include "coral/envs/registry.hpp"
+
+namespace coral::actors {
+
+namespace {
+
+/// The probe itself, on the calling thread.
+std::optional<double> probe_step_seconds(const sampler_options& o, std::chrono::microseconds budget) {
+  using clock = std::chrono::steady_clock;
+  try {
+    auto made = envs::registry::global().make_many(o.env, o.env_args, o.seed, o.num_envs, 1);
+    const envs::space obs = made.front()->observation_space();
+    const envs::space act = made.front()->action_space();
+    envs::env_batch batch(made.front()->max_agents(), obs, act);
+    envs::env_slice slice(batch, 0, std::move(made));
+    random_policy pol(act, batch.rows(), o.seed);
+    const row_range all{0, static_cast<std::uint32_t>(batch.rows())};
+    std::vector<float> log_probs(batch.rows());
+    std::vector<float> values(batch.rows());
+    slice.reset_all();
+    const auto start = clock::now();
+    const auto until = start + budget;
+    std::uint64_t steps = 0;
+    // Ended episodes restart inside step_all (same-step auto-reset), so the
+    // figure includes resets at the env's own rate, as a run sees them.
+    do {
+      pol.act(policy_rows{batch, std::span(&all, 1), log_probs, values});
+      slice.step_all();
+      ++steps;
+    } while (clock::now() < until && steps < 1'000'000);
+    const std::chrono::duration<double> elapsed = clock::now() - start;
+    return elapsed.count() / static_cast<double>(steps);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<double> measure_step_seconds(const sampler_options& o, std::chrono::microseconds budget,
+                                           std::chrono::milliseconds patience) {
+  // The probe runs on a thread of its own so that an env that stalls (its
+  // step never returns) cannot hang the start, before any watchdog runs: past
+  // `patience` the answer is "slow", which is all auto needs to know, and
+  // the thread is left to finish (or not) on its own, owning what it uses.
+  struct shared_state {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::optional<double> result;
+  };
+  auto state = std::make_shared<shared_state>();
+  std::thread probe([state, o, budget] {
+    auto r = probe_step_seconds(o, budget);
+    std::lock_guard lock(state->mutex);
+    state->result = r;
+    state->done = true;
+    state->done_cv.notify_all();
+  });
+  std::unique_lock lock(state->mutex);
+  if (!state->done_cv.wait_for(lock, patience, [&] { return state->done; })) {
+    lock.unlock();
+    probe.detach();
+    return std::chrono::duration<double>(patience).count();  // at least that slow
+  }
+  lock.unlock();
+  probe.join();
+  return state->result;
+}
+
+std::size_t choose_group_size(const sampler_options& options, double step_seconds) {
+  auto o = options;
+  o.envs_per_group = 1;
+  o.batch_size = resolve_wiring(o).batch_size;  // fixed before any group size is tried
+  // The single executor runs everything on one thread, whatever --threads says.
+  const std::size_t threads = o.executor == executor_mode::single ? 1 : o.threads;
+  std::size_t largest = 1;
+  for (std::size_t k = 1; k <= o.num_envs; ++k) {
+    if (o.num_envs % k != 0 || o.batch_size % k != 0) continue;
+    if (o.num_envs / k < threads) break;  // fewer groups than threads: one would idle
+    o.envs_per_group = k;
+    try {
+      (void)resolve_wiring(o);
+    } catch (const config_error&) {
+      continue;  // e.g. double-buffer with an odd number of groups
+    }
+    if (static_cast<double>(k) * step_seconds >= auto_group_seconds) return k;
+    largest = k;
+  }
+  return largest;
+}
+
+sampler_options resolve_group_size(sampler_options o) {
+  if (o.envs_per_group != 0) return o;
+  const auto batch = resolve_wiring(o).batch_size;  // the flags' own errors first
+  const auto step = measure_step_seconds(o);
+  o.envs_per_group = step ? choose_group_size(o, *step) : 1;
+  o.batch_size = batch;
+  if (step) {
+    log::get("sampler")->debug("--envs-per-group auto: {} (an env step took {:.3g} us)", o.envs_per_group,
+                               *step * 1e6);
+  } else {
+    log::get("sampler")->debug("--envs-per-group auto: 1 (the probe env failed)");
+  }
+  return o;
+}
+
+}  // namespace coral::actors

@@ -1,0 +1,99 @@
+#include <catch2/catch.hpp>
+
+#include "coral/actors/sampler.hpp"
+#include "coral/actors/sampler_options.hpp"
+#include "coral/core/error.hpp"
+
+using namespace coral::actors;
+using namespace std::chrono_literals;
+
+namespace {
+// Auto (envs_per_group 0), as the defaults leave it.
+sampler_options opts(topology t, std::size_t envs, std::size_t batch, std::size_t threads) {
+  return {.topo = t, .num_envs = envs, .batch_size = batch, .threads = threads};
+}
+}  // namespace
+
+TEST_CASE("auto picks the smallest group whose step reaches the target, else the largest the wiring takes",
+          "[actors][group_size]") {
+  // A 2 ns env: no group size reaches 50 us, so the largest that divides
+  // the batch and leaves a group per thread.
+  CHECK(choose_group_size(opts(topology::pool, 8, 4, 2), 2e-9) == 4);
+  CHECK(choose_group_size(opts(topology::pool, 64, 32, 2), 2e-9) == 32);
+  CHECK(choose_group_size(opts(topology::pool, 8, 4, 4), 2e-9) == 2);  // 4 groups for 4 threads
+  CHECK(choose_group_size(opts(topology::sync, 16, 0, 2), 2e-9) == 8);
+  CHECK(choose_group_size(opts(topology::sync, 16, 0, 1), 2e-9) == 16);
+  CHECK(choose_group_size(opts(topology::double_buffer, 16, 0, 2), 2e-9) == 8);
+  // Default pool batch for groups of one: a quarter (2 of 8), fixed before the choice.
+  CHECK(choose_group_size(opts(topology::pool, 8, 0, 2), 2e-9) == 2);
+  // 10 us: 5 envs reach 50 us; 5 does not divide 8, 8 does.
+  CHECK(choose_group_size(opts(topology::pool, 16, 8, 2), 10e-6) == 8);
+  CHECK(choose_group_size(opts(topology::pool, 64, 32, 2), 10e-6) == 8);
+  // 30 us: 2 envs reach it.
+  CHECK(choose_group_size(opts(topology::pool, 16, 8, 2), 30e-6) == 2);
+  // Heavy envs (MuJoCo, 250-350 us) stay one per group.
+  CHECK(choose_group_size(opts(topology::pool, 8, 4, 2), 300e-6) == 1);
+  // More threads than envs: groups of one.
+  CHECK(choose_group_size(opts(topology::sync, 4, 0, 8), 2e-9) == 1);
+  // An odd env count: only what divides it.
+  CHECK(choose_group_size(opts(topology::sync, 7, 0, 1), 2e-9) == 7);
+  CHECK(choose_group_size(opts(topology::sync, 7, 0, 2), 2e-9) == 1);
+  // The single executor has one thread, whatever --threads says.
+  auto single = opts(topology::sync, 16, 0, 2);
+  single.executor = coral::executor_mode::single;
+  CHECK(choose_group_size(single, 2e-9) == 16);
+}
+
+TEST_CASE("auto is checked as groups of one before any probe, and then leaves every other option as it was",
+          "[actors][group_size]") {
+  // The flags' own errors come first, as for an explicit size.
+  CHECK_THROWS_MATCHES(resolve_group_size(opts(topology::pool, 8, 16, 2)), coral::config_error,
+                       Catch::Message("--batch-size: 16 is invalid: the pool topology batches the first envs to "
+                                      "finish: it must be below --num-envs (8); use --topology sync for all"));
+  auto o = opts(topology::pool, 8, 0, 2);
+  o.env = "noop";
+  const auto r = resolve_group_size(o);
+  CHECK(r.envs_per_group >= 1);
+  CHECK(r.batch_size == 2);  // the default, made explicit
+  CHECK(resolve_wiring(r).batch_size == 2);
+  auto given = o;
+  given.envs_per_group = 1;
+  CHECK(resolve_group_size(given).envs_per_group == 1);
+  CHECK(resolve_group_size(given).batch_size == 0);  // untouched
+}
+
+TEST_CASE("the probe measures an env's step on an env of its own, and gives up on one that stalls or fails",
+          "[actors][group_size]") {
+  auto o = opts(topology::pool, 8, 4, 2);
+  o.env = "delay";
+  o.env_args = {{"mean_us", "1000"}, {"std_us", "0"}};
+  const auto slow = measure_step_seconds(o);
+  REQUIRE(slow);
+  CHECK(*slow >= 0.9e-3);  // a busy-wait of 1 ms per step (longer only under load)
+  CHECK(choose_group_size(o, *slow) == 1);
+
+  o.env = "faulty";
+  o.env_args = {{"env", "8"}, {"throw_reset", "1"}};  // env 8: the probe's, one past the run's
+  CHECK_FALSE(measure_step_seconds(o).has_value());
+  o.env_args = {{"env", "8"}, {"stall_step", "1"}, {"stall_ms", "3000"}};
+  const auto started = std::chrono::steady_clock::now();
+  const auto stalled = measure_step_seconds(o, 2ms, 100ms);
+  CHECK(std::chrono::steady_clock::now() - started < 2s);  // not the 3 s stall
+  REQUIRE(stalled);
+  CHECK(*stalled == 0.1);  // "at least the patience"
+  // The run's own envs (0..7) were never touched: a sampler still builds and
+  // picks groups for them.
+  o.env_args = {{"env", "8"}, {"throw_step", "1"}};
+  sampler s(o);
+  CHECK(s.options().envs_per_group == 1);  // the probe failed: groups of one
+  CHECK(s.wires().groups == 8);
+}
+
+TEST_CASE("a sampler built with the default options picks its group size itself", "[actors][group_size]") {
+  auto o = opts(topology::pool, 8, 4, 2);
+  o.env = "noop";
+  sampler s(o);
+  // A noop step is nanoseconds: the largest group the wiring takes.
+  CHECK(s.options().envs_per_group == 4);
+  CHECK(s.wires().groups == 2);
+}
