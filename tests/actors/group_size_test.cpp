@@ -1,3 +1,5 @@
+#include <tuple>
+
 #include <catch2/catch.hpp>
 
 #include "coral/actors/sampler.hpp"
@@ -10,7 +12,9 @@ using namespace std::chrono_literals;
 namespace {
 // Auto (envs_per_group 0), as the defaults leave it.
 sampler_options opts(topology t, std::size_t envs, std::size_t batch, std::size_t threads) {
-  return {.topo = t, .num_envs = envs, .batch_size = batch, .threads = threads};
+  sampler_options o;
+  std::tie(o.topo, o.num_envs, o.batch_size, o.threads) = std::tie(t, envs, batch, threads);
+  return o;
 }
 }  // namespace
 
