@@ -25,7 +25,11 @@
 //                     service exists, so the idle thread waits in epoll_wait
 //                     and a post interrupts it (how a pool that has used a
 //                     steady_timer waits)
-//   asio spin 50      the same with coral::run_with_spin(ctx, 50us)
+//   asio spin 50us    the same with coral::run_with_spin(ctx, 50us)
+//   asio spin 50us, poll/1us
+//                     a variant of run_with_spin kept here, not in coral:
+//                     while idle it calls poll() once a microsecond rather
+//                     than once a `pause` (see run_with_spaced_polls)
 //
 // Usage: wakeup_bench [--round-trips N] [--reps R] [--seconds S]
 //                     [--placement any|split|same] [--only SUBSTRING]
@@ -374,13 +378,41 @@ sample ping_pong(Link& link, const options& opt) {
 
 // ---------------------------------------------------------------- asio
 
+/// How a thread runs an io_context, with a spin time.
+using run_loop = void (*)(asio::io_context&, std::chrono::microseconds);
+
+/// Like coral::run_with_spin, except that while idle it calls poll() once a
+/// microsecond instead of after every `pause`. poll() takes the io_context's
+/// mutex, which every post from another thread takes too; polling in a tight
+/// loop makes a poster find the mutex held and sleep on it in the kernel.
+/// For comparison only; coral does not use it.
+void run_with_spaced_polls(asio::io_context& context, std::chrono::microseconds spin) {
+  constexpr std::chrono::microseconds poll_gap(1);
+  auto last_work = clock_type::now();
+  while (!context.stopped()) {
+    if (context.poll() > 0) {
+      last_work = clock_type::now();
+      continue;
+    }
+    const auto now = clock_type::now();
+    if (now - last_work < spin) {
+      const auto next_poll = now + poll_gap;
+      while (clock_type::now() < next_poll) cpu_relax();
+      continue;
+    }
+    if (context.run_one() == 0) break;  // stopped, or out of work
+    last_work = clock_type::now();
+  }
+}
+
 /// Ping-pong between two io_contexts, one thread each, run by
-/// coral::run_with_spin(ctx, spin) (spin 0 is plain run()): a handler on A
+/// `loop` (coral::run_with_spin: spin 0 is plain run()): a handler on A
 /// posts one to B, which posts one back to A. The A handler that completes
 /// the last round trip stops both contexts, so both run loops return; B's
 /// thread is joined before returning. Work guards keep a context running
 /// while the only handler in flight is on the other one.
-sample asio_ping_pong(const options& opt, std::chrono::microseconds spin, bool with_reactor) {
+sample asio_ping_pong(const options& opt, run_loop loop, std::chrono::microseconds spin,
+                      bool with_reactor) {
   // Concurrency hint 1, as coral's one-thread pools construct theirs.
   asio::io_context ctx_a(1);
   asio::io_context ctx_b(1);
@@ -420,7 +452,7 @@ sample asio_ping_pong(const options& opt, std::chrono::microseconds spin, bool w
   std::thread b([&] {
     place(opt.where, 1);
     ready.arrive_and_wait();
-    coral::run_with_spin(ctx_b, spin);
+    loop(ctx_b, spin);
   });
   place(opt.where, 0);
   ready.arrive_and_wait();
@@ -428,7 +460,7 @@ sample asio_ping_pong(const options& opt, std::chrono::microseconds spin, bool w
   const auto t0 = clock_type::now();
   rally play{ctx_a, ctx_b, stop_rule(opt.round_trips, opt.seconds, t0)};
   asio::post(ctx_a, [&play] { play.start(); });
-  coral::run_with_spin(ctx_a, spin);
+  loop(ctx_a, spin);
   const auto t1 = clock_type::now();
   b.join();
   const usage u1 = usage_now();
@@ -461,12 +493,19 @@ std::vector<mechanism> all_mechanisms() {
                                   [s] { return std::make_unique<spin_park_link>(microseconds(s)); }));
   }
   list.push_back(link_mechanism("mutex+cv", [] { return std::make_unique<condvar_link>(); }));
+  struct asio_variant {
+    const char* name;
+    run_loop loop;
+    int spin_us;
+  };
+  const asio_variant variants[] = {{"asio run", coral::run_with_spin, 0},
+                                   {"asio spin 50us", coral::run_with_spin, 50},
+                                   {"asio spin 50us,poll/1us", run_with_spaced_polls, 50}};
   for (bool reactor : {false, true}) {
-    for (int s : {0, 50}) {
-      std::string name = std::string(s == 0 ? "asio run" : "asio spin 50us") +
-                         (reactor ? " (epoll)" : " (cv)");
-      list.push_back({std::move(name), [s, reactor](const options& opt) {
-                        return asio_ping_pong(opt, microseconds(s), reactor);
+    for (const asio_variant& v : variants) {
+      std::string name = std::string(v.name) + (reactor ? " (epoll)" : " (cv)");
+      list.push_back({std::move(name), [v, reactor](const options& opt) {
+                        return asio_ping_pong(opt, v.loop, microseconds(v.spin_us), reactor);
                       }});
     }
   }
@@ -562,7 +601,7 @@ int main(int argc, char** argv) {
               opt.where == placement::any     ? "placed by the scheduler"
               : opt.where == placement::split ? "A on core 0, B on core 1"
                                               : "A and B on core 0");
-  std::printf("%-22s %10s %12s %21s %14s %10s %14s\n", "mechanism", "round_trips",
+  std::printf("%-31s %10s %12s %21s %14s %10s %14s\n", "mechanism", "round_trips",
               "one-way_us", "min-max_us", "cpu_us/trip", "cpu_%", "switches/trip");
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::vector<double> lat, cpu, cpu_pct, sw, trips;
@@ -576,7 +615,7 @@ int main(int argc, char** argv) {
     const auto [lo, hi] = std::minmax_element(lat.begin(), lat.end());
     char range[64];
     std::snprintf(range, sizeof range, "%.3f-%.3f", *lo, *hi);
-    std::printf("%-22s %10lld %12.3f %21s %14.3f %10.0f %14.2f\n", list[i].name.c_str(),
+    std::printf("%-31s %10lld %12.3f %21s %14.3f %10.0f %14.2f\n", list[i].name.c_str(),
                 static_cast<long long>(median(trips)), median(lat), range, median(cpu),
                 median(cpu_pct), median(sw));
   }
