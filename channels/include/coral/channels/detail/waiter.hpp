@@ -20,6 +20,12 @@
 #include <asio/error.hpp>
 #include <asio/bind_allocator.hpp>
 #include <asio/defer.hpp>
+#include <asio/execution/allocator.hpp>
+#include <asio/execution/blocking.hpp>
+#include <asio/execution/execute.hpp>
+#include <asio/execution/relationship.hpp>
+#include <asio/prefer.hpp>
+#include <asio/require.hpp>
 #include <asio/io_context.hpp>
 #include <asio/strand.hpp>
 
@@ -134,6 +140,20 @@ class waiter_list {
   std::atomic<std::size_t> count_{0};
 };
 
+/// Queues `f` on `ex` as a continuation that never runs inside this call
+/// (blocking.never), with its block from handler_allocator. This is what
+/// asio::defer does, minus the work_dispatcher it wraps around any handler
+/// with an associated allocator: that wrapper holds a second work-tracked
+/// executor and dispatches through it again when run, to no purpose here,
+/// since the queued function itself counts as outstanding work.
+template <class Executor, class F>
+void defer_on(const Executor& ex, F&& f) {
+  asio::execution::execute(asio::prefer(asio::require(ex, asio::execution::blocking.never),
+                                        asio::execution::relationship.continuation,
+                                        asio::execution::allocator(handler_allocator<void>{})),
+                           std::forward<F>(f));
+}
+
 /// Defers `f` to `ex`. The executor types the runtime gives actors (and the
 /// plain io_context and strand ones) are unwrapped first: deferring through
 /// the type-erased any_io_executor builds a new one on the heap (a strand
@@ -142,19 +162,25 @@ template <class F>
 void defer_to(const asio::any_io_executor& ex, F&& f) {
   using io_executor = asio::io_context::executor_type;
   using strand_executor = asio::strand<io_executor>;
-  auto bound = asio::bind_allocator(handler_allocator<void>{}, std::forward<F>(f));
   // Asio 1.22's any_executor::target<T>() casts without checking the type.
+  // The type_info objects are compared by address first: that is the common
+  // case and spares a string comparison per wake-up; == is the fallback for
+  // type_info objects duplicated across shared libraries.
   const auto& type = ex.target_type();
-  if (type == typeid(actor_strand)) {
-    asio::defer(*ex.target<actor_strand>(), std::move(bound));
+  if (&type == &typeid(actor_strand)) {
+    defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
+  } else if (&type == &typeid(actor_io_executor)) {
+    defer_on(*ex.target<actor_io_executor>(), std::forward<F>(f));
+  } else if (type == typeid(actor_strand)) {
+    defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
   } else if (type == typeid(actor_io_executor)) {
-    asio::defer(*ex.target<actor_io_executor>(), std::move(bound));
+    defer_on(*ex.target<actor_io_executor>(), std::forward<F>(f));
   } else if (type == typeid(strand_executor)) {
-    asio::defer(*ex.target<strand_executor>(), std::move(bound));
+    defer_on(*ex.target<strand_executor>(), std::forward<F>(f));
   } else if (type == typeid(io_executor)) {
-    asio::defer(*ex.target<io_executor>(), std::move(bound));
+    defer_on(*ex.target<io_executor>(), std::forward<F>(f));
   } else {
-    asio::defer(ex, std::move(bound));
+    asio::defer(ex, asio::bind_allocator(handler_allocator<void>{}, std::forward<F>(f)));
   }
 }
 
