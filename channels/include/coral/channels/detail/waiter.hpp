@@ -2,65 +2,97 @@
 /// \file
 /// Machinery of Channel<T>'s slow path: a suspended coroutine parked in an
 /// intrusive list until a sender or receiver wakes it. Not public API.
+///
+/// A channel operation is itself an asio::awaitable coroutine; when it must
+/// wait, it parks its own coroutine stack (Asio's "awaitable thread") in a
+/// waiter instead of starting an asynchronous operation with the
+/// use_awaitable token. That token would push a second coroutine frame for
+/// the operation, wrap the stack in a completion handler and pop the frame
+/// again on completion; parking the stack directly spares all of it. This
+/// uses Asio's detail interface for awaitables (awaitable_frame_base,
+/// awaitable_thread): the static_assert below names the version it was
+/// written against.
 
-#include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <mutex>
-#include <new>
-#include <type_traits>
+#include <optional>
 #include <typeinfo>
 #include <utility>
 
 #include <asio/any_io_executor.hpp>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/error.hpp>
+#include <asio/awaitable.hpp>
 #include <asio/bind_allocator.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/cancellation_state.hpp>
 #include <asio/defer.hpp>
+#include <asio/error.hpp>
 #include <asio/execution/allocator.hpp>
 #include <asio/execution/blocking.hpp>
 #include <asio/execution/execute.hpp>
 #include <asio/execution/relationship.hpp>
+#include <asio/io_context.hpp>
 #include <asio/prefer.hpp>
 #include <asio/require.hpp>
-#include <asio/io_context.hpp>
 #include <asio/strand.hpp>
+#include <asio/system_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/version.hpp>
 
 #include "coral/core/handler_allocator.hpp"
 #include "coral/core/spin_lock.hpp"
 
+// park_awaiter relies on how Asio 1.22 runs awaitables: co_await of a function
+// object taking the awaitable_frame_base calls it once the coroutine is
+// suspended, and resumes the coroutine at once unless the function detached
+// the awaitable thread. Check both before moving to another Asio.
+static_assert(ASIO_VERSION / 100 == 1022, "coral's channel waiter is written against Asio 1.22's awaitable internals");
+
 namespace coral::detail {
 
-/// One parked operation. It lives in the frame of the coroutine that waits,
-/// so parking allocates nothing; the completion handler is stored inline.
+/// The coroutine stack of an asio::awaitable, as Asio runs it.
+using awaitable_stack = asio::detail::awaitable_thread<asio::any_io_executor>;
+
+/// One parked coroutine. It lives in the frame of the channel operation that
+/// waits, so parking allocates nothing; the stack it holds is one pointer.
 struct waiter {
   waiter* prev = nullptr;
   waiter* next = nullptr;
   bool linked = false;
-  /// Moves the stored handler out and posts it to its own executor with `ec`.
-  void (*complete)(waiter&, asio::error_code) = nullptr;
-  alignas(std::max_align_t) std::byte handler[64];
+  /// Set before the stack is resumed: the wait ended by cancellation.
+  bool aborted = false;
+  /// The parked coroutine, from parking until it is handed to its executor.
+  std::optional<awaitable_stack> stack;
+
+  /// Throws asio::system_error(operation_aborted) if the wait was cancelled:
+  /// what an operation started with the use_awaitable token would throw.
+  void throw_if_aborted() const {
+    if (aborted) throw asio::system_error(asio::error::operation_aborted);
+  }
 };
+
+/// Resumes `w`'s parked coroutine on its own executor; `aborted` tells it why.
+inline void resume(waiter& w, bool aborted);
 
 /// A FIFO of parked waiters, guarded by its own spin lock. The `count` mirror lets
 /// the fast path ask "is anyone waiting?" without taking the lock.
 class waiter_list {
  public:
-  /// Parks `w` unless `ready()` (checked after `w` is visible to wakers, so
-  /// that a wake between the caller's failed attempt and the parking is never
-  /// lost) says the wait is already over; then completes `w` at once.
-  template <class Ready>
-  void park(waiter& w, Ready&& ready) {
-    {
-      std::unique_lock<coral::spin_lock> lock(mutex_);
-      link(w);  // an acq_rel RMW on count_: see any_waiting()
-      if (!ready()) return;
+  /// Parks `w` unless `ready()` says the wait is already over. `ready()` is
+  /// checked after `w` is visible to wakers, so that a wake between the
+  /// caller's failed attempt and the parking is never lost; `suspend()`
+  /// stores the coroutine in `w`, under the lock, so that no waker sees `w`
+  /// without it. Returns whether `w` was parked.
+  template <class Ready, class Suspend>
+  bool park(waiter& w, Ready&& ready, Suspend&& suspend) {
+    std::lock_guard<coral::spin_lock> lock(mutex_);
+    link(w);  // an acq_rel RMW on count_: see any_waiting()
+    if (ready()) {
       unlink(w);
+      return false;
     }
-    w.complete(w, {});
+    suspend();
+    return true;
   }
 
   /// Wakes the oldest waiter, if any. Call after changing the state the
@@ -82,14 +114,14 @@ class waiter_list {
     }
   }
 
-  /// Completes `w` with operation_aborted if it is still parked.
+  /// Resumes `w` with operation_aborted if it is still parked.
   void cancel(waiter& w) {
     {
       std::lock_guard<coral::spin_lock> lock(mutex_);
       if (!w.linked) return;
       unlink(w);
     }
-    w.complete(w, asio::error::operation_aborted);
+    resume(w, true);
   }
 
   [[nodiscard]] std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
@@ -105,7 +137,7 @@ class waiter_list {
   // check.)
   bool any_waiting() noexcept { return count_.fetch_add(0, std::memory_order_acq_rel) != 0; }
 
-  /// Unparks and completes the oldest waiter; false if there was none.
+  /// Unparks and resumes the oldest waiter; false if there was none.
   bool wake_oldest() {
     waiter* w = nullptr;
     {
@@ -114,7 +146,7 @@ class waiter_list {
       if (w == nullptr) return false;
       unlink(*w);
     }
-    w->complete(*w, {});  // outside the lock: it posts to another executor
+    resume(*w, false);  // outside the lock: it posts to another executor
     return true;
   }
 
@@ -184,57 +216,76 @@ void defer_to(const asio::any_io_executor& ex, F&& f) {
   }
 }
 
-/// Initiation of the wait: stores the handler in the waiter, hooks up
-/// per-operation cancellation, and parks it.
+/// The function queued to a parked coroutine's executor: it removes the
+/// waiter's cancellation handler and pumps the coroutine stack again, on that
+/// executor (as Asio's own completion handler for use_awaitable does).
+struct stack_resumption {
+  awaitable_stack stack;
+  void operator()() {
+    stack.get_cancellation_slot().clear();
+    stack.launch();
+  }
+};
+
+inline void resume(waiter& w, bool aborted) {
+  w.aborted = aborted;
+  stack_resumption r{std::move(*w.stack)};
+  w.stack.reset();
+  // Never resume inline: the waker may be another coroutine's thread. From
+  // here on `w` may be gone: the coroutine that owns it can run.
+  const auto ex = r.stack.get_executor();
+  defer_to(ex, std::move(r));
+}
+
+/// The cancellation handler a parked coroutine installs in its slot.
+struct cancel_handler {
+  // A constructor, not an aggregate: Asio's slot emplaces it with
+  // parentheses, which clang 14 does not take for aggregates (P0960).
+  cancel_handler(waiter_list* l, waiter* x) noexcept : list(l), w(x) {}
+  waiter_list* list;
+  waiter* w;
+  void operator()(asio::cancellation_type type) {
+    if (type != asio::cancellation_type::none) list->cancel(*w);
+  }
+};
+
+/// What a channel operation co_awaits to park its own coroutine in `list`
+/// until woken (see the file comment). The coroutine goes on at once, without
+/// parking, when `ready()` holds once `w` is visible to wakers, or when it was
+/// already cancelled; afterwards, call w.throw_if_aborted(). A wait cancelled
+/// through the coroutine's cancellation slot (any type but none) ends aborted.
 template <class Ready>
-struct park_initiation {
+struct park_awaiter {
   waiter_list* list;
   waiter* w;
   Ready ready;
 
-  template <class Handler>
-  void operator()(Handler&& handler) {
-    using handler_type = std::decay_t<Handler>;
-    static_assert(sizeof(handler_type) <= sizeof(waiter::handler), "handler too large for inline storage");
-    static_assert(alignof(handler_type) <= alignof(std::max_align_t));
-
-    // No outstanding-work tracking while parked: for a strand, preferring a
-    // tracked executor builds a new type-erased executor on the heap on every
-    // wait. The runtime's executors hold work guards for as long as actors run.
-    auto slot = asio::get_associated_cancellation_slot(handler);
-    ::new (static_cast<void*>(w->handler)) handler_type(std::forward<Handler>(handler));
-    w->complete = [](waiter& self, asio::error_code ec) {
-      auto* stored = std::launder(reinterpret_cast<handler_type*>(self.handler));
-      handler_type h(std::move(*stored));
-      stored->~handler_type();
-      auto ex = asio::get_associated_executor(h);
-      // Never resume inline: the waker may be another coroutine's thread.
-      defer_to(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-    };
-    if (slot.is_connected()) {
-      slot.template emplace<cancel_handler>(list, w);
+  // Asio calls this once the coroutine is suspended, and resumes it at once
+  // unless the stack was detached from `frame` (then it is parked in `w`).
+  awaitable_stack* operator()(asio::detail::awaitable_frame_base<asio::any_io_executor>* frame) {
+    // What co_await of an awaitable does before it starts: a coroutine
+    // cancelled while it was not parked throws at its next wait.
+    const auto state = frame->await_transform(asio::this_coro::cancellation_state).await_resume();
+    if (state.cancelled() != asio::cancellation_type::none &&
+        frame->await_transform(asio::this_coro::throw_if_cancelled()).await_resume()) {
+      w->aborted = true;
+      return nullptr;
     }
-    list->park(*w, ready);
+    // No outstanding-work tracking while parked: the runtime's executors
+    // hold work guards for as long as actors run.
+    auto slot = state.slot();
+    if (slot.is_connected()) slot.template emplace<cancel_handler>(list, w);
+    const bool parked = list->park(*w, ready, [&] { w->stack.emplace(std::move(*frame->detach_thread())); });
+    if (!parked && slot.is_connected()) slot.clear();
+    return nullptr;
   }
-
-  struct cancel_handler {
-    // A constructor, not an aggregate: Asio's slot emplaces it with
-    // parentheses, which clang 14 does not take for aggregates (P0960).
-    cancel_handler(waiter_list* l, waiter* x) noexcept : list(l), w(x) {}
-    waiter_list* list;
-    waiter* w;
-    void operator()(asio::cancellation_type type) {
-      if (type != asio::cancellation_type::none) list->cancel(*w);
-    }
-  };
 };
 
-/// Suspends until `list` wakes `w`, or completes at once if `ready()`.
-/// Completes with operation_aborted when cancelled through the handler's slot.
-template <class CompletionToken, class Ready>
-auto async_park(waiter_list& list, waiter& w, Ready ready, CompletionToken&& token) {
-  return asio::async_initiate<CompletionToken, void(asio::error_code)>(
-      park_initiation<Ready>{&list, &w, std::move(ready)}, token);
+/// Parks the calling coroutine in `list` (see park_awaiter). Use as its own
+/// statement: `co_await detail::park(list, w, ready); w.throw_if_aborted();`.
+template <class Ready>
+park_awaiter<Ready> park(waiter_list& list, waiter& w, Ready ready) {
+  return park_awaiter<Ready>{&list, &w, std::move(ready)};
 }
 
 }  // namespace coral::detail
