@@ -10,6 +10,8 @@
 #include <asio/co_spawn.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 
 #include "../support/counted.hpp"
@@ -308,6 +310,37 @@ TEST_CASE("a coroutine parked on one channel and then another is cancelled on th
   REQUIRE(error);
   CHECK(second.waiting_receivers() == 0);
   CHECK(first.waiting_receivers() == 0);
+}
+
+TEST_CASE("a coroutine cancelled between two waits, while suspended elsewhere, ends at its next wait",
+          "[channels][cancel]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  asio::cancellation_signal signal;
+  std::exception_ptr error;
+  std::optional<int> got;
+  bool posted = false;
+  spawn_cancellable(
+      ctx, signal,
+      [&]() -> asio::awaitable<void> {
+        got = co_await ch.async_receive();
+        // Suspended in an operation that installs no cancellation handler:
+        // the emit below reaches the slot as the finished receive left it.
+        co_await asio::post(ctx, asio::use_awaitable);
+        posted = true;
+        (void)co_await ch.async_receive();
+      },
+      error);
+  ctx.poll();
+  REQUIRE(ch.try_send(4));
+  ctx.run_one();  // the receive ends; the coroutine posts and suspends
+  CHECK(got == 4);
+  CHECK_FALSE(posted);
+  signal.emit(asio::cancellation_type::terminal);
+  ctx.poll();
+  CHECK(posted);
+  check_operation_aborted(error);
+  CHECK(ch.waiting_receivers() == 0);
 }
 
 TEST_CASE("a receiver resumes on its own executor when the sender runs on another", "[channels][executor]") {

@@ -53,9 +53,17 @@ namespace coral::detail {
 /// The coroutine stack of an asio::awaitable, as Asio runs it.
 using awaitable_stack = asio::detail::awaitable_thread<asio::any_io_executor>;
 
+struct cancel_handler;
+
 /// One parked coroutine. It lives in the frame of the channel operation that
 /// waits, so parking allocates nothing; the stack it holds is one pointer.
 struct waiter {
+  waiter() = default;
+  waiter(const waiter&) = delete;
+  waiter& operator=(const waiter&) = delete;
+  /// Disarms the cancellation handler that points here (see park_awaiter).
+  inline ~waiter();
+
   waiter* prev = nullptr;
   waiter* next = nullptr;
   bool linked = false;
@@ -63,6 +71,8 @@ struct waiter {
   bool aborted = false;
   /// The parked coroutine, from parking until it is handed to its executor.
   std::optional<awaitable_stack> stack;
+  /// The handler in the coroutine's cancellation slot that cancels this wait.
+  cancel_handler* canceller = nullptr;
 
   /// Throws asio::system_error(operation_aborted) if the wait was cancelled:
   /// what an operation started with the use_awaitable token would throw.
@@ -216,15 +226,11 @@ void defer_to(const asio::any_io_executor& ex, F&& f) {
   }
 }
 
-/// The function queued to a parked coroutine's executor: it removes the
-/// waiter's cancellation handler and pumps the coroutine stack again, on that
-/// executor (as Asio's own completion handler for use_awaitable does).
+/// The function queued to a parked coroutine's executor: it pumps the
+/// coroutine stack again, on that executor.
 struct stack_resumption {
   awaitable_stack stack;
-  void operator()() {
-    stack.get_cancellation_slot().clear();
-    stack.launch();
-  }
+  void operator()() { stack.launch(); }
 };
 
 inline void resume(waiter& w, bool aborted) {
@@ -237,7 +243,11 @@ inline void resume(waiter& w, bool aborted) {
   defer_to(ex, std::move(r));
 }
 
-/// The cancellation handler a parked coroutine installs in its slot.
+/// The cancellation handler a parked coroutine installs in its slot. Once
+/// its waiter is gone it stays in the slot, disarmed (w is null), until the
+/// next operation of that coroutine replaces it: Asio's slot then reuses its
+/// memory, where removing it would free the memory and take it back at the
+/// next wait. It holds no pointer while disarmed, so it never dangles.
 struct cancel_handler {
   // A constructor, not an aggregate: Asio's slot emplaces it with
   // parentheses, which clang 14 does not take for aggregates (P0960).
@@ -245,9 +255,17 @@ struct cancel_handler {
   waiter_list* list;
   waiter* w;
   void operator()(asio::cancellation_type type) {
-    if (type != asio::cancellation_type::none) list->cancel(*w);
+    if (w != nullptr && type != asio::cancellation_type::none) list->cancel(*w);
   }
 };
+
+// The waiter and its handler live as long as each other or the handler is
+// disarmed first: only this coroutine's own operations replace the handler in
+// its slot, and it runs none while the waiter exists; the slot outlives the
+// coroutine's frames.
+waiter::~waiter() {
+  if (canceller != nullptr) canceller->w = nullptr;
+}
 
 /// What a channel operation co_awaits to park its own coroutine in `list`
 /// until woken (see the file comment). The coroutine goes on at once, without
@@ -274,9 +292,8 @@ struct park_awaiter {
     // No outstanding-work tracking while parked: the runtime's executors
     // hold work guards for as long as actors run.
     auto slot = state.slot();
-    if (slot.is_connected()) slot.template emplace<cancel_handler>(list, w);
-    const bool parked = list->park(*w, ready, [&] { w->stack.emplace(std::move(*frame->detach_thread())); });
-    if (!parked && slot.is_connected()) slot.clear();
+    if (slot.is_connected()) w->canceller = &slot.template emplace<cancel_handler>(list, w);
+    list->park(*w, ready, [&] { w->stack.emplace(std::move(*frame->detach_thread())); });
     return nullptr;
   }
 };
