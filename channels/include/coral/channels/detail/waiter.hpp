@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 
@@ -33,6 +34,7 @@
 #include <asio/execution/relationship.hpp>
 #include <asio/io_context.hpp>
 #include <asio/prefer.hpp>
+#include <asio/query.hpp>
 #include <asio/require.hpp>
 #include <asio/strand.hpp>
 #include <asio/system_error.hpp>
@@ -188,12 +190,18 @@ class waiter_list {
 /// with an associated allocator: that wrapper holds a second work-tracked
 /// executor and dispatches through it again when run, to no purpose here,
 /// since the queued function itself counts as outstanding work.
+/// Each property applied copies the executor (for a strand, a reference count
+/// taken and dropped), so the allocator is preferred only where it differs.
 template <class Executor, class F>
 void defer_on(const Executor& ex, F&& f) {
-  asio::execution::execute(asio::prefer(asio::require(ex, asio::execution::blocking.never),
-                                        asio::execution::relationship.continuation,
-                                        asio::execution::allocator(handler_allocator<void>{})),
-                           std::forward<F>(f));
+  const auto continuation =
+      asio::prefer(asio::require(ex, asio::execution::blocking.never), asio::execution::relationship.continuation);
+  if constexpr (std::is_same_v<decltype(asio::query(ex, asio::execution::allocator)), handler_allocator<void>>) {
+    asio::execution::execute(continuation, std::forward<F>(f));
+  } else {
+    asio::execution::execute(asio::prefer(continuation, asio::execution::allocator(handler_allocator<void>{})),
+                             std::forward<F>(f));
+  }
 }
 
 /// Defers `f` to `ex`. The executor types the runtime gives actors (and the
