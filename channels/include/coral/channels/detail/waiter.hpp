@@ -190,6 +190,7 @@ class waiter_list {
 /// with an associated allocator: that wrapper holds a second work-tracked
 /// executor and dispatches through it again when run, to no purpose here,
 /// since the queued function itself counts as outstanding work.
+///
 /// Each property applied copies the executor (for a strand, a reference count
 /// taken and dropped), so the allocator is preferred only where it differs.
 template <class Executor, class F>
@@ -267,10 +268,10 @@ struct cancel_handler {
   }
 };
 
-// The waiter and its handler live as long as each other or the handler is
-// disarmed first: only this coroutine's own operations replace the handler in
-// its slot, and it runs none while the waiter exists; the slot outlives the
-// coroutine's frames.
+// The handler never outlives its waiter armed, and the waiter never outlives
+// the handler: only this coroutine's own operations replace the handler in
+// its slot, and it starts none while the waiter exists; the slot (in the
+// coroutine's bottom frame) outlives the channel operation's frame.
 waiter::~waiter() {
   if (canceller != nullptr) canceller->w = nullptr;
 }
