@@ -10,6 +10,8 @@
 #include <asio/co_spawn.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 
 #include "../support/counted.hpp"
@@ -25,6 +27,25 @@ void spawn(asio::io_context& ctx, Awaitable a, std::exception_ptr* error = nullp
     if (error) *error = e;
     else if (e) std::rethrow_exception(e);
   });
+}
+
+/// Checks that `error` holds asio::system_error(operation_aborted).
+void check_operation_aborted(const std::exception_ptr& error) {
+  REQUIRE(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const asio::system_error& e) {
+    CHECK(e.code() == asio::error::operation_aborted);
+  }
+}
+
+/// Spawns `a` on `ctx` with `signal`'s slot as its cancellation slot,
+/// recording its exception (if any) in `error`.
+template <class Awaitable>
+void spawn_cancellable(asio::io_context& ctx, asio::cancellation_signal& signal, Awaitable a,
+                       std::exception_ptr& error) {
+  asio::co_spawn(ctx, std::move(a),
+                 asio::bind_cancellation_slot(signal.slot(), [&error](std::exception_ptr e) { error = e; }));
 }
 
 }  // namespace
@@ -199,32 +220,30 @@ TEST_CASE("close wakes waiting senders, whose sends fail", "[channels][close]") 
 
 namespace {
 
-/// Parks `receive` on an empty channel, cancels it, and checks that it ended
-/// with operation_aborted, was not resumed, and took nothing.
-template <class Receive>
-void check_cancelled_receive_takes_nothing(Receive receive) {
+/// Parks `receive` on an empty channel, runs `before_cancel`, cancels it, and
+/// checks that it ended with operation_aborted, was not resumed, and took
+/// nothing.
+template <class Receive, class BeforeCancel = void (*)(channel<int>&)>
+void check_cancelled_receive_takes_nothing(Receive receive, BeforeCancel before_cancel = [](channel<int>&) {}) {
   asio::io_context ctx;
   channel<int> ch(4);
   asio::cancellation_signal signal;
   std::exception_ptr error;
   bool resumed = false;
-  asio::co_spawn(ctx,
-                 [&]() -> asio::awaitable<void> {
-                   co_await receive(ch);
-                   resumed = true;
-                 },
-                 asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e) { error = e; }));
+  spawn_cancellable(
+      ctx, signal,
+      [&]() -> asio::awaitable<void> {
+        co_await receive(ch);
+        resumed = true;
+      },
+      error);
   ctx.poll();
   REQUIRE(ch.waiting_receivers() == 1);
+  before_cancel(ch);
   signal.emit(asio::cancellation_type::terminal);
   ctx.poll();
   CHECK_FALSE(resumed);
-  REQUIRE(error);
-  try {
-    std::rethrow_exception(error);
-  } catch (const asio::system_error& e) {
-    CHECK(e.code() == asio::error::operation_aborted);
-  }
+  check_operation_aborted(error);
   CHECK(ch.waiting_receivers() == 0);
   REQUIRE(ch.try_send(7));
   CHECK(ch.try_receive() == 7);
@@ -244,8 +263,7 @@ TEST_CASE("a cancelled send ends with operation_aborted and sends nothing", "[ch
   REQUIRE(ch.try_send(1));
   asio::cancellation_signal signal;
   std::exception_ptr error;
-  asio::co_spawn(ctx, [&]() -> asio::awaitable<void> { (void)co_await ch.async_send(2); },
-                 asio::bind_cancellation_slot(signal.slot(), [&](std::exception_ptr e) { error = e; }));
+  spawn_cancellable(ctx, signal, [&]() -> asio::awaitable<void> { (void)co_await ch.async_send(2); }, error);
   ctx.poll();
   REQUIRE(ch.waiting_senders() == 1);
   signal.emit(asio::cancellation_type::terminal);
@@ -254,6 +272,75 @@ TEST_CASE("a cancelled send ends with operation_aborted and sends nothing", "[ch
   CHECK(ch.waiting_senders() == 0);
   CHECK(ch.try_receive() == 1);
   CHECK(ch.try_receive() == std::nullopt);
+}
+
+TEST_CASE("a receiver cancelled after its wake-up, whose item was taken meanwhile, ends with operation_aborted",
+          "[channels][cancel]") {
+  check_cancelled_receive_takes_nothing(
+      [](channel<int>& ch) -> asio::awaitable<void> { (void)co_await ch.async_receive(); },
+      [](channel<int>& ch) {
+        REQUIRE(ch.try_send(1));  // wakes the receiver: its resumption is queued
+        CHECK(ch.try_receive() == 1);
+        // The cancellation then finds it not parked: only the coroutine's
+        // cancellation state records it, and it must not park again.
+      });
+}
+
+TEST_CASE("a coroutine parked on one channel and then another is cancelled on the second", "[channels][cancel]") {
+  asio::io_context ctx;
+  channel<int> first(1);
+  channel<int> second(1);
+  asio::cancellation_signal signal;
+  std::exception_ptr error;
+  std::optional<int> got;
+  spawn_cancellable(
+      ctx, signal,
+      [&]() -> asio::awaitable<void> {
+        got = co_await first.async_receive();
+        (void)co_await second.async_receive();
+      },
+      error);
+  ctx.poll();
+  REQUIRE(first.try_send(3));
+  ctx.poll();
+  CHECK(got == 3);
+  REQUIRE(second.waiting_receivers() == 1);
+  signal.emit(asio::cancellation_type::terminal);
+  ctx.poll();
+  REQUIRE(error);
+  CHECK(second.waiting_receivers() == 0);
+  CHECK(first.waiting_receivers() == 0);
+}
+
+TEST_CASE("a coroutine cancelled between two waits, while suspended elsewhere, ends at its next wait",
+          "[channels][cancel]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  asio::cancellation_signal signal;
+  std::exception_ptr error;
+  std::optional<int> got;
+  bool posted = false;
+  spawn_cancellable(
+      ctx, signal,
+      [&]() -> asio::awaitable<void> {
+        got = co_await ch.async_receive();
+        // Suspended in an operation that installs no cancellation handler:
+        // the emit below reaches the slot as the finished receive left it.
+        co_await asio::post(ctx, asio::use_awaitable);
+        posted = true;
+        (void)co_await ch.async_receive();
+      },
+      error);
+  ctx.poll();
+  REQUIRE(ch.try_send(4));
+  ctx.run_one();  // the receive ends; the coroutine posts and suspends
+  CHECK(got == 4);
+  CHECK_FALSE(posted);
+  signal.emit(asio::cancellation_type::terminal);
+  ctx.poll();
+  CHECK(posted);
+  check_operation_aborted(error);
+  CHECK(ch.waiting_receivers() == 0);
 }
 
 TEST_CASE("a receiver resumes on its own executor when the sender runs on another", "[channels][executor]") {

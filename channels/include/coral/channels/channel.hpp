@@ -111,8 +111,8 @@ class channel {
       if (try_send(std::move(value))) co_return true;
       if (is_closed()) co_return false;
       detail::waiter w;
-      co_await detail::async_park(senders_, w, [this] { return has_room_or_closed(); },
-                                  asio::use_awaitable);
+      co_await detail::park(senders_, w, [this] { return has_room_or_closed(); });
+      w.throw_if_aborted();
     }
   }
 
@@ -123,8 +123,8 @@ class channel {
       if (auto v = try_receive()) co_return v;
       if (is_drained()) co_return std::nullopt;
       detail::waiter w;
-      co_await detail::async_park(receivers_, w, [this] { return has_item_or_drained(); },
-                                  asio::use_awaitable);
+      co_await detail::park(receivers_, w, [this] { return has_item_or_drained(); });
+      w.throw_if_aborted();
     }
   }
 
@@ -137,8 +137,8 @@ class channel {
       if (auto n = try_receive_some(out)) co_return n;
       if (is_drained()) co_return 0;
       detail::waiter w;
-      co_await detail::async_park(receivers_, w, [this] { return has_item_or_drained(); },
-                                  asio::use_awaitable);
+      co_await detail::park(receivers_, w, [this] { return has_item_or_drained(); });
+      w.throw_if_aborted();
     }
   }
 
@@ -206,7 +206,8 @@ class channel {
   /// nothing. Cancelled, it ends with operation_aborted.
   asio::awaitable<void> wait_for_item() {
     detail::waiter w;
-    co_await detail::async_park(receivers_, w, [this] { return has_item_or_drained(); }, asio::use_awaitable);
+    co_await detail::park(receivers_, w, [this] { return has_item_or_drained(); });
+    w.throw_if_aborted();
   }
 
   // state_ = closed flag | number of reserved slots (pushed or being pushed).

@@ -2,59 +2,109 @@
 /// \file
 /// Machinery of Channel<T>'s slow path: a suspended coroutine parked in an
 /// intrusive list until a sender or receiver wakes it. Not public API.
+///
+/// A channel operation is itself an asio::awaitable coroutine; when it must
+/// wait, it parks its own coroutine stack (Asio's "awaitable thread") in a
+/// waiter instead of starting an asynchronous operation with the
+/// use_awaitable token. That token would push a second coroutine frame for
+/// the operation, wrap the stack in a completion handler and pop the frame
+/// again on completion; parking the stack directly spares all of it. This
+/// uses Asio's detail interface for awaitables (awaitable_frame_base,
+/// awaitable_thread): the static_assert below names the version it was
+/// written against.
 
-#include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <mutex>
-#include <new>
+#include <optional>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
 
 #include <asio/any_io_executor.hpp>
-#include <asio/associated_cancellation_slot.hpp>
-#include <asio/associated_executor.hpp>
-#include <asio/async_result.hpp>
-#include <asio/error.hpp>
+#include <asio/awaitable.hpp>
 #include <asio/bind_allocator.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/cancellation_state.hpp>
 #include <asio/defer.hpp>
+#include <asio/error.hpp>
+#include <asio/execution/allocator.hpp>
+#include <asio/execution/blocking.hpp>
+#include <asio/execution/execute.hpp>
+#include <asio/execution/relationship.hpp>
 #include <asio/io_context.hpp>
+#include <asio/prefer.hpp>
+#include <asio/query.hpp>
+#include <asio/require.hpp>
 #include <asio/strand.hpp>
+#include <asio/system_error.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/version.hpp>
 
 #include "coral/core/handler_allocator.hpp"
 #include "coral/core/spin_lock.hpp"
 
+// park_awaiter relies on how Asio 1.22 runs awaitables: co_await of a function
+// object taking the awaitable_frame_base calls it once the coroutine is
+// suspended, and resumes the coroutine at once unless the function detached
+// the awaitable thread. Check both before moving to another Asio.
+static_assert(ASIO_VERSION / 100 == 1022, "coral's channel waiter is written against Asio 1.22's awaitable internals");
+
 namespace coral::detail {
 
-/// One parked operation. It lives in the frame of the coroutine that waits,
-/// so parking allocates nothing; the completion handler is stored inline.
+/// The coroutine stack of an asio::awaitable, as Asio runs it.
+using awaitable_stack = asio::detail::awaitable_thread<asio::any_io_executor>;
+
+struct cancel_handler;
+
+/// One parked coroutine. It lives in the frame of the channel operation that
+/// waits, so parking allocates nothing; the stack it holds is one pointer.
 struct waiter {
+  waiter() = default;
+  waiter(const waiter&) = delete;
+  waiter& operator=(const waiter&) = delete;
+  /// Disarms the cancellation handler that points here (see park_awaiter).
+  inline ~waiter();
+
   waiter* prev = nullptr;
   waiter* next = nullptr;
   bool linked = false;
-  /// Moves the stored handler out and posts it to its own executor with `ec`.
-  void (*complete)(waiter&, asio::error_code) = nullptr;
-  alignas(std::max_align_t) std::byte handler[64];
+  /// Set before the stack is resumed: the wait ended by cancellation.
+  bool aborted = false;
+  /// The parked coroutine, from parking until it is handed to its executor.
+  std::optional<awaitable_stack> stack;
+  /// The handler in the coroutine's cancellation slot that cancels this wait.
+  cancel_handler* canceller = nullptr;
+
+  /// Throws asio::system_error(operation_aborted) if the wait was cancelled:
+  /// what an operation started with the use_awaitable token would throw.
+  void throw_if_aborted() const {
+    if (aborted) throw asio::system_error(asio::error::operation_aborted);
+  }
 };
+
+/// Resumes `w`'s parked coroutine on its own executor; `aborted` tells it why.
+inline void resume(waiter& w, bool aborted);
 
 /// A FIFO of parked waiters, guarded by its own spin lock. The `count` mirror lets
 /// the fast path ask "is anyone waiting?" without taking the lock.
 class waiter_list {
  public:
-  /// Parks `w` unless `ready()` (checked after `w` is visible to wakers, so
-  /// that a wake between the caller's failed attempt and the parking is never
-  /// lost) says the wait is already over; then completes `w` at once.
-  template <class Ready>
-  void park(waiter& w, Ready&& ready) {
-    {
-      std::unique_lock<coral::spin_lock> lock(mutex_);
-      link(w);  // an acq_rel RMW on count_: see any_waiting()
-      if (!ready()) return;
+  /// Parks `w` unless `ready()` says the wait is already over. `ready()` is
+  /// checked after `w` is visible to wakers, so that a wake between the
+  /// caller's failed attempt and the parking is never lost; `suspend()`
+  /// stores the coroutine in `w`, under the lock, so that no waker sees `w`
+  /// without it. Returns whether `w` was parked.
+  template <class Ready, class Suspend>
+  bool park(waiter& w, Ready&& ready, Suspend&& suspend) {
+    std::lock_guard<coral::spin_lock> lock(mutex_);
+    link(w);  // an acq_rel RMW on count_: see any_waiting()
+    if (ready()) {
       unlink(w);
+      return false;
     }
-    w.complete(w, {});
+    suspend();
+    return true;
   }
 
   /// Wakes the oldest waiter, if any. Call after changing the state the
@@ -76,14 +126,14 @@ class waiter_list {
     }
   }
 
-  /// Completes `w` with operation_aborted if it is still parked.
+  /// Resumes `w` with operation_aborted if it is still parked.
   void cancel(waiter& w) {
     {
       std::lock_guard<coral::spin_lock> lock(mutex_);
       if (!w.linked) return;
       unlink(w);
     }
-    w.complete(w, asio::error::operation_aborted);
+    resume(w, true);
   }
 
   [[nodiscard]] std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
@@ -99,7 +149,7 @@ class waiter_list {
   // check.)
   bool any_waiting() noexcept { return count_.fetch_add(0, std::memory_order_acq_rel) != 0; }
 
-  /// Unparks and completes the oldest waiter; false if there was none.
+  /// Unparks and resumes the oldest waiter; false if there was none.
   bool wake_oldest() {
     waiter* w = nullptr;
     {
@@ -108,7 +158,7 @@ class waiter_list {
       if (w == nullptr) return false;
       unlink(*w);
     }
-    w->complete(*w, {});  // outside the lock: it posts to another executor
+    resume(*w, false);  // outside the lock: it posts to another executor
     return true;
   }
 
@@ -134,6 +184,27 @@ class waiter_list {
   std::atomic<std::size_t> count_{0};
 };
 
+/// Queues `f` on `ex` as a continuation that never runs inside this call
+/// (blocking.never), with its block from handler_allocator. This is what
+/// asio::defer does, minus the work_dispatcher it wraps around any handler
+/// with an associated allocator: that wrapper holds a second work-tracked
+/// executor and dispatches through it again when run, to no purpose here,
+/// since the queued function itself counts as outstanding work.
+///
+/// Each property applied copies the executor (for a strand, a reference count
+/// taken and dropped), so the allocator is preferred only where it differs.
+template <class Executor, class F>
+void defer_on(const Executor& ex, F&& f) {
+  const auto continuation =
+      asio::prefer(asio::require(ex, asio::execution::blocking.never), asio::execution::relationship.continuation);
+  if constexpr (std::is_same_v<decltype(asio::query(ex, asio::execution::allocator)), handler_allocator<void>>) {
+    asio::execution::execute(continuation, std::forward<F>(f));
+  } else {
+    asio::execution::execute(asio::prefer(continuation, asio::execution::allocator(handler_allocator<void>{})),
+                             std::forward<F>(f));
+  }
+}
+
 /// Defers `f` to `ex`. The executor types the runtime gives actors (and the
 /// plain io_context and strand ones) are unwrapped first: deferring through
 /// the type-erased any_io_executor builds a new one on the heap (a strand
@@ -142,73 +213,105 @@ template <class F>
 void defer_to(const asio::any_io_executor& ex, F&& f) {
   using io_executor = asio::io_context::executor_type;
   using strand_executor = asio::strand<io_executor>;
-  auto bound = asio::bind_allocator(handler_allocator<void>{}, std::forward<F>(f));
   // Asio 1.22's any_executor::target<T>() casts without checking the type.
+  // The type_info objects are compared by address first: that is the common
+  // case and spares a string comparison per wake-up; == is the fallback for
+  // type_info objects duplicated across shared libraries.
   const auto& type = ex.target_type();
-  if (type == typeid(actor_strand)) {
-    asio::defer(*ex.target<actor_strand>(), std::move(bound));
+  if (&type == &typeid(actor_strand)) {
+    defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
+  } else if (&type == &typeid(actor_io_executor)) {
+    defer_on(*ex.target<actor_io_executor>(), std::forward<F>(f));
+  } else if (type == typeid(actor_strand)) {
+    defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
   } else if (type == typeid(actor_io_executor)) {
-    asio::defer(*ex.target<actor_io_executor>(), std::move(bound));
+    defer_on(*ex.target<actor_io_executor>(), std::forward<F>(f));
   } else if (type == typeid(strand_executor)) {
-    asio::defer(*ex.target<strand_executor>(), std::move(bound));
+    defer_on(*ex.target<strand_executor>(), std::forward<F>(f));
   } else if (type == typeid(io_executor)) {
-    asio::defer(*ex.target<io_executor>(), std::move(bound));
+    defer_on(*ex.target<io_executor>(), std::forward<F>(f));
   } else {
-    asio::defer(ex, std::move(bound));
+    asio::defer(ex, asio::bind_allocator(handler_allocator<void>{}, std::forward<F>(f)));
   }
 }
 
-/// Initiation of the wait: stores the handler in the waiter, hooks up
-/// per-operation cancellation, and parks it.
+/// The function queued to a parked coroutine's executor: it pumps the
+/// coroutine stack again, on that executor.
+struct stack_resumption {
+  awaitable_stack stack;
+  void operator()() { stack.launch(); }
+};
+
+inline void resume(waiter& w, bool aborted) {
+  w.aborted = aborted;
+  stack_resumption r{std::move(*w.stack)};
+  w.stack.reset();
+  // Never resume inline: the waker may be another coroutine's thread. From
+  // here on `w` may be gone: the coroutine that owns it can run.
+  const auto ex = r.stack.get_executor();
+  defer_to(ex, std::move(r));
+}
+
+/// The cancellation handler a parked coroutine installs in its slot. Once
+/// its waiter is gone it stays in the slot, disarmed (w is null), until the
+/// next operation of that coroutine replaces it: Asio's slot then reuses its
+/// memory, where removing it would free the memory and take it back at the
+/// next wait. It holds no pointer while disarmed, so it never dangles.
+struct cancel_handler {
+  // A constructor, not an aggregate: Asio's slot emplaces it with
+  // parentheses, which clang 14 does not take for aggregates (P0960).
+  cancel_handler(waiter_list* l, waiter* x) noexcept : list(l), w(x) {}
+  waiter_list* list;
+  waiter* w;
+  void operator()(asio::cancellation_type type) {
+    if (w != nullptr && type != asio::cancellation_type::none) list->cancel(*w);
+  }
+};
+
+// The handler never outlives its waiter armed, and the waiter never outlives
+// the handler: only this coroutine's own operations replace the handler in
+// its slot, and it starts none while the waiter exists; the slot (in the
+// coroutine's bottom frame) outlives the channel operation's frame.
+waiter::~waiter() {
+  if (canceller != nullptr) canceller->w = nullptr;
+}
+
+/// What a channel operation co_awaits to park its own coroutine in `list`
+/// until woken (see the file comment). The coroutine goes on at once, without
+/// parking, when `ready()` holds once `w` is visible to wakers, or when it was
+/// already cancelled; afterwards, call w.throw_if_aborted(). A wait cancelled
+/// through the coroutine's cancellation slot (any type but none) ends aborted.
 template <class Ready>
-struct park_initiation {
+struct park_awaiter {
   waiter_list* list;
   waiter* w;
   Ready ready;
 
-  template <class Handler>
-  void operator()(Handler&& handler) {
-    using handler_type = std::decay_t<Handler>;
-    static_assert(sizeof(handler_type) <= sizeof(waiter::handler), "handler too large for inline storage");
-    static_assert(alignof(handler_type) <= alignof(std::max_align_t));
-
-    // No outstanding-work tracking while parked: for a strand, preferring a
-    // tracked executor builds a new type-erased executor on the heap on every
-    // wait. The runtime's executors hold work guards for as long as actors run.
-    auto slot = asio::get_associated_cancellation_slot(handler);
-    ::new (static_cast<void*>(w->handler)) handler_type(std::forward<Handler>(handler));
-    w->complete = [](waiter& self, asio::error_code ec) {
-      auto* stored = std::launder(reinterpret_cast<handler_type*>(self.handler));
-      handler_type h(std::move(*stored));
-      stored->~handler_type();
-      auto ex = asio::get_associated_executor(h);
-      // Never resume inline: the waker may be another coroutine's thread.
-      defer_to(ex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
-    };
-    if (slot.is_connected()) {
-      slot.template emplace<cancel_handler>(list, w);
+  // Asio calls this once the coroutine is suspended, and resumes it at once
+  // unless the stack was detached from `frame` (then it is parked in `w`).
+  awaitable_stack* operator()(asio::detail::awaitable_frame_base<asio::any_io_executor>* frame) {
+    // What co_await of an awaitable does before it starts: a coroutine
+    // cancelled while it was not parked throws at its next wait.
+    const auto state = frame->await_transform(asio::this_coro::cancellation_state).await_resume();
+    if (state.cancelled() != asio::cancellation_type::none &&
+        frame->await_transform(asio::this_coro::throw_if_cancelled()).await_resume()) {
+      w->aborted = true;
+      return nullptr;
     }
-    list->park(*w, ready);
+    // No outstanding-work tracking while parked: the runtime's executors
+    // hold work guards for as long as actors run.
+    auto slot = state.slot();
+    if (slot.is_connected()) w->canceller = &slot.template emplace<cancel_handler>(list, w);
+    list->park(*w, ready, [&] { w->stack.emplace(std::move(*frame->detach_thread())); });
+    return nullptr;
   }
-
-  struct cancel_handler {
-    // A constructor, not an aggregate: Asio's slot emplaces it with
-    // parentheses, which clang 14 does not take for aggregates (P0960).
-    cancel_handler(waiter_list* l, waiter* x) noexcept : list(l), w(x) {}
-    waiter_list* list;
-    waiter* w;
-    void operator()(asio::cancellation_type type) {
-      if (type != asio::cancellation_type::none) list->cancel(*w);
-    }
-  };
 };
 
-/// Suspends until `list` wakes `w`, or completes at once if `ready()`.
-/// Completes with operation_aborted when cancelled through the handler's slot.
-template <class CompletionToken, class Ready>
-auto async_park(waiter_list& list, waiter& w, Ready ready, CompletionToken&& token) {
-  return asio::async_initiate<CompletionToken, void(asio::error_code)>(
-      park_initiation<Ready>{&list, &w, std::move(ready)}, token);
+/// Parks the calling coroutine in `list` (see park_awaiter). Use as its own
+/// statement: `co_await detail::park(list, w, ready); w.throw_if_aborted();`.
+template <class Ready>
+park_awaiter<Ready> park(waiter_list& list, waiter& w, Ready ready) {
+  return park_awaiter<Ready>{&list, &w, std::move(ready)};
 }
 
 }  // namespace coral::detail
