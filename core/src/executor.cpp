@@ -1,5 +1,7 @@
 #include "coral/core/executor.hpp"
 
+#include <algorithm>
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -30,20 +32,29 @@ void run_with_spin(asio::io_context& context, std::chrono::microseconds spin) {
     return;
   }
   using clock = std::chrono::steady_clock;
+  // Between empty polls the thread pauses, twice as long each time up to
+  // max_pauses (about 1 us), back to one after any work: every poll takes
+  // the io_context's lock, which the threads that post work need too, so an
+  // idle thread polling flat out slows the busy ones it waits for.
+  constexpr int max_pauses = 64;
+  int pauses = 1;
   auto last_work = clock::now();
   while (!context.stopped()) {
     if (context.poll() > 0) {
       last_work = clock::now();
+      pauses = 1;
       continue;
     }
     if (clock::now() - last_work < spin) {
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+      for (int i = 0; i < pauses; ++i) __builtin_ia32_pause();
 #endif
+      pauses = std::min(pauses * 2, max_pauses);
       continue;
     }
     if (context.run_one() == 0) break;  // stopped, or out of work
     last_work = clock::now();
+    pauses = 1;
   }
 }
 
