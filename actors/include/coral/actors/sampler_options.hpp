@@ -74,7 +74,7 @@ struct sampler_options {
 /// itself, under its error policy).
 [[nodiscard]] std::optional<double> measure_step_seconds(
     const sampler_options& options, std::chrono::microseconds budget = std::chrono::milliseconds(2),
-    std::chrono::milliseconds patience = std::chrono::milliseconds(200));
+    std::chrono::milliseconds patience = std::chrono::milliseconds(1000));
 
 /// A group's step should take at least this long, so that the per-message
 /// cost of a hand-off (a few microseconds of core time, BENCHMARKS.md)
