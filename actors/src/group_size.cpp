@@ -91,7 +91,7 @@ std::size_t choose_group_size(const sampler_options& options, double step_second
   // The single executor runs everything on one thread, whatever --threads says.
   const std::size_t threads = o.executor == executor_mode::single ? 1 : o.threads;
   std::size_t largest = 1;
-  for (std::size_t k = 1; k <= o.num_envs; ++k) {
+  for (std::size_t k = 1; k <= o.batch_size; ++k) {  // K divides the batch (<= the envs)
     if (o.num_envs % k != 0 || o.batch_size % k != 0) continue;
     if (o.num_envs / k < threads) break;  // fewer groups than threads: one would idle
     o.envs_per_group = k;

@@ -59,7 +59,7 @@ replay::replay_actor_config replay_config(const train_options& o, actors::sample
   rc.samples_per_insert = d.replay_ratio;
   rc.min_size = d.learning_starts;
   rc.max_group_steps = s.wires().envs_per_group;
-  rc.batcher_hold = replay::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()), s.wires().envs_per_group);
+  rc.batcher_hold = replay::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
   rc.batch_size = d.batch_size;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;

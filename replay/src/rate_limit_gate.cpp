@@ -4,9 +4,8 @@
 
 namespace coral::replay {
 
-std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options,
-                         std::size_t envs_per_group) {
-  const std::size_t per_group = std::max<std::size_t>(envs_per_group, 1);
+std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options) {
+  const std::size_t per_group = std::max<std::size_t>(wiring.envs_per_group, 1);
   const std::size_t channels = std::max<std::size_t>(wiring.ready_channels, 1);
   const std::size_t groups_wanted = std::max<std::size_t>(options.batch_size / per_group, 1);
   // As inference_batcher::collect counts: the groups that let it act.

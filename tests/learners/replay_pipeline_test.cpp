@@ -85,8 +85,8 @@ replay_actor_config replay_config(const pipeline_setup& p, const coral::learners
   rc.batch_size = p.replay_batch;
   rc.prefetch = p.prefetch;
   rc.max_group_steps = p.envs_per_group;
-  rc.batcher_hold = coral::replay::batcher_hold(
-      s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()), p.envs_per_group);
+  rc.batcher_hold =
+      coral::replay::batcher_hold(s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()));
   rc.seed = 5;
   return rc;
 }

@@ -102,8 +102,7 @@ class checked_sequences final : public learners::algorithm {
     rc.batch_size = p.replay_batch;
     rc.prefetch = p.prefetch;
     rc.max_group_steps = p.envs_per_group;
-    rc.batcher_hold = replay::batcher_hold(s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()),
-                                           p.envs_per_group);
+    rc.batcher_hold = replay::batcher_hold(s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()));
     rc.seed = 5;
     return rc;
   }

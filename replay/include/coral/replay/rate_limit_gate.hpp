@@ -15,14 +15,13 @@
 namespace coral::replay {
 
 /// The most env steps that an inference_batcher with `options`, over
-/// `wiring` with groups of `envs_per_group`, can keep without acting: it
+/// `wiring` (groups of wiring.envs_per_group), can keep without acting: it
 /// takes its ready channels in turn and waits on one until it has a batch
 /// (with dynamic batching, min_batch_size once the timeout passed), so it
 /// may sit on one group short of that on its channel while every other
 /// channel holds all of its groups. 0 when it acts on every group at once.
 /// The replay actor's batcher_hold.
-[[nodiscard]] std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options,
-                                       std::size_t envs_per_group);
+[[nodiscard]] std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options);
 
 /// Lets the group at the front through when the env steps let through so
 /// far, plus its k rows, are within the replay's insert_allowance(); otherwise holds it
