@@ -11,6 +11,7 @@
 
 #include "coral/actors/policy.hpp"
 #include "coral/actors/sampler_options.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/core/logging.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
@@ -73,8 +74,14 @@ std::optional<double> measure_step_seconds(const sampler_options& o, std::chrono
     state->done = true;
     state->done_cv.notify_all();
   });
+  // A stop asked for meanwhile (SIGINT) need not wait out the patience:
+  // the run it would size stops as soon as it starts.
+  const auto deadline = std::chrono::steady_clock::now() + patience;
   std::unique_lock lock(state->mutex);
-  if (!state->done_cv.wait_for(lock, patience, [&] { return state->done; })) {
+  while (!state->done && !interrupted() && std::chrono::steady_clock::now() < deadline) {
+    state->done_cv.wait_for(lock, std::chrono::milliseconds(20));
+  }
+  if (!state->done) {
     lock.unlock();
     probe.detach();
     return std::chrono::duration<double>(patience).count();  // at least that slow

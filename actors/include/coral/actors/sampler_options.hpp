@@ -68,7 +68,8 @@ struct sampler_options {
 /// (index num_envs: none of the run's envs, whose streams stay untouched):
 /// reset, then random actions for about `budget` (at least one step), on a
 /// thread of its own. Returns the mean seconds per step; `patience` if the
-/// probe had not finished by then (a slow or stalled env: the probe thread
+/// probe had not finished by then, or by a SIGINT or SIGTERM under a live
+/// interrupt_scope (a slow or stalled env, or a stop: the probe thread
 /// is left to end on its own, so that an env that never returns cannot hang
 /// the start); nullopt if the env failed (the run then meets that failure
 /// itself, under its error policy).
