@@ -113,17 +113,29 @@ std::size_t choose_group_size(const sampler_options& options, double step_second
   return largest;
 }
 
-sampler_options resolve_group_size(sampler_options o) {
-  if (o.envs_per_group != 0) return o;
+std::chrono::microseconds choose_spin(double group_step_seconds) {
+  return group_step_seconds < auto_spin_below_seconds ? std::chrono::microseconds{0} : auto_spin;
+}
+
+sampler_options resolve_auto(sampler_options o) {
+  const bool auto_group = o.envs_per_group == 0;
+  const bool auto_spin_asked = o.spin == spin_auto;
+  if (!auto_group && !auto_spin_asked) return o;
   const auto batch = resolve_wiring(o).batch_size;  // the flags' own errors first
   const auto step = measure_step_seconds(o);
-  o.envs_per_group = step ? choose_group_size(o, *step) : 1;
-  o.batch_size = batch;
-  if (step) {
-    log::get("sampler")->debug("--envs-per-group auto: {} (an env step took {:.3g} us)", o.envs_per_group,
-                               *step * 1e6);
-  } else {
-    log::get("sampler")->debug("--envs-per-group auto: 1 (the probe env failed)");
+  auto log = log::get("sampler");
+  if (auto_group) {
+    o.envs_per_group = step ? choose_group_size(o, *step) : 1;
+    o.batch_size = batch;
+    if (step) {
+      log->debug("--envs-per-group auto: {} (an env step took {:.3g} us)", o.envs_per_group, *step * 1e6);
+    } else {
+      log->debug("--envs-per-group auto: 1 (the probe env failed)");
+    }
+  }
+  if (auto_spin_asked) {
+    o.spin = step ? choose_spin(static_cast<double>(o.envs_per_group) * *step) : auto_spin;
+    log->debug("--spin-us auto: {}", o.spin.count());
   }
   return o;
 }

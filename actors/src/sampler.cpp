@@ -21,7 +21,7 @@ std::vector<std::unique_ptr<envs::env>> make_envs(const sampler_options& o, std:
 sampler::sampler(sampler_options options) : sampler(std::move(options), nullptr) {}
 
 sampler::sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows)
-    : options_(resolve_group_size(std::move(options))), wiring_(resolve_wiring(options_)) {
+    : options_(resolve_auto(std::move(options))), wiring_(resolve_wiring(options_)) {
   const std::size_t k = options_.envs_per_group;
   std::vector<std::vector<std::unique_ptr<envs::env>>> envs_by_group;
   envs_by_group.reserve(wiring_.groups);

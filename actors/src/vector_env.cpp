@@ -191,7 +191,7 @@ vector_env::vector_env(sampler_options options, autoreset_mode mode)
     throw config_error(fmt::format(fmt::runtime(errors::vector_env_multi_agent), options_.env,
                                    sampler_->first_env().max_agents()));
   }
-  handoff_ = std::make_unique<handoff>(sampler_->rows(), options_.spin);
+  handoff_ = std::make_unique<handoff>(sampler_->rows(), sampler_->options().spin);  // auto resolved
 }
 
 vector_env::~vector_env() { close(); }

@@ -92,9 +92,11 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   const auto& so = s.options();  // with the group size auto chose
   auto pol = make_bench_policy(f.policy, s, o.seed);
   const auto& w = s.wires();
-  out << fmt::format("coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor\n",
-                     o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.batch_size,
-                     o.threads, o.threads == 1 ? "" : "s", f.sampler.executor)
+  out << fmt::format(
+             "coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor, "
+             "spin {} us\n",
+             o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.batch_size, o.threads,
+             o.threads == 1 ? "" : "s", f.sampler.executor, so.spin.count())
       << std::flush;  // a line to watch while a long run goes on
 
   // A first SIGINT/SIGTERM stops whichever loop runs (the sampler's runtime

@@ -38,8 +38,10 @@ void add_sampler_flags(CLI::App& cmd, sampler_flags& f, const sampler_flag_defau
                              ->check(non_negative_whole())
                              ->check(at_most(max_batch_timeout_us));
   f.threads_flag = cmd.add_option("--threads", o.threads, defaults.threads_help)->capture_default_str();
-  cmd.add_option("--spin-us", f.spin_us, "microseconds an idle sampling thread polls before blocking (at most 1 s)")
-      ->check(non_negative_whole())
+  cmd.add_option("--spin-us", f.spin_us,
+                 "microseconds an idle sampling thread polls before blocking (at most 1 s), or auto: none for envs "
+                 "cheaper than a hand-off between cores, 50 otherwise (docs/cli.md)")
+      ->type_name(std::string(auto_or_count_type))
       ->check(at_most(max_spin_us))
       ->capture_default_str();
   cmd.add_flag("--pin", o.pin, "pin sampling threads to cores");
@@ -77,7 +79,8 @@ actors::sampler_options to_sampler_options(const sampler_flags& f) {
   o.on_env_error = actors::parse_env_error_policy(f.on_env_error);
   o.check_finite = !f.allow_non_finite;
   o.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
-  o.spin = std::chrono::microseconds(f.spin_us);
+  // The value checks let only auto or a whole number up to max_spin_us through.
+  o.spin = f.spin_us == "auto" ? actors::spin_auto : std::chrono::microseconds(std::stoll(f.spin_us));
   return o;
 }
 

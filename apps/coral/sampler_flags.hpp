@@ -51,7 +51,7 @@ struct sampler_flags {
   std::string executor = "threads";     ///< `--executor`
   std::string on_env_error = "fail";    ///< `--on-env-error`
   long batch_timeout_us = 0;            ///< `--batch-timeout-us`
-  long spin_us = 50;                    ///< `--spin-us`
+  std::string spin_us = "auto";         ///< `--spin-us`: microseconds, or auto
   bool allow_non_finite = false;        ///< `--allow-non-finite`
   // Set by add_sampler_flags: the options whose presence matters, not only
   // their value (a flag given counts, even at its default value).

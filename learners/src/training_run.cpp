@@ -98,7 +98,7 @@ training_run::training_run(const train_options& options, std::ostream& progress)
   // Each sampler rank's envs and actions draw from streams of their own.
   if (sampler_rank(options_)) options_.sampler.seed ^= options_.remote->rank() * 0x9E3779B97F4A7C15ULL;
   // Once, before any plug-in reads it: the gates size their holds by it.
-  options_.sampler = actors::resolve_group_size(options_.sampler);
+  options_.sampler = actors::resolve_auto(options_.sampler);
 }
 
 training_run::~training_run() = default;
@@ -307,9 +307,10 @@ train_result training_run::run() {
   if (learning) {
     *progress_ << fmt::format(
         "coral train: env {}, {}, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
-        "{}, target return {}{}{}\n",
+        "spin {} us, {}, target return {}{}{}\n",
         so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, wiring.envs_per_group, wiring.batch_size,
         so.threads, so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads",
+        so.spin.count(),
         algorithm_->describe_setup(), target_ ? json::number(*target_) : "none",
         bo.min_batch_size != so.min_batch_size
             ? fmt::format(", dynamic batching behind the gate (min {} envs, {} us)", bo.min_batch_size,

@@ -51,19 +51,55 @@ TEST_CASE("auto picks the smallest group whose step reaches the target, else the
 TEST_CASE("auto is checked as groups of one before any probe, and then leaves every other option as it was",
           "[actors][group_size]") {
   // The flags' own errors come first, as for an explicit size.
-  CHECK_THROWS_MATCHES(resolve_group_size(opts(topology::pool, 8, 16, 2)), coral::config_error,
+  CHECK_THROWS_MATCHES(resolve_auto(opts(topology::pool, 8, 16, 2)), coral::config_error,
                        Catch::Message("--batch-size: 16 is invalid: the pool topology batches the first envs to "
                                       "finish: it must be below --num-envs (8); use --topology sync for all"));
   auto o = opts(topology::pool, 8, 0, 2);
   o.env = "noop";
-  const auto r = resolve_group_size(o);
+  const auto r = resolve_auto(o);
   CHECK(r.envs_per_group >= 1);
   CHECK(r.batch_size == 2);  // the default, made explicit
   CHECK(resolve_wiring(r).batch_size == 2);
+  CHECK(r.spin != spin_auto);  // resolved: 0 or auto_spin, by the probe's timing
   auto given = o;
   given.envs_per_group = 1;
-  CHECK(resolve_group_size(given).envs_per_group == 1);
-  CHECK(resolve_group_size(given).batch_size == 0);  // untouched
+  given.spin = 20us;
+  CHECK(resolve_auto(given).envs_per_group == 1);
+  CHECK(resolve_auto(given).batch_size == 0);  // untouched
+  CHECK(resolve_auto(given).spin == 20us);
+}
+
+TEST_CASE("auto spin: none when a group's step is cheaper than a hand-off between cores, 50 us otherwise",
+          "[actors][group_size]") {
+  CHECK(choose_spin(0.0) == 0us);
+  CHECK(choose_spin(4 * 30e-9) == 0us);  // noop in groups of 4
+  CHECK(choose_spin(0.49e-6) == 0us);
+  CHECK(choose_spin(auto_spin_below_seconds) == auto_spin);
+  CHECK(choose_spin(1e-6) == 50us);     // delay 1 us, groups of one
+  CHECK(choose_spin(300e-6) == 50us);   // MuJoCo
+
+  // From the group size resolved, explicit or auto: an env of 1 ms is past
+  // the threshold in any group (the probe only measures longer under load).
+  auto o = opts(topology::pool, 8, 4, 2);
+  o.env = "delay";
+  o.env_args = {{"mean_us", "1000"}, {"std_us", "0"}};
+  CHECK(resolve_auto(o).spin == auto_spin);
+  o.envs_per_group = 2;
+  CHECK(resolve_auto(o).spin == auto_spin);
+
+  // A probe that fails leaves the spin every release had.
+  o.env = "faulty";
+  o.env_args = {{"env", "8"}, {"throw_reset", "1"}};
+  CHECK(resolve_auto(o).spin == auto_spin);
+
+  // Both given: no probe at all (this probe would stall for its 1 s patience).
+  o.env_args = {{"env", "8"}, {"stall_step", "1"}, {"stall_ms", "3000"}};
+  o.spin = 0us;
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = resolve_auto(o);
+  CHECK(std::chrono::steady_clock::now() - started < 500ms);
+  CHECK(r.spin == 0us);
+  CHECK(r.envs_per_group == 2);
 }
 
 TEST_CASE("the probe measures an env's step on an env of its own, and gives up on one that stalls or fails",
@@ -100,4 +136,5 @@ TEST_CASE("a sampler built with the default options picks its group size itself"
   // A noop step is nanoseconds: the largest group the wiring takes.
   CHECK(s.options().envs_per_group == 4);
   CHECK(s.wires().groups == 2);
+  CHECK(s.options().spin != spin_auto);  // and its spin
 }

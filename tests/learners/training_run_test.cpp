@@ -66,6 +66,10 @@ TEST_CASE("a test-only algorithm of one file runs through the training compositi
     // group the batch takes.
     CHECK(progress.str().starts_with("coral train: env cartpole, count, topology pool, 8 envs in 2 groups of 4, batch 4"));
     CHECK(progress.str().find("counting steps every 512") != std::string::npos);
+    // Auto's spin, resolved: none for cartpole's 4 x ~70 ns (50 us if the
+    // probe ran slow, as under a sanitizer), never the auto sentinel.
+    CHECK((progress.str().find(" executor, spin 0 us,") != std::string::npos ||
+           progress.str().find(" executor, spin 50 us,") != std::string::npos));
     // Its metrics column sits between the common ones and the update count.
     std::ifstream csv(dir / "run" / "metrics.csv");
     std::string header;

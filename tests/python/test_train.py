@@ -51,6 +51,12 @@ def test_progress_lines_reach_stdout_when_verbose(capsys):
     assert "coral train: env cartpole" in out
 
 
+@pytest.mark.parametrize("spin", ["auto", 0, 50])
+def test_spin_us_takes_auto_or_a_count(spin):
+    result = coral.train(env="cartpole", total_steps=2000, spin_us=spin, no_run_dir=True, verbose=False)
+    assert result["env_steps"] >= 2000
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),
@@ -58,6 +64,8 @@ def test_progress_lines_reach_stdout_when_verbose(capsys):
     (dict(no_such_flag=1), ValueError, "--no-such-flag"),
     (dict(learning_rate="fast"), ValueError, "--learning-rate"),
     (dict(resume=True), ValueError, "--resume"),
+    (dict(spin_us="fast"), ValueError, "--spin-us"),
+    (dict(spin_us=-1), ValueError, "--spin-us"),
     (dict(env="faulty", env_arg={"throw_step": 50, "env": 1}, total_steps=5000), coral.EnvError, "env 1 in group"),
 ])
 def test_train_errors_are_python_exceptions_with_coral_s_message(flags, error, match):

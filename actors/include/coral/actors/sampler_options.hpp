@@ -16,6 +16,9 @@
 
 namespace coral::actors {
 
+/// The `spin` of sampler_options that asks resolve_auto() to choose it.
+inline constexpr std::chrono::microseconds spin_auto{-1};
+
 /// Everything a sampler is built from (the flags of `coral bench`).
 struct sampler_options {
   std::string env = "cartpole";
@@ -31,12 +34,14 @@ struct sampler_options {
   std::size_t min_batch_size = 0;
   std::chrono::microseconds batch_timeout{0};
   /// Envs one actor steps back to back per message; 0 = auto: chosen by
-  /// resolve_group_size() from the env's measured step time (see there).
+  /// resolve_auto() from the env's measured step time (see there).
   std::size_t envs_per_group = 0;
   std::size_t threads = 1;
   bool pin = false;
-  /// How long idle sampling threads poll before blocking (see pool_options::spin).
-  std::chrono::microseconds spin{50};
+  /// How long idle sampling threads poll before blocking (see
+  /// pool_options::spin); spin_auto: chosen by resolve_auto() from the env's
+  /// measured step time (see choose_spin).
+  std::chrono::microseconds spin = spin_auto;
   /// Run the batcher on a thread of its own (pool `inference`) rather than
   /// on the sampling threads. Worth it when the policy is real work, and for
   /// dynamic batching (its timeout fires on time only on an idle thread).
@@ -92,10 +97,29 @@ inline constexpr double auto_group_seconds = 50e-6;
 /// pass resolve_wiring.
 [[nodiscard]] std::size_t choose_group_size(const sampler_options& options, double step_seconds);
 
-/// `options` with an auto group size (0) replaced by the one chosen for the
-/// measured step time (groups of one if the probe env failed), and the
-/// batch size made explicit; other options are returned as they are.
-/// Throws what resolve_wiring throws.
-[[nodiscard]] sampler_options resolve_group_size(sampler_options options);
+/// The spin an idle sampling thread gets when a group's step (envs per group
+/// times an env step) takes `group_step_seconds`: none below
+/// auto_spin_below_seconds, where the envs cost less than a hand-off from
+/// one core to another and a spinning thread does harm (it takes a
+/// coroutine and its batch across cores as soon as one is queued, where the
+/// thread that queued it would have run it next: BENCHMARKS.md, "Spin at
+/// the defaults"), and auto_spin (a wake-up of about a microsecond instead
+/// of an OS round trip of tens) above.
+[[nodiscard]] std::chrono::microseconds choose_spin(double group_step_seconds);
+
+/// Below this group step time, auto spin is none (see choose_spin).
+inline constexpr double auto_spin_below_seconds = 0.5e-6;
+/// The spin auto gives above auto_spin_below_seconds, and whenever the probe
+/// env failed (the spin of every release before auto).
+inline constexpr std::chrono::microseconds auto_spin{50};
+
+/// `options` with its auto settings made explicit: an auto group size (0)
+/// replaced by the one chosen for the measured step time (groups of one if
+/// the probe env failed), the batch size filled in, and an auto spin
+/// replaced by choose_spin's for the resolved group size (auto_spin if the
+/// probe failed). The env is probed (measure_step_seconds) only when one
+/// of the two is auto. Other options are returned as they are. Throws what
+/// resolve_wiring throws.
+[[nodiscard]] sampler_options resolve_auto(sampler_options options);
 
 }  // namespace coral::actors
