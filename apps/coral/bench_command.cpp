@@ -155,11 +155,13 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   if (f.json) {
     out << fmt::format(
         R"({{"env":{},"topology":{},"executor":{},"policy":{},"num_envs":{},"envs_per_group":{},"groups":{},)"
-        R"("batch_size":{},"threads":{},"env_steps":{},"seconds":{},"steps_per_second":{},"batches_per_second":{},)"
+        R"("batch_size":{},"threads":{},"spin_us":{},"env_steps":{},"seconds":{},"steps_per_second":{},)"
+        R"("batches_per_second":{},)"
         R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},"interrupted":{}}})"
         "\n",
         json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.sampler.executor), json::quote(f.policy),
-        o.num_envs, so.envs_per_group, w.groups, w.batch_size, o.threads, st.env_steps.load(), json::number(seconds),
+        o.num_envs, so.envs_per_group, w.groups, w.batch_size, o.threads, so.spin.count(), st.env_steps.load(),
+        json::number(seconds),
         json::number(sps), json::number(bps), json::number(st.idle_fraction()),
         run_baseline ? json::number(baseline_sps) : "null",
         run_baseline && baseline_sps > 0 ? json::number(sps / baseline_sps) : "null", s.env_failures(),

@@ -87,6 +87,8 @@ TEST_CASE("coral bench samples with the untrained MLP policy and names --policy 
   CHECK(json.find(R"("policy":"mlp")") != std::string::npos);
   CHECK(json.find(R"("steps_per_second":)") != std::string::npos);
   CHECK(json.find(R"("env_steps":4000)") != std::string::npos);
+  // Auto's spin as resolved (cartpole in groups of 2: none, or 50 if the probe ran slow).
+  CHECK((json.find(R"("spin_us":0,)") != std::string::npos || json.find(R"("spin_us":50,)") != std::string::npos));
 
   CHECK(run_cli({"bench", "--policy", "nn"}, out, err) == 1);
   CHECK(err == "error: --policy: invalid value 'nn' (allowed: random, constant, mlp)\n");
