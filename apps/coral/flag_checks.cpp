@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "coral/config_file.hpp"
+#include "coral/core/error.hpp"
 #include "coral/errors.hpp"
 
 namespace coral::cli {
@@ -105,6 +106,14 @@ void add_value_checks(CLI::App& app) { add_checks(app); }
 
 CLI::Validator non_negative_whole() {
   return CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, true); }, "");
+}
+
+std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, std::string text) {
+  if (text == "auto") return std::nullopt;
+  if (const auto error = check_whole<std::uint64_t>(text, true); !error.empty()) {
+    throw config_error(fmt::format("{}: {}", flag, error));
+  }
+  return std::stoull(text);  // check_whole rewrote it in decimal
 }
 
 CLI::Validator at_most(double limit) {

@@ -13,6 +13,11 @@
 /// - a number flag (FLOAT) takes a finite number (errors::not_finite).
 /// Each error is CLI11's `--flag: <text>` with a text from coral/errors.hpp.
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include <CLI/CLI.hpp>
 
 namespace coral::cli {
@@ -22,8 +27,15 @@ namespace coral::cli {
 void add_value_checks(CLI::App& app);
 
 /// A whole number >= 0, for a signed flag that must not be negative
-/// (`--batch-timeout-us`, `--spin-us`).
+/// (`--batch-timeout-us`).
 [[nodiscard]] CLI::Validator non_negative_whole();
+
+/// The value of a `UINT|auto` flag (`--envs-per-group`, `--spin-us`), held
+/// as text because it may be a word: nullopt for `auto`, else the number
+/// read as the checks above read it (`1e6` is a million, `010` is ten).
+/// Throws config_error naming `flag` for any other text (the checks refuse
+/// it first, so only a caller that skipped them sees that).
+[[nodiscard]] std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, std::string text);
 
 /// A number at most `limit` (errors::number_too_large); values that are
 /// not numbers are left to the other checks.

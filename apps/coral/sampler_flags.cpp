@@ -63,15 +63,14 @@ actors::sampler_options to_sampler_options(const sampler_flags& f) {
   if (f.batch_timeout_flag->count() > 0 && o.min_batch_size == 0) {
     fail(errors::flag_needs, "--batch-timeout-us", "--min-batch-size", "the timeout applies only to dynamic batching");
   }
-  if (f.envs_per_group == "auto") {
-    o.envs_per_group = 0;
-  } else {
-    // The value check (flag_checks) let only a whole number through.
-    o.envs_per_group = static_cast<std::size_t>(std::stoull(f.envs_per_group));
-    if (o.envs_per_group == 0) {
+  if (const auto k = count_or_auto_value("--envs-per-group", f.envs_per_group)) {
+    if (*k == 0) {
       throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--envs-per-group", 0,
                                      "auto, or a whole number >= 1"));
     }
+    o.envs_per_group = static_cast<std::size_t>(*k);
+  } else {
+    o.envs_per_group = 0;  // auto
   }
   o.env_args = envs::parse_env_args(f.env_args);
   o.topo = actors::parse_topology(f.topology);
@@ -79,8 +78,9 @@ actors::sampler_options to_sampler_options(const sampler_flags& f) {
   o.on_env_error = actors::parse_env_error_policy(f.on_env_error);
   o.check_finite = !f.allow_non_finite;
   o.batch_timeout = std::chrono::microseconds(f.batch_timeout_us);
-  // The value checks let only auto or a whole number up to max_spin_us through.
-  o.spin = f.spin_us == "auto" ? actors::spin_auto : std::chrono::microseconds(std::stoll(f.spin_us));
+  // at_most(max_spin_us) bounds it, so the count fits the duration.
+  const auto spin = count_or_auto_value("--spin-us", f.spin_us);
+  o.spin = spin ? std::chrono::microseconds(static_cast<std::int64_t>(*spin)) : actors::spin_auto;
   return o;
 }
 

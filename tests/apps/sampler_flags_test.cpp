@@ -117,6 +117,14 @@ TEST_CASE("sampler flags that contradict each other or have a bad value are refu
   CHECK(parse({}).envs_per_group == 0);  // auto, the default
   CHECK(parse({"--envs-per-group", "auto"}).envs_per_group == 0);
   CHECK(parse({"--envs-per-group", "3"}).envs_per_group == 3);
+  // Read as every whole-number flag is: 1e1 is ten, 010 is ten (not 1, not octal 8).
+  CHECK(parse({"--envs-per-group", "1e1"}).envs_per_group == 10);
+  CHECK(parse({"--envs-per-group", "010"}).envs_per_group == 10);
+  CHECK(parse({}).spin == coral::actors::spin_auto);  // auto, the default
+  CHECK(parse({"--spin-us", "auto"}).spin == coral::actors::spin_auto);
+  CHECK(parse({"--spin-us", "1e6"}).spin == 1'000'000us);
+  CHECK(parse({"--spin-us", "2.5e1"}).spin == 25us);
+  CHECK(parse({"--spin-us", "010"}).spin == 10us);
   CHECK_THROWS_MATCHES(parse({"--topology", "ring"}), coral::config_error,
                        Message(fmt::format(fmt::runtime(coral::errors::bad_value), "--topology", "ring",
                                            "sync, double-buffer, pool")));
