@@ -123,19 +123,19 @@ sampler_options resolve_auto(sampler_options o) {
   if (!auto_group && !auto_spin_asked) return o;
   const auto batch = resolve_wiring(o).batch_size;  // the flags' own errors first
   const auto step = measure_step_seconds(o);
-  auto log = log::get("sampler");
+  auto logger = log::get("sampler");
   if (auto_group) {
     o.envs_per_group = step ? choose_group_size(o, *step) : 1;
     o.batch_size = batch;
     if (step) {
-      log->debug("--envs-per-group auto: {} (an env step took {:.3g} us)", o.envs_per_group, *step * 1e6);
+      logger->debug("--envs-per-group auto: {} (an env step took {:.3g} us)", o.envs_per_group, *step * 1e6);
     } else {
-      log->debug("--envs-per-group auto: 1 (the probe env failed)");
+      logger->debug("--envs-per-group auto: 1 (the probe env failed)");
     }
   }
   if (auto_spin_asked) {
     o.spin = step ? choose_spin(static_cast<double>(o.envs_per_group) * *step) : auto_spin;
-    log->debug("--spin-us auto: {}", o.spin.count());
+    logger->debug("--spin-us auto: {}", o.spin.count());
   }
   return o;
 }

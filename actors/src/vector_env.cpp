@@ -186,12 +186,15 @@ vector_env::vector_env(sampler_options options, autoreset_mode mode)
   options_.next_step_autoreset = mode_ == autoreset_mode::next_step;
   // The caller holds the batcher inside act(): a thread of its own would only add a hop.
   options_.inference_thread = false;
+  // Auto settings once, here: every later build (a reset with another seed)
+  // keeps the same wiring and spin, and the env is not probed again.
+  options_ = resolve_auto(std::move(options_));
   build(options_.seed);
   if (sampler_->first_env().max_agents() != 1) {
     throw config_error(fmt::format(fmt::runtime(errors::vector_env_multi_agent), options_.env,
                                    sampler_->first_env().max_agents()));
   }
-  handoff_ = std::make_unique<handoff>(sampler_->rows(), sampler_->options().spin);  // auto resolved
+  handoff_ = std::make_unique<handoff>(sampler_->rows(), options_.spin);
 }
 
 vector_env::~vector_env() { close(); }

@@ -245,3 +245,19 @@ TEST_CASE("a restarted vector env with a seed repeats a fresh one's trajectories
   v.start(7);
   CHECK(first_obs(v) == expected);
 }
+
+TEST_CASE("a vector env resolves auto settings once and keeps them across restarts with other seeds",
+          "[actors][vector_env]") {
+  auto o = counter_options(topology::sync);
+  o.envs_per_group = 0;      // auto
+  o.spin = coral::actors::spin_auto;
+  vector_env v(o, autoreset_mode::same_step);
+  const auto resolved = v.options();
+  CHECK(resolved.envs_per_group >= 1);
+  CHECK(resolved.spin != coral::actors::spin_auto);
+  v.start(7);  // another seed: the envs are built anew
+  CHECK(v.options().envs_per_group == resolved.envs_per_group);
+  CHECK(v.options().spin == resolved.spin);
+  CHECK(v.options().seed == 7);
+  v.close();
+}
