@@ -113,8 +113,8 @@ std::size_t choose_group_size(const sampler_options& options, double step_second
   return largest;
 }
 
-std::chrono::microseconds choose_spin(double group_step_seconds) {
-  return group_step_seconds < auto_spin_below_seconds ? std::chrono::microseconds{0} : auto_spin;
+std::chrono::microseconds choose_spin(double group_step_seconds, std::size_t threads) {
+  return threads > 1 && group_step_seconds < auto_spin_below_seconds ? std::chrono::microseconds{0} : auto_spin;
 }
 
 sampler_options resolve_auto(sampler_options o) {
@@ -134,7 +134,8 @@ sampler_options resolve_auto(sampler_options o) {
     }
   }
   if (auto_spin_asked) {
-    o.spin = step ? choose_spin(static_cast<double>(o.envs_per_group) * *step) : auto_spin;
+    const std::size_t threads = o.executor == executor_mode::single ? 1 : o.threads;
+    o.spin = step ? choose_spin(static_cast<double>(o.envs_per_group) * *step, threads) : auto_spin;
     logger->debug("--spin-us auto: {}", o.spin.count());
   }
   return o;

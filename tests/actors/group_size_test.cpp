@@ -71,12 +71,23 @@ TEST_CASE("auto is checked as groups of one before any probe, and then leaves ev
 
 TEST_CASE("auto spin: none when a group's step is cheaper than a hand-off between cores, 50 us otherwise",
           "[actors][group_size]") {
-  CHECK(choose_spin(0.0) == 0us);
-  CHECK(choose_spin(4 * 30e-9) == 0us);  // noop in groups of 4
-  CHECK(choose_spin(0.49e-6) == 0us);
-  CHECK(choose_spin(auto_spin_below_seconds) == auto_spin);
-  CHECK(choose_spin(1e-6) == 50us);     // delay 1 us, groups of one
-  CHECK(choose_spin(300e-6) == 50us);   // MuJoCo
+  CHECK(choose_spin(0.0, 2) == 0us);
+  CHECK(choose_spin(4 * 30e-9, 2) == 0us);  // noop in groups of 4
+  CHECK(choose_spin(0.49e-6, 16) == 0us);
+  CHECK(choose_spin(auto_spin_below_seconds, 2) == auto_spin);
+  CHECK(choose_spin(1e-6, 2) == 50us);     // delay 1 us, groups of one
+  CHECK(choose_spin(300e-6, 2) == 50us);   // MuJoCo
+  // One thread has nobody to take its work: it keeps the spin that spares
+  // it slow wake-ups from the learner and the gates.
+  CHECK(choose_spin(4 * 30e-9, 1) == 50us);
+  CHECK(choose_spin(0.0, 1) == auto_spin);
+  auto lone = opts(topology::pool, 8, 4, 1);
+  lone.env = "noop";
+  CHECK(resolve_auto(lone).spin == auto_spin);  // one sampling thread
+  auto single = opts(topology::pool, 8, 4, 2);
+  single.env = "noop";
+  single.executor = coral::executor_mode::single;
+  CHECK(resolve_auto(single).spin == auto_spin);  // one thread for everything
 
   // From the group size resolved, explicit or auto: an env of 1 ms is past
   // the threshold in any group (the probe only measures longer under load).

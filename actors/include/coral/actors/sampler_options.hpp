@@ -97,15 +97,18 @@ inline constexpr double auto_group_seconds = 50e-6;
 /// pass resolve_wiring.
 [[nodiscard]] std::size_t choose_group_size(const sampler_options& options, double step_seconds);
 
-/// The spin an idle sampling thread gets when a group's step (envs per group
-/// times an env step) takes `group_step_seconds`: none below
+/// The spin an idle thread of a sampling pool of `threads` threads gets when
+/// a group's step (envs per group times an env step) takes
+/// `group_step_seconds`: none with two threads or more below
 /// auto_spin_below_seconds, where the envs cost less than a hand-off from
 /// one core to another and a spinning thread does harm (it takes a
 /// coroutine and its batch across cores as soon as one is queued, where the
 /// thread that queued it would have run it next: BENCHMARKS.md, "Spin at
-/// the defaults"), and auto_spin (a wake-up of about a microsecond instead
-/// of an OS round trip of tens) above.
-[[nodiscard]] std::chrono::microseconds choose_spin(double group_step_seconds);
+/// the defaults"); otherwise auto_spin (a wake-up of about a microsecond
+/// instead of an OS round trip of tens). A lone thread has no other to take
+/// its work, so spinning only spares it the slow wake-ups from the learner
+/// and the gates.
+[[nodiscard]] std::chrono::microseconds choose_spin(double group_step_seconds, std::size_t threads);
 
 /// Below this group step time, auto spin is none (see choose_spin).
 inline constexpr double auto_spin_below_seconds = 0.5e-6;
