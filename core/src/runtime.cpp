@@ -72,13 +72,18 @@ asio::any_io_executor runtime::pool(pool_options options) {
   return with_handler_allocator(it->second->get_executor());
 }
 
-runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor, bool daemon) {
+runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executor executor, bool daemon,
+                                          actor_waits waits) {
   std::lock_guard lock(mutex_);
   // A set, not a scan of actors_: a run may spawn a hundred thousand env groups.
   if (!names_.insert(name).second) throw usage_error(fmt::format(fmt::runtime(errors::duplicate_actor), name));
   // A pool of several threads could run two handlers of one coroutine at
-  // once (the coroutine and a cancellation emit): give the actor a strand.
+  // once (the coroutine and a cancellation emit, or two operations of an
+  // awaitable operator): give the actor a strand, unless it waits on
+  // channels only (then it has one handler queued at most, and is sent no
+  // emit).
   for (const auto& [pool_name, pool] : pools_) {
+    if (waits == actor_waits::channels_only) break;
     if (&asio::query(executor, asio::execution::context) == &pool->context() &&
         pool->options().threads > 1) {
       // Over the concrete executor, not the type-erased one: actor_strand is
@@ -92,6 +97,7 @@ runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executo
   actor->name = std::move(name);
   actor->executor = std::move(executor);
   actor->daemon = daemon;
+  actor->channels_only = waits == actor_waits::channels_only;
   ++(daemon ? daemons_running_ : running_);
   return actor;
 }
@@ -102,18 +108,22 @@ void runtime::spawn_daemon(std::string name, asio::any_io_executor executor, asi
   after_spawn(actor);
 }
 
-void runtime::spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body) {
-  auto* actor = add_actor(std::move(name), std::move(executor));
-  asio::co_spawn(actor->executor, std::move(body), completion(actor));
+void runtime::spawn(std::string name, asio::any_io_executor executor, asio::awaitable<void> body,
+                    actor_waits waits) {
+  auto* actor = add_actor(std::move(name), std::move(executor), false, waits);
+  start(actor, std::move(body));
   after_spawn(actor);
 }
 
 void runtime::after_spawn(actor_record* actor) {
-  if (stop_requested()) {
-    asio::post(actor->executor, [actor] {
-      if (!actor->done.load()) actor->cancel.emit(asio::cancellation_type::terminal);
-    });
-  }
+  if (stop_requested()) post_cancel(actor);
+}
+
+void runtime::post_cancel(actor_record* actor) {
+  if (actor->channels_only) return;
+  asio::post(actor->executor, [actor] {
+    if (!actor->done.load()) actor->cancel.emit(asio::cancellation_type::terminal);
+  });
 }
 
 void runtime::on_stop(std::function<void()> fn) {
@@ -174,12 +184,7 @@ void runtime::begin_stop() {
   }
   for (auto& fn : callbacks) fn();
   std::lock_guard lock(mutex_);
-  for (auto& actor : actors_) {
-    auto* a = actor.get();
-    asio::post(a->executor, [a] {
-      if (!a->done.load()) a->cancel.emit(asio::cancellation_type::terminal);
-    });
-  }
+  for (auto& actor : actors_) post_cancel(actor.get());
 }
 
 void runtime::finish_if_done() {
@@ -193,11 +198,7 @@ void runtime::finish_if_done() {
   if (daemons_cancelled_) return;
   daemons_cancelled_ = true;  // every other actor is done: dismiss the daemons
   for (auto& actor : actors_) {
-    if (!actor->daemon) continue;
-    auto* a = actor.get();
-    asio::post(a->executor, [a] {
-      if (!a->done.load()) a->cancel.emit(asio::cancellation_type::terminal);
-    });
+    if (actor->daemon) post_cancel(actor.get());
   }
 }
 

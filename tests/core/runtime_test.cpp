@@ -2,8 +2,12 @@
 
 #include <atomic>
 #include <csignal>
+#include <memory>
 #include <set>
+#include <string>
 #include <thread>
+#include <typeinfo>
+#include <vector>
 
 #include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
@@ -13,6 +17,7 @@
 #include "../support/watchdog.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/handler_allocator.hpp"
 
 using namespace std::chrono_literals;
 using coral::executor_mode;
@@ -30,6 +35,14 @@ asio::awaitable<void> ignore_stops() {
   co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
   asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::hours(1));
   co_await t.async_wait(asio::use_awaitable);
+}
+
+/// An actor on pool "learner" that asks for a stop and ends.
+void spawn_stopper(coral::runtime& rt) {
+  rt.spawn("stopper", rt.pool("learner"), [&rt]() -> asio::awaitable<void> {
+    rt.request_stop();
+    co_return;
+  });
 }
 
 }  // namespace
@@ -260,4 +273,109 @@ TEST_CASE("on_stop_timeout is called with the message the moment the deadline pa
   });
   CHECK_THROWS_AS(rt.run(), coral::stop_timeout);
   CHECK(said == "actors did not stop within 100 ms: stubborn");
+}
+
+TEST_CASE("an actor that waits on channels only runs without a strand on a pool of several threads",
+          "[core][runtime][waits]") {
+  coral::test::watchdog dog("channels_only executor", 20s);
+  coral::runtime rt({.mode = executor_mode::threads});
+  auto pool = rt.pool("sampling", 2);
+  std::atomic<bool> plain{false}, stranded{false};
+  rt.spawn(
+      "lean", pool,
+      [&]() -> asio::awaitable<void> {
+        const auto ex = co_await asio::this_coro::executor;
+        plain = ex.target_type() == typeid(coral::actor_io_executor);
+      },
+      coral::actor_waits::channels_only);
+  rt.spawn("general", pool, [&]() -> asio::awaitable<void> {
+    const auto ex = co_await asio::this_coro::executor;
+    stranded = ex.target_type() == typeid(coral::actor_strand);
+  });
+  rt.run();
+  CHECK(plain);
+  CHECK(stranded);
+}
+
+TEST_CASE("a stop ends a channels-only actor only by closing its channels", "[core][runtime][waits][stop]") {
+  coral::test::watchdog dog("channels_only stop", 20s);
+  const bool closed_at_stop = GENERATE(true, false);
+  CAPTURE(closed_at_stop);
+  coral::runtime rt({.mode = executor_mode::threads, .stop_deadline = 200ms});
+  coral::channel<int> ch(1);
+  if (closed_at_stop) rt.close_on_stop(ch);
+  std::atomic<bool> saw_close{false};
+  rt.spawn(
+      "lean", rt.pool("sampling", 2),
+      [&]() -> asio::awaitable<void> {
+        // No emit reaches it: the receive ends with "closed", not operation_aborted.
+        const auto v = co_await ch.async_receive();
+        saw_close = !v.has_value();
+      },
+      coral::actor_waits::channels_only);
+  spawn_stopper(rt);
+  if (closed_at_stop) {
+    REQUIRE_NOTHROW(rt.run());
+    CHECK(saw_close);
+  } else {
+    // Left open, the channel keeps it parked: abandoned at the deadline, named.
+    CHECK_THROWS_MATCHES(rt.run(), coral::stop_timeout, Catch::Message("actors did not stop within 200 ms: lean"));
+    CHECK_FALSE(saw_close);
+    // Closing it now queues the abandoned coroutine on its stopped
+    // io_context, which destroys it with the runtime; left parked, its frame
+    // would leak.
+    ch.close();
+  }
+}
+
+TEST_CASE("channels-only actors on a pool of several threads hand off without losing or racing",
+          "[core][runtime][waits][stress]") {
+  // Under ThreadSanitizer this is the check that consecutive resumptions of
+  // a strand-less actor on different threads are ordered: every counter is
+  // a plain int, touched only by its own actor.
+  coral::test::watchdog dog("channels_only ping-pong", 120s);
+  constexpr int rounds = 20000;
+  constexpr int pairs = 3;
+  coral::runtime rt({.mode = executor_mode::threads});
+  auto pool = rt.pool("sampling", 2);
+  std::vector<std::unique_ptr<coral::channel<int>>> pings, pongs;
+  std::vector<long> sums(pairs, 0);
+  std::vector<int> returned(pairs, 0);
+  for (int p = 0; p < pairs; ++p) {
+    pings.push_back(std::make_unique<coral::channel<int>>(1));
+    pongs.push_back(std::make_unique<coral::channel<int>>(1));
+  }
+  for (int p = 0; p < pairs; ++p) {
+    auto& ping = *pings[p];
+    auto& pong = *pongs[p];
+    rt.spawn(
+        "server-" + std::to_string(p), pool,
+        [&ping, &pong, &sum = sums[p]]() -> asio::awaitable<void> {
+          while (auto v = co_await ping.async_receive()) {
+            sum += *v;
+            const bool sent = co_await pong.async_send(*v + 1);
+            if (!sent) co_return;
+          }
+          pong.close();
+        },
+        coral::actor_waits::channels_only);
+    rt.spawn(
+        "client-" + std::to_string(p), pool,
+        [&ping, &pong, &got = returned[p]]() -> asio::awaitable<void> {
+          for (int i = 0; i < rounds; ++i) {
+            const bool sent = co_await ping.async_send(i);
+            if (!sent) break;
+            const auto back = co_await pong.async_receive();
+            if (!back || *back != i + 1) break;
+            ++got;
+          }
+          ping.close();  // also after a wrong answer: the server ends, the counts tell
+        },
+        coral::actor_waits::channels_only);
+  }
+  rt.run();
+  for (int p = 0; p < pairs; ++p) {
+    CHECK(returned[p] == rounds);
+    CHECK(sums[p] == static_cast<long>(rounds) * (rounds - 1) / 2);
+  }
 }
