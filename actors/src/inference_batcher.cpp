@@ -39,10 +39,18 @@ void inference_batcher::close_all() noexcept {
   for (auto* g : groups_) g->actions().close();
 }
 
+std::size_t inference_batcher::groups_min() const noexcept {
+  const std::size_t groups_wanted = options_.batch_size / group_size_;
+  return options_.min_batch_size == 0 ? groups_wanted : (options_.min_batch_size + group_size_ - 1) / group_size_;
+}
+
+bool inference_batcher::waits_with_deadline() const noexcept {
+  return groups_min() < options_.batch_size / group_size_;
+}
+
 asio::awaitable<bool> inference_batcher::collect(channel<ready_msg>& ch) {
   const std::size_t groups_wanted = options_.batch_size / group_size_;
-  const std::size_t groups_min =
-      options_.min_batch_size == 0 ? groups_wanted : (options_.min_batch_size + group_size_ - 1) / group_size_;
+  const std::size_t groups_min = this->groups_min();
   in_hand_.clear();
   std::optional<clock::time_point> deadline;
   while (in_hand_.size() < groups_wanted) {

@@ -82,12 +82,15 @@ void sampler::spawn(runtime& rt, policy& pol, const inference_batcher::options& 
                                  .spin = options_.spin});
   auto* b = batcher_.get();
   rt.on_stop([b] { b->close_all(); });
-  for (auto& g : groups_) rt.spawn(g->name(), ex, g->run());
+  // Env groups await their channels only, and close_all() closes every one
+  // of them at a stop: no strand (see actor_waits).
+  for (auto& g : groups_) rt.spawn(g->name(), ex, g->run(), actor_waits::channels_only);
   auto batcher_ex = ex;
   if (options_.inference_thread) {
     batcher_ex = rt.pool(pool_options{.name = "inference", .threads = 1, .spin = options_.spin});
   }
-  rt.spawn("inference-batcher", batcher_ex, b->run());
+  rt.spawn("inference-batcher", batcher_ex, b->run(),
+           b->waits_with_deadline() ? actor_waits::anything : actor_waits::channels_only);
 }
 
 void sampler::announce_to(channel<gate_msg>& gate_inbox) noexcept {

@@ -337,8 +337,11 @@ train_result training_run::run() {
     sampler_->spawn(rt, algorithm_->policy(), bo, &algorithm_->consumer(), &weights_);
     auto pool = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
                                      .spin = so.spin});
-    rt.spawn("gate", pool, gate_->run(algorithm_->gate_policy(), sampler_->ready_channels(),
-                                      [this](actors::gate_end why) { end(why); }));
+    // The gate awaits its inbox only, closed at a stop above: no strand.
+    rt.spawn("gate", pool,
+             gate_->run(algorithm_->gate_policy(), sampler_->ready_channels(),
+                        [this](actors::gate_end why) { end(why); }),
+             actor_waits::channels_only);
   }
   if (learning) algorithm_->spawn(rt, *this);
   if (bridge_) rt.spawn("bridge", rt.pool("bridge", 1), bridge_->run(rt));

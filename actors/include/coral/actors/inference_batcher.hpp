@@ -65,6 +65,10 @@ class inference_batcher {
 
   /// Closes every channel: the groups and this loop end after their current step.
   void close_all() noexcept;
+  /// Whether run() ever waits with a deadline (dynamic batching: a minimum
+  /// below the batch size). Otherwise it awaits channel operations only,
+  /// and ends once close_all() ran: runtime's actor_waits::channels_only.
+  [[nodiscard]] bool waits_with_deadline() const noexcept;
 
   [[nodiscard]] const batcher_stats& stats() const noexcept { return stats_; }
 
@@ -72,6 +76,9 @@ class inference_batcher {
   /// Receives ready groups from `ch` into groups_in_hand_ until the batch is
   /// full (or the dynamic-batching deadline passed). False once `ch` closed.
   asio::awaitable<bool> collect(channel<ready_msg>& ch);
+  /// Groups a batch may start with once the deadline passed (all of them
+  /// without dynamic batching).
+  [[nodiscard]] std::size_t groups_min() const noexcept;
 
   std::vector<channel<ready_msg>*> ready_;
   std::vector<env_group*> groups_;
