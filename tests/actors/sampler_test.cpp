@@ -163,9 +163,20 @@ TEST_CASE("every topology delivers each env's step exactly once per action, in o
 
 TEST_CASE("a stop in the middle of a run ends it cleanly in every topology", "[actors][sampler][stop]") {
   coral::test::watchdog dog("stop mid-run", 60s);
-  auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
+  // Dynamic batching is a pool setting.
+  auto [t, dynamic] = GENERATE(table<topology, bool>(
+      {{topology::sync, false}, {topology::double_buffer, false}, {topology::pool, false}, {topology::pool, true}}));
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  // The env groups, and the batcher without dynamic batching, wait on
+  // channels only and are sent no cancellation: the stop must end them by
+  // closing their channels, within the 1 s stop deadline. With dynamic
+  // batching the batcher waits with a deadline and is cancelled instead.
+  CAPTURE(dynamic);
   auto o = counter_options(t, mode);
+  if (dynamic) {
+    o.min_batch_size = 1;
+    o.batch_timeout = 20us;
+  }
   sampler s(o);
   auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
   checking_consumer check(s.rows());
