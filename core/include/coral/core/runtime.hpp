@@ -73,8 +73,9 @@ enum class actor_waits {
 /// executor from pool(). When an actor throws, the runtime records
 /// `actor '<name>' failed: <what>` and stops every other actor: it calls the
 /// on_stop() callbacks (which close channels, so receivers see "closed"), and
-/// emits terminal cancellation to each actor still running, so a pending wait
-/// ends with asio::error::operation_aborted. Exceptions of that kind after a
+/// emits terminal cancellation to each actor still running (except those
+/// spawned actor_waits::channels_only, which the closed channels end), so a
+/// pending wait ends with asio::error::operation_aborted. Exceptions of that kind after a
 /// stop count as a clean end. If actors are still running stop_deadline after
 /// the stop, their executors are stopped and run() throws stop_timeout: no
 /// path hangs.
