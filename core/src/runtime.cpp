@@ -83,8 +83,7 @@ runtime::actor_record* runtime::add_actor(std::string name, asio::any_io_executo
   // channels only (then it has one handler queued at most, and is sent no
   // emit).
   for (const auto& [pool_name, pool] : pools_) {
-    if (waits == actor_waits::channels_only) break;
-    if (&asio::query(executor, asio::execution::context) == &pool->context() &&
+    if (waits == actor_waits::anything && &asio::query(executor, asio::execution::context) == &pool->context() &&
         pool->options().threads > 1) {
       // Over the concrete executor, not the type-erased one: actor_strand is
       // what channels resume without allocating (channels/detail/waiter.hpp).

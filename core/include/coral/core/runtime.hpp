@@ -59,7 +59,7 @@ enum class actor_waits {
   /// and no timed receive: its coroutine never has two handlers queued at
   /// once, so it needs no strand. Every hand-off to it costs one post to the
   /// pool instead of a strand's two locks and its invoker (noop 8/4/2 at the
-  /// defaults: 1.3x). A stop emits no cancellation to it (the emit would run
+  /// defaults: 1.42-1.50x, BENCHMARKS.md). A stop emits no cancellation to it (the emit would run
   /// beside the coroutine, on another thread): it must end when the channels
   /// it waits on close, so close them in an on_stop() callback. The stop
   /// deadline bounds it like any actor. Its coroutine has no cancellation
@@ -75,8 +75,8 @@ enum class actor_waits {
 /// on_stop() callbacks (which close channels, so receivers see "closed"), and
 /// emits terminal cancellation to each actor still running (except those
 /// spawned actor_waits::channels_only, which the closed channels end), so a
-/// pending wait ends with asio::error::operation_aborted. Exceptions of that kind after a
-/// stop count as a clean end. If actors are still running stop_deadline after
+/// pending wait ends with asio::error::operation_aborted. Exceptions of that
+/// kind after a stop count as a clean end. If actors are still running stop_deadline after
 /// the stop, their executors are stopped and run() throws stop_timeout: no
 /// path hangs.
 ///
