@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/replay/detail/pow_kernel.hpp"
 #include "coral/replay/detail/saved_state.hpp"
 #include "coral/replay/errors.hpp"
 
@@ -60,7 +61,8 @@ constexpr detail::blob_kind state_kind{
 
 // A priority^alpha leaf, as update_priorities computes it.
 double leaf_of(double priority, double alpha) {
-  return std::max(std::pow(static_cast<float>(priority), static_cast<float>(alpha)), std::numeric_limits<float>::min());
+  return std::max(detail::scalar::pow_one(static_cast<float>(priority), static_cast<float>(alpha)),
+                  std::numeric_limits<float>::min());
 }
 
 }  // namespace
@@ -422,9 +424,11 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
   for (std::size_t i = 0; i < batch; ++i) {
     const double leaf = tree_.get(scratch_slots_[i]);  // cached: the descent just read it
     out.probabilities[i] = leaf * inv_total;
-    // Single precision: weights are floats anyway, and powf costs half of pow.
-    out.weights[i] = std::pow(static_cast<float>(leaf * inv_min_leaf), neg_beta);
+    out.weights[i] = static_cast<float>(leaf * inv_min_leaf);
   }
+  // Single precision, four at a time (detail/pow_kernel.hpp): weights are
+  // floats anyway.
+  detail::pow_many(out.weights.data(), neg_beta, out.weights.data(), batch);
   for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generation(scratch_slots_[i])};
 }
 
@@ -432,10 +436,10 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
   check_size("td_errors", td_errors.size(), keys.size());
   scratch_slots_.resize(keys.size());
   scratch_values_.resize(keys.size());
-  const auto alpha = static_cast<float>(config_.alpha);
+  scratch_priorities_.resize(keys.size());
   // Random slots of a large buffer: their tree lines are cache misses
   // unless a sample just read them. Ask for all of them first, so that the
-  // misses overlap with each other and with the powf below.
+  // misses overlap with each other and with the work below.
   for (const sample_key& key : keys) {
     if (key.slot < config_.capacity) tree_.prefetch(key.slot);
   }
@@ -449,21 +453,27 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
       continue;
     }
     const double priority = std::abs(static_cast<double>(td_errors[i])) + config_.epsilon;
-    // Single precision is ample for a sampling weight and powf costs half of pow.
-    // Kept at least FLT_MIN: a zero leaf would make a complete transition
-    // unsampleable and the importance-weight normaliser zero.
-    const float leaf = std::max(std::pow(static_cast<float>(priority), alpha), std::numeric_limits<float>::min());
-    if (priority > max_priority_) {
-      max_priority_ = priority;
-      max_leaf_ = leaf;
-    }
-    // priorities_ is read only when a pending transition completes; a complete
-    // one's priority lives in its tree leaf, and skipping the write saves a
-    // cache miss per update.
     scratch_slots_[applied] = key.slot;
-    scratch_values_[applied] = leaf;
+    scratch_priorities_[applied] = priority;
+    scratch_values_[applied] = static_cast<float>(priority);
     ++applied;
   }
+  // priority^alpha in single precision, four at a time (detail/pow_kernel.hpp):
+  // ample for a sampling weight.
+  detail::pow_many(scratch_values_.data(), static_cast<float>(config_.alpha), scratch_values_.data(), applied);
+  for (std::size_t k = 0; k < applied; ++k) {
+    // Kept at least FLT_MIN: a zero leaf would make a complete transition
+    // unsampleable and the importance-weight normaliser zero.
+    const float leaf = std::max(scratch_values_[k], std::numeric_limits<float>::min());
+    scratch_values_[k] = leaf;
+    if (scratch_priorities_[k] > max_priority_) {
+      max_priority_ = scratch_priorities_[k];
+      max_leaf_ = leaf;
+    }
+  }
+  // priorities_ is read only when a pending transition completes; a complete
+  // one's priority lives in its tree leaf, and skipping the write saves a
+  // cache miss per update.
   tree_.set_many(std::span(scratch_slots_).first(applied), std::span(scratch_values_).first(applied));
   return applied;
 }
