@@ -434,6 +434,11 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
 
 std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors) {
   check_size("td_errors", td_errors.size(), keys.size());
+  for (std::size_t i = 0; i < td_errors.size(); ++i) {
+    if (!std::isfinite(td_errors[i])) {
+      throw config_error(fmt::format(fmt::runtime(errors::bad_td_error), i, td_errors[i]));
+    }
+  }
   scratch_slots_.resize(keys.size());
   scratch_values_.resize(keys.size());
   scratch_priorities_.resize(keys.size());

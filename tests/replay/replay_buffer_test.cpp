@@ -215,6 +215,28 @@ TEST_CASE("a priority update for a slot overwritten since it was sampled is igno
   CHECK(b.priority(0) == 100.5);
 }
 
+TEST_CASE("a priority update with a TD error that is not a finite number is refused whole, naming the draw",
+          "[replay][buffer][errors]") {
+  replay_buffer b(one_step(8));
+  for (int i = 0; i < 4; ++i) insert_one(b, 0, static_cast<float>(i), true);
+  rng r(1);
+  sampled_batch out;
+  b.sample_prioritized(r, 4, 0.4, out);
+  const double before = b.total_priority();
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_MATCHES(b.update_priorities(out.keys, std::vector<float>{1.0f, 2.0f, nan, 3.0f}), coral::config_error,
+                       Catch::Message("replay_buffer: the TD error of draw 2 is nan; it must be a finite number"));
+  CHECK_THROWS_MATCHES(b.update_priorities(out.keys, std::vector<float>{-inf, 2.0f, 1.0f, 3.0f}), coral::config_error,
+                       Catch::Message("replay_buffer: the TD error of draw 0 is -inf; it must be a finite number"));
+  // Nothing applied, not even the draws before the bad one.
+  CHECK(b.total_priority() == before);
+  CHECK(b.max_priority() == 1.0);
+  for (const auto& key : out.keys) CHECK(b.priority(key.slot) == 1.0);
+  // The largest finite TD error is taken.
+  CHECK(b.update_priorities(out.keys, std::vector<float>(4, std::numeric_limits<float>::max())) == 4);
+  CHECK(std::isfinite(b.total_priority()));
+}
+
 TEST_CASE("n-step transitions from the assembler keep their bootstrap observations through wrap-around",
           "[replay][buffer][nstep]") {
   constexpr std::size_t streams = 3;

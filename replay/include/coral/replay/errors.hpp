@@ -28,6 +28,9 @@ inline constexpr std::string_view bad_stream = "replay_buffer: stream {} out of 
 inline constexpr std::string_view empty_buffer = "replay_buffer: no transition to sample";
 /// Batch arrays of different lengths.
 inline constexpr std::string_view size_mismatch = "replay_buffer: {} has {} elements, expected {}";
+/// A priority update's TD error that is infinite or not a number: draw, value.
+inline constexpr std::string_view bad_td_error =
+    "replay_buffer: the TD error of draw {} is {}; it must be a finite number";
 /// An inserted transition whose n-step offset does not fit the buffer's n_step.
 inline constexpr std::string_view bad_steps = "replay_buffer: transition steps {} not in [1, {}]";
 /// A blob given to replay_buffer::load that cannot be read; {} is one of the

@@ -137,6 +137,10 @@ class replay_buffer {
 
   /// Sets priority |td_errors[i]| + epsilon for each key whose slot still
   /// holds the sampled item; ignores the others. Returns how many it applied.
+  /// Throws coral::config_error, applying none, when the lengths differ
+  /// (errors::size_mismatch) or a TD error is infinite or not a number
+  /// (errors::bad_td_error): a learner whose loss diverged must not poison
+  /// the tree.
   std::size_t update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors);
 
   /// Ends the episode in progress on `stream` without its final observation.
