@@ -4,7 +4,7 @@
 /// leaves (priority^alpha) and importance weights ((p / p_min)^-beta), four
 /// at a time. Within 1.4 ulp of the exact power over every normal positive x
 /// (tests/replay/pow_kernel_test.cpp measures it against pow in double and
-/// requires 2), where glibc's powf is within 0.5; about 25 instructions an
+/// requires 2), where glibc's powf is within 0.5; about 27 instructions an
 /// item with SSE2 instead of about 64 for a powf call, whose two calls an
 /// item were 15% of a prioritized sample plus update.
 ///
