@@ -204,12 +204,23 @@ class child {
   /// Reads until `text` appears in stdout + stderr: true; false if the child
   /// ended or its limit passed first.
   bool wait_for_output(std::string_view text) {
+    return wait_until([text](const std::string& out) { return out.find(text) != std::string::npos; });
+  }
+
+  /// Reads until `done(stdout + stderr so far)` holds (checked after every
+  /// read, and at least once a second): true; false if the child ended or
+  /// its limit passed first.
+  template <class Done>
+  bool wait_until(Done&& done) {
     for (;;) {
-      if (seen().find(text) != std::string::npos) return true;
+      if (done(seen())) return true;
       if ((r_.out < 0 && r_.err < 0) || std::chrono::steady_clock::now() >= r_.deadline) return false;
       pump();
     }
   }
+
+  /// What the child wrote so far, stdout then stderr.
+  [[nodiscard]] std::string output() const { return seen(); }
 
   /// Sends `signo` to the child.
   void signal(int signo) { ::kill(r_.pid, signo); }

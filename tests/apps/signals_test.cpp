@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -51,6 +52,24 @@ long long json_number(const std::string& line, const std::string& key) {
   std::smatch m;
   if (!std::regex_search(line, m, std::regex("\"" + key + "\":(-?[0-9]+)"))) return -1;
   return std::stoll(m[1].str());
+}
+
+/// How many times `text` occurs in `out`.
+std::size_t count_of(const std::string& out, std::string_view text) {
+  std::size_t n = 0;
+  for (auto at = out.find(text); at != std::string::npos; at = out.find(text, at + text.size())) ++n;
+  return n;
+}
+
+/// Whether `dir` holds a whole checkpoint (a `checkpoint-*.ckpt`; a killed
+/// write's `.ckpt.tmp` does not count).
+bool holds_checkpoint(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const auto name = e.path().filename().string();
+    if (name.starts_with("checkpoint-") && name.ends_with(".ckpt")) return true;
+  }
+  return false;
 }
 
 /// `coral train` on the faulty env, every env blocking 60 s in its first
@@ -112,8 +131,16 @@ TEST_CASE("SIGKILL while checkpoints are being written leaves a run that --resum
     auto args = run;
     if (round > 1) args.push_back("--resume");
     coral::test::child c(coral_with(args, dir), 60s);
-    // Later rounds run a little longer before the kill.
-    for (int line = 0; line < round; ++line) REQUIRE(c.wait_for_output("s] steps"));
+    // Later rounds run a little longer before the kill (`round` progress
+    // lines). And never before a checkpoint has landed: a run killed before
+    // its first leaves nothing to resume, and --resume then refuses, as
+    // documented; on a loaded machine the first progress line can come
+    // before the first checkpoint (CI saw it).
+    const bool ready = c.wait_until([&](const std::string& out) {
+      return count_of(out, "s] steps") >= static_cast<std::size_t>(round) && holds_checkpoint(dir / "ck");
+    });
+    INFO(c.output());
+    REQUIRE(ready);
     c.signal(SIGKILL);
     const auto killed = c.finish();
     CHECK(killed.exit_code == 128 + SIGKILL);
