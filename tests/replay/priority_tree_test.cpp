@@ -246,34 +246,70 @@ TEST_CASE("the SIMD line kernels give the bits of their plain C++ twins", "[repl
     REQUIRE(k::group_min(leaves) == k::scalar::group_min(leaves));
     REQUIRE(std::bit_cast<std::uint64_t>(k::row_sum(row)) == std::bit_cast<std::uint64_t>(k::scalar::row_sum(row)));
     REQUIRE(k::row_min(row_mins) == k::scalar::row_min(row_mins));
-    const double leaf_mass = r.uniform(-0.1, 1.1) * k::scalar::group_sum(leaves);
-    REQUIRE(k::group_count(leaves, leaf_mass) == k::scalar::group_count(leaves, leaf_mass));
-    const double row_mass = r.uniform(-0.1, 1.1) * k::scalar::row_sum(row);
-    double ends[8], scalar_ends[8];
-    REQUIRE(k::row_count(row, row_mass, ends) == k::scalar::row_count(row, row_mass, scalar_ends));
-    REQUIRE(std::memcmp(ends, scalar_ends, sizeof ends) == 0);
   }
 }
 
-TEST_CASE("a zero child's running end is the end before it, so a count never stops on it",
-          "[replay][priority_tree]") {
+TEST_CASE("row_pick and group_pick find the child a linear scan finds, never a zero one", "[replay][priority_tree]") {
   namespace k = coral::replay::detail;
   rng r(5);
   alignas(64) float leaves[16];
+  alignas(64) double row[8];
+  // The child a linear prefix scan finds, skipping zeros; n past the end.
+  const auto scan = [](const auto* c, int n, double mass, double& before) {
+    before = 0.0;
+    int i = 0;
+    while (i < n && !(mass < before + static_cast<double>(c[i]) && c[i] > 0)) before += static_cast<double>(c[i++]);
+    return static_cast<unsigned>(i);
+  };
   for (int round = 0; round < 20000; ++round) {
-    for (float& x : leaves) x = r.below(2) == 0 ? 0.0f : static_cast<float>(r.uniform(0.001, 1000.0));
+    // Whole numbers up to 1000, half of them zero: every sum is exact, so
+    // the halving and the scan must agree everywhere, ends included.
+    for (float& x : leaves) x = r.below(2) == 0 ? 0.0f : static_cast<float>(1 + r.below(1000));
+    for (double& x : row) x = r.below(2) == 0 ? 0.0 : static_cast<double>(1 + r.below(1000));
     leaves[r.below(16)] = 1.0f;
-    double ends[16];
-    k::scalar::running_ends(leaves, 16, ends);
-    for (int j = 0; j < 16; ++j) {
-      if (leaves[j] == 0.0f) REQUIRE(ends[j] == (j > 0 ? ends[j - 1] : 0.0));
-      if (j > 0) REQUIRE(ends[j] >= ends[j - 1]);
+    row[r.below(8)] = 1.0;
+    const double leaf_total = k::scalar::group_sum(leaves);
+    const double row_total = k::scalar::row_sum(row);
+    // Masses anywhere, on whole numbers (the boundaries) and at the end.
+    for (const double leaf_mass : {r.uniform() * leaf_total, std::floor(r.uniform() * leaf_total), leaf_total,
+                                   std::nextafter(leaf_total, 0.0), 0.0}) {
+      double before = 0.0;
+      const unsigned expected = scan(leaves, 16, leaf_mass, before);
+      const unsigned c = k::group_pick(leaves, leaf_mass);
+      REQUIRE(c == expected);
+      if (c < 16) REQUIRE(leaves[c] > 0.0f);
     }
-    const double mass = r.uniform() * ends[15];
-    if (mass >= ends[15]) continue;  // rounded up to the end: the rare path, tested above
-    const unsigned c = k::group_count(leaves, mass);
-    REQUIRE(c < 16);
-    REQUIRE(leaves[c] > 0.0f);
+    for (const double row_mass : {r.uniform() * row_total, std::floor(r.uniform() * row_total), row_total,
+                                  std::nextafter(row_total, 0.0), 0.0}) {
+      double before = 0.0;
+      const unsigned expected = scan(row, 8, row_mass, before);
+      double mass = row_mass;
+      const unsigned c = k::row_pick(row, mass);
+      REQUIRE(c == expected);
+      if (c < 8) {
+        REQUIRE(row[c] > 0.0);
+        REQUIRE(mass == row_mass - before);  // the remainder within the child
+      } else {
+        REQUIRE(mass == row_mass);  // past the end: untouched
+      }
+    }
+  }
+  // Magnitudes 2^-20 to 2^20, where sums round: the pick may differ from the
+  // scan by a rounding at a boundary, but it is never a zero child, and a
+  // remainder is inside its child.
+  for (int round = 0; round < 20000; ++round) {
+    for (float& x : leaves) x = r.below(3) == 0 ? 0.0f : static_cast<float>(std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(40)) - 20));
+    for (double& x : row) x = r.below(3) == 0 ? 0.0 : std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(40)) - 20);
+    const double leaf_mass = r.uniform(0.0, 1.01) * k::scalar::group_sum(leaves);
+    const unsigned c = k::group_pick(leaves, leaf_mass);
+    if (c < 16) REQUIRE(leaves[c] > 0.0f);
+    double mass = r.uniform(0.0, 1.01) * k::scalar::row_sum(row);
+    const unsigned j = k::row_pick(row, mass);
+    if (j < 8) {
+      REQUIRE(row[j] > 0.0);
+      REQUIRE(mass >= 0.0);
+      REQUIRE(mass < row[j]);
+    }
   }
 }
 

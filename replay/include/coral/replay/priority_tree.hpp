@@ -263,7 +263,7 @@ class priority_tree {
 
   // Level d by a merge instead of d descent steps: the node of level d
   // where each mass falls, by the running sum over the whole level, and the
-  // remainder within it; the same count rule (zero nodes skipped, rounding
+  // remainder within it; the same rule as a descent step (zero nodes skipped, rounding
   // past the end lands in the last node with mass). Linear in the level's
   // width plus n for sorted masses, as a stratified sample's are; an
   // unsorted mass restarts the walk.
@@ -296,29 +296,25 @@ class priority_tree {
   }
 
   // One level of the descent: the child of `node` where `mass` falls;
-  // `mass` becomes the remainder within that child. Children of zero mass
-  // are skipped (their running end ties with the one before, see
-  // tree_kernels.hpp).
+  // `mass` becomes the remainder within that child. Never a child of zero
+  // mass (see detail::row_pick).
   static std::size_t node_step(const double* level, std::size_t node, double& mass) noexcept {
     const double* children = level + node * fanout;
-    double ends[fanout];
-    std::size_t c = detail::row_count(children, mass, ends);
+    std::size_t c = detail::row_pick(children, mass);
     if (c == fanout) [[unlikely]] {
       // Past the end by rounding: land inside the last child with mass.
       c = fanout - 1;
       while (c > 0 && !(children[c] > 0.0)) --c;
       mass = children[c] * 0.5;
-      return node * fanout + c;
     }
-    if (c > 0) mass -= ends[c - 1];
     return node * fanout + c;
   }
 
   // The last step: the leaf of `group` where `mass` falls; no remainder.
-  // The same count rule as node_step, over 16 leaves.
+  // The same rule as node_step, over 16 leaves.
   static std::size_t leaf_step(const float* leaves, std::size_t group, double mass) noexcept {
     const float* children = leaves + group * leaf_fanout;
-    std::size_t c = detail::group_count(children, mass);
+    std::size_t c = detail::group_pick(children, mass);
     if (c == leaf_fanout) [[unlikely]] {
       c = leaf_fanout - 1;
       while (c > 0 && !(children[c] > 0.0f)) --c;

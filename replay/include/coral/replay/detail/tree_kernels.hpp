@@ -4,16 +4,15 @@
 /// group of 16 float leaves, the sum and the minimum of a row of 8 children,
 /// and the child of a row (or the leaf of a group) where a mass falls.
 ///
-/// Each kernel is written twice: with SSE2 (every x86-64 CPU has it, so no
-/// compiler flag is needed) and in plain C++ for other targets. Both add in
-/// the same order, spelled out on each kernel, so they give the same bits, and
-/// the tree stays a function of its leaves whichever one a build uses;
-/// tests/replay/priority_tree_test.cpp compares them on random lines.
-/// `scalar` always holds the plain versions (the tests call both).
+/// The sums and minima are written twice: with SSE2 (every x86-64 CPU has
+/// it, so no compiler flag is needed) and in plain C++ for other targets.
+/// Both add in the same order, spelled out on each kernel, so they give the
+/// same bits, and the tree stays a function of its leaves whichever one a
+/// build uses; tests/replay/priority_tree_test.cpp compares them on random
+/// lines. `scalar` always holds the plain versions (the tests call both).
 ///
-/// The orders are chosen so that a running end never moves past a zero
-/// child: the end of a zero child is bit for bit the end before it, so a
-/// descent never stops in an absent child (see running ends below).
+/// The picks (row_pick, group_pick) halve a line instead of forming its
+/// running ends, and never stop in a zero child (see row_pick).
 
 #include <cstddef>
 #include <cstdint>
@@ -62,48 +61,12 @@ inline float row_min(const float* c) noexcept {
   return m;
 }
 
-/// Running ends of `n` (even) values: by pairs, carry + a and
-/// carry + (a + b), the carry being the pair before's second end. A zero
-/// child's end is the end before it: carry + (a + 0) = carry + a, and
-/// carry + 0 = carry (the first carry is 0 and 0 + a = a exactly).
-template <class T>
-void running_ends(const T* c, int n, double* ends) noexcept {
-  double carry = 0.0;
-  for (int k = 0; k < n; k += 2) {
-    const auto a = static_cast<double>(c[k]);
-    const double b = a + static_cast<double>(c[k + 1]);
-    ends[k] = carry + a;
-    ends[k + 1] = carry + b;
-    carry = ends[k + 1];
-  }
-}
-
-/// How many of the running ends of 8 children are <= mass (the child where
-/// mass falls; 8 when it is past the end), with the ends into `ends`.
-inline unsigned row_count(const double* c, double mass, double* ends) noexcept {
-  running_ends(c, 8, ends);
-  unsigned n = 0;
-  for (int k = 0; k < 8; ++k) n += ends[k] <= mass ? 1 : 0;
-  return n;
-}
-
-/// How many of the running ends of 16 leaves are <= mass.
-inline unsigned group_count(const float* l, double mass) noexcept {
-  double ends[16];
-  running_ends(l, 16, ends);
-  unsigned n = 0;
-  for (int k = 0; k < 16; ++k) n += ends[k] <= mass ? 1 : 0;
-  return n;
-}
-
 }  // namespace scalar
 
 #if defined(__SSE2__)
 
 namespace sse2 {
 
-// (a, a + b) from (a, b).
-inline __m128d pair_ends(__m128d x) noexcept { return _mm_add_pd(x, _mm_unpacklo_pd(_mm_setzero_pd(), x)); }
 // The second lane in both lanes.
 inline __m128d high_both(__m128d x) noexcept { return _mm_unpackhi_pd(x, x); }
 // Leaves 2k, 2k + 1 and 2k + 2, 2k + 3 of a float quadruple, as doubles.
@@ -143,54 +106,77 @@ inline float row_min(const float* c) noexcept {
   return _mm_cvtss_f32(m);
 }
 
-// The running ends of 2n values given as n pairs (in place), and the bit
-// mask of those <= mass (bit k for end k).
-template <int n>
-inline unsigned ends_mask(__m128d* e, double mass) noexcept {
-  const __m128d m = _mm_set1_pd(mass);
-  unsigned bits = 0;
-  __m128d carry = _mm_setzero_pd();
-  for (int k = 0; k < n; ++k) {
-    e[k] = _mm_add_pd(carry, pair_ends(e[k]));
-    carry = high_both(e[k]);
-    bits |= static_cast<unsigned>(_mm_movemask_pd(_mm_cmple_pd(e[k], m))) << (2 * k);
-  }
-  return bits;
-}
-
-inline unsigned row_count(const double* c, double mass, double* ends) noexcept {
-  __m128d e[4] = {_mm_load_pd(c), _mm_load_pd(c + 2), _mm_load_pd(c + 4), _mm_load_pd(c + 6)};
-  const unsigned bits = ends_mask<4>(e, mass);
-  for (int k = 0; k < 4; ++k) _mm_storeu_pd(ends + 2 * k, e[k]);
-  // The ends rise, so the bits <= mass are the low ones: count them.
-  return static_cast<unsigned>(__builtin_ctz(~bits));
-}
-
-inline unsigned group_count(const float* l, double mass) noexcept {
-  const __m128 q0 = _mm_load_ps(l), q1 = _mm_load_ps(l + 4), q2 = _mm_load_ps(l + 8), q3 = _mm_load_ps(l + 12);
-  __m128d e[8] = {low_pair(q0), high_pair(q0), low_pair(q1), high_pair(q1),
-                  low_pair(q2), high_pair(q2), low_pair(q3), high_pair(q3)};
-  return static_cast<unsigned>(__builtin_ctz(~ends_mask<8>(e, mass)));
-}
-
 }  // namespace sse2
 
-using sse2::group_count;
 using sse2::group_min;
 using sse2::group_sum;
-using sse2::row_count;
 using sse2::row_min;
 using sse2::row_sum;
 
 #else
 
-using scalar::group_count;
 using scalar::group_min;
 using scalar::group_sum;
-using scalar::row_count;
 using scalar::row_min;
 using scalar::row_sum;
 
 #endif
+
+// The descent's picks: plain C++ around one step, go_right, which is SSE2
+// where there is SSE2 (a compiler turns `m >= part ? m - part : m` into a
+// branch, and which way a draw goes is a coin flip to the predictor) and
+// the same arithmetic in plain C++ elsewhere: m - part or m - 0, exactly.
+
+/// Whether `m` is at or past `part` (>= 0, finite); if so, `m` loses it.
+inline unsigned go_right(double& m, double part) noexcept {
+#if defined(__SSE2__)
+  const __m128d vm = _mm_set_sd(m), vp = _mm_set_sd(part);
+  const __m128d past = _mm_cmple_sd(vp, vm);
+  m = _mm_cvtsd_f64(_mm_sub_sd(vm, _mm_and_pd(past, vp)));
+  return static_cast<unsigned>(_mm_movemask_pd(past)) & 1u;
+#else
+  const unsigned past = m >= part ? 1u : 0u;
+  m -= part * static_cast<double>(past);
+  return past;
+#endif
+}
+
+/// The child of a row of 8 where `mass` falls, by halving: past the sum of
+/// children 0-3 ((c0 + c1) + (c2 + c3)) it goes right and subtracts that
+/// sum, then the same with the two children of the chosen half, then with
+/// the chosen pair's first child. `mass` becomes the remainder within the
+/// child. Returns 8, leaving `mass` as it was, when the remainder is not
+/// below the child it reached: `mass` was at or past the row's end (by
+/// rounding, since a parent's sum adds in another order).
+///
+/// Never a zero child otherwise: a remainder is never negative (it is only
+/// reduced by a part it is not below), and the child is returned only when
+/// the remainder is below it. Three steps of a sum and a select instead of
+/// eight running ends.
+inline unsigned row_pick(const double* c, double& mass) noexcept {
+  double m = mass;
+  const double half = (c[0] + c[1]) + (c[2] + c[3]);
+  unsigned k = 4 * go_right(m, half);
+  k += 2 * go_right(m, c[k] + c[k + 1]);
+  k += go_right(m, c[k]);
+  if (!(m < c[k])) [[unlikely]] return 8;
+  mass = m;
+  return k;
+}
+
+/// The leaf of a group of 16 where `mass` falls, by halving as row_pick
+/// does, over the leaves as doubles: eight ((l0 + l1) + (l2 + l3)) + ((l4 +
+/// l5) + (l6 + l7)), four, two, one. Returns 16 when `mass` is at or past
+/// the group's end; never a zero leaf otherwise.
+inline unsigned group_pick(const float* l, double mass) noexcept {
+  const auto x = [l](unsigned i) { return static_cast<double>(l[i]); };
+  double m = mass;
+  const double eight = ((x(0) + x(1)) + (x(2) + x(3))) + ((x(4) + x(5)) + (x(6) + x(7)));
+  unsigned k = 8 * go_right(m, eight);
+  k += 4 * go_right(m, (x(k) + x(k + 1)) + (x(k + 2) + x(k + 3)));
+  k += 2 * go_right(m, x(k) + x(k + 1));
+  k += go_right(m, x(k));
+  return m < x(k) ? k : 16u;
+}
 
 }  // namespace coral::replay::detail
