@@ -271,6 +271,23 @@ TEST_CASE("faults injected with the faulty env are reported by the env that caus
     CHECK(last_line(r.err) == "error: actor 'env-group-2' failed: env 5 in group 'env-group-2' failed: wrote a "
                               "non-finite observation (element 0 = nan)");
   }
+  SECTION("NaN rewards under --allow-non-finite: prioritized DQN stops at the TD error, uniform DQN goes on") {
+    // Every env's 50th step returns NaN: the n-step returns, the Q values and
+    // the TD errors follow. The priority tree cannot hold one.
+    const std::vector<std::string> nan = {"--algo", "dqn", "--env-arg", "env=-1", "--env-arg", "nan_reward=50",
+                                          "--allow-non-finite"};
+    const auto prioritized = with(nan);
+    CHECK(prioritized.exit_code == failed);
+    CHECK_THAT(last_line(prioritized.err), Catch::StartsWith("error: actor 'replay' failed: replay_buffer: the TD "
+                                                             "error of draw ") &&
+                                               Catch::EndsWith(" is nan; it must be a finite number"));
+    auto uniform_args = nan;
+    uniform_args.push_back("--uniform-replay");
+    const auto uniform = with(uniform_args);
+    INFO(uniform.err);
+    CHECK(uniform.exit_code == ok);
+    CHECK(json_number(last_line(uniform.out), "env_steps") >= 4000);
+  }
   SECTION("faults survived under --on-env-error reset, the run finishes") {
     const auto r = with({"--env-arg", "env=-1", "--env-arg", "throw_step=300", "--env-arg", "repeat=true",
                          "--on-env-error", "reset"});
