@@ -10,6 +10,7 @@ first quartile and the median of the CPU times (in the benchmark's unit).
 On this shared VM single runs move by up to 30%; compare first quartiles.
 """
 import collections
+import os
 import re
 import subprocess
 import sys
@@ -19,14 +20,29 @@ def main() -> int:
     if len(sys.argv) < 4:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    rounds, pattern, binaries = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    pattern, binaries = sys.argv[2], sys.argv[3:]
+    try:
+        rounds = int(sys.argv[1])
+    except ValueError:
+        rounds = 0
+    if rounds < 1:
+        print(f"alternate.py: ROUNDS must be a whole number >= 1, not {sys.argv[1]!r}", file=sys.stderr)
+        return 2
+    for binary in binaries:
+        if not os.access(binary, os.X_OK):
+            print(f"alternate.py: {binary!r} is not an executable file", file=sys.stderr)
+            return 2
     times = collections.defaultdict(list)
     for _ in range(rounds):
         for binary in binaries:
-            out = subprocess.run(
+            run = subprocess.run(
                 [binary, f"--benchmark_filter={pattern}", "--benchmark_min_time=0.05",
                  "--benchmark_repetitions=5", "--benchmark_format=csv"],
-                capture_output=True, text=True, check=True).stdout
+                capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"alternate.py: {binary} exited with {run.returncode}: {run.stderr.strip()}", file=sys.stderr)
+                return 1
+            out = run.stdout
             for line in out.splitlines():
                 fields = line.split(",")
                 name = fields[0].strip('"')
