@@ -124,10 +124,6 @@ class dqn final : public algorithm {
         auto b = std::move(*got);
         const auto st = learner_.update(*b);
         if (options_.sampler.check_finite) detail::check_loss_terms("dqn", learner_.updates(), {{"td loss", st.td_loss}});
-        // Uniform draws never read a priority: the batch goes back for reuse
-        // only, and the replay thread updates no tree for nothing (nor stops
-        // at a non-finite TD error that --allow-non-finite lets through).
-        if (!d.prioritized) b->td_errors.clear();
         if (learner_.updates() % d.publish_every == 0) run.publish(learner_.weights(), "dqn", learner_.updates());
         const bool sent = co_await replay_.inbox().async_send(replay::replay_msg(std::move(b)));
         if (!sent) co_return;

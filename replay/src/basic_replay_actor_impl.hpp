@@ -185,7 +185,7 @@ void basic_replay_actor<Storage>::handle(message& msg) {
     }
   } else {
     auto& b = std::get<std::unique_ptr<batch_type>>(msg);
-    const update_result r = storage_.apply_update(*b);
+    const update_result r = storage_.apply_update(*b, config_.prioritized);
     if (r.applied + r.stale > 0) {
       stats_.priority_updates.fetch_add(r.applied, std::memory_order_relaxed);
       stats_.stale_updates.fetch_add(r.stale, std::memory_order_relaxed);

@@ -104,7 +104,8 @@ void transition_storage::fill(sample_batch& b, std::size_t n, bool prioritized, 
   }
 }
 
-update_result transition_storage::apply_update(sample_batch& b) {
+update_result transition_storage::apply_update(sample_batch& b, bool prioritized) {
+  if (!prioritized) b.td_errors.clear();
   if (b.td_errors.empty()) return {};
   const std::size_t applied = buffer_.update_priorities(b.keys, b.td_errors);
   b.td_errors.clear();

@@ -30,7 +30,8 @@ void sequence_storage::fill(sequence_batch& b, std::size_t n, bool prioritized, 
   }
 }
 
-update_result sequence_storage::apply_update(sequence_batch& b) {
+update_result sequence_storage::apply_update(sequence_batch& b, bool prioritized) {
+  if (!prioritized) b.priorities.clear();
   if (b.priorities.empty()) return {};
   const std::size_t applied = buffer_.update_priorities(b.keys, b.priorities);
   b.priorities.clear();

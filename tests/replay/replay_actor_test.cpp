@@ -139,6 +139,36 @@ TEST_CASE("a batch handed back with TD errors updates priorities, and stale ones
   io.run();
 }
 
+TEST_CASE("a uniform replay actor drops the TD errors handed back, non-finite ones too, and keeps serving",
+          "[replay][actor][uniform]") {
+  coral::test::watchdog dog("uniform replay feedback", 30s);
+  asio::io_context io;
+  auto c = small_config();
+  c.prioritized = false;
+  replay_actor r(c);
+  asio::co_spawn(io, r.run(), asio::detached);
+  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(i)))));
+  REQUIRE(r.inbox().try_send(replay_msg(r.make_request())));
+  io.poll();
+  auto b = r.samples().try_receive();
+  REQUIRE(b);
+  auto batch = std::move(*b);
+  const double max_before = r.buffer().max_priority();
+  // A prioritized replay stops at a NaN TD error (the tree cannot hold it);
+  // a uniform one never reads a priority, so it neither stores nor checks it.
+  batch->td_errors.assign(batch->size, 5.0f);
+  batch->td_errors[1] = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE(r.inbox().try_send(replay_msg(std::move(batch))));
+  io.poll();  // a prioritized actor would throw out of here
+  CHECK(r.stats().priority_updates.load() == 0);
+  CHECK(r.stats().stale_updates.load() == 0);
+  CHECK(r.buffer().max_priority() == max_before);
+  // The batch handed back is a request: the actor serves it again.
+  CHECK(r.samples().try_receive());
+  r.close();
+  io.run();
+}
+
 TEST_CASE("the replay actor wakes a waiting feeder once its allowance covers what it needs", "[replay][actor]") {
   coral::test::watchdog dog("replay waker", 30s);
   asio::io_context io;

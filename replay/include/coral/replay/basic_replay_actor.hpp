@@ -39,8 +39,8 @@
 ///   trained_steps_per_draw(config);
 /// - a constructor from its config_type, buffer() (const and not), size()
 ///   (items that can be sampled now), reserve(batch, n), insert(block,
-///   stats), fill(batch, n, prioritized, beta, rng), apply_update(batch) ->
-///   update_result, publish(stats), save(out), load(in) and resumed().
+///   stats), fill(batch, n, prioritized, beta, rng), apply_update(batch,
+///   prioritized) -> update_result, publish(stats), save(out), load(in) and resumed().
 ///
 /// Thread safety: run() is one actor. inbox(), samples(), snapshots(),
 /// free_blocks(), the counters in stats() and the allowance (see

@@ -126,8 +126,10 @@ class transition_storage {
   void insert(insert_block& block, replay_stats& stats);
   /// Draws `n` transitions into `b` (all but its sequence number).
   void fill(sample_batch& b, std::size_t n, bool prioritized, double beta, envs::rng& rng);
-  /// Applies the TD errors handed back in `b`, if any, and empties them.
-  update_result apply_update(sample_batch& b);
+  /// Applies the TD errors handed back in `b`, if any and if `prioritized`
+  /// (a uniform replay reads no priority, so it neither stores nor checks
+  /// them), and empties them.
+  update_result apply_update(sample_batch& b, bool prioritized);
   /// Nothing beyond the common counters.
   void publish(replay_stats&) const noexcept {}
   /// The buffer's blob.

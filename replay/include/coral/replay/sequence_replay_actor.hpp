@@ -84,8 +84,10 @@ class sequence_storage {
   void insert(sequence_block& block, sequence_replay_stats& stats);
   /// Draws `n` sequences into `b` (all but its sequence number).
   void fill(sequence_batch& b, std::size_t n, bool prioritized, double beta, envs::rng& rng);
-  /// Applies the priorities handed back in `b`, if any, and empties them.
-  update_result apply_update(sequence_batch& b);
+  /// Applies the priorities handed back in `b`, if any and if `prioritized`
+  /// (a uniform replay reads none, so it neither stores nor checks them),
+  /// and empties them.
+  update_result apply_update(sequence_batch& b, bool prioritized);
   /// Stores the priority statistics.
   void publish(sequence_replay_stats& stats) const noexcept;
   /// The buffer's blob.
