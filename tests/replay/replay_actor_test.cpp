@@ -57,6 +57,17 @@ std::unique_ptr<insert_block> one_step(float v) {
   return b;
 }
 
+/// 12 one-step inserts into a running actor `r` on `io`, then one request:
+/// the batch it serves.
+std::unique_ptr<sample_batch> first_draw(replay_actor& r, asio::io_context& io) {
+  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(i)))));
+  REQUIRE(r.inbox().try_send(replay_msg(r.make_request())));
+  io.poll();
+  auto b = r.samples().try_receive();
+  REQUIRE(b);
+  return std::move(*b);
+}
+
 }  // namespace
 
 TEST_CASE("the replay actor serves nothing before min_size, then holds samples per insert within its window",
@@ -112,12 +123,7 @@ TEST_CASE("a batch handed back with TD errors updates priorities, and stale ones
   c.buffer.capacity = 16;
   replay_actor r(c);
   asio::co_spawn(io, r.run(), asio::detached);
-  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(i)))));
-  REQUIRE(r.inbox().try_send(replay_msg(r.make_request())));
-  io.poll();
-  auto b = r.samples().try_receive();
-  REQUIRE(b);
-  auto batch = std::move(*b);
+  auto batch = first_draw(r, io);
   // Overwrite the whole ring: every sampled slot now holds another item.
   for (int i = 0; i < 20; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(100.0f + static_cast<float>(i)))));
   batch->td_errors.assign(batch->size, 5.0f);
@@ -147,12 +153,7 @@ TEST_CASE("a uniform replay actor drops the TD errors handed back, non-finite on
   c.prioritized = false;
   replay_actor r(c);
   asio::co_spawn(io, r.run(), asio::detached);
-  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(i)))));
-  REQUIRE(r.inbox().try_send(replay_msg(r.make_request())));
-  io.poll();
-  auto b = r.samples().try_receive();
-  REQUIRE(b);
-  auto batch = std::move(*b);
+  auto batch = first_draw(r, io);
   const double max_before = r.buffer().max_priority();
   // A prioritized replay stops at a NaN TD error (the tree cannot hold it);
   // a uniform one never reads a priority, so it neither stores nor checks it.
