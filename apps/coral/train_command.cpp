@@ -42,7 +42,7 @@ struct train_flags {
   bool keep_going = false;
   std::string run_dir;       // default: runs/<env>-<topology>-seed<seed>
   bool no_run_dir = false;
-  // Flags both algorithms take, with defaults of their own.
+  // Flags every algorithm takes, with defaults of their own.
   std::optional<double> learning_rate;
   std::optional<double> gamma;
   std::optional<double> max_grad_norm;
@@ -101,10 +101,18 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
     o.dqn.gamma = 0.997;
     o.dqn.max_grad_norm = 40;
   }
-  if (f.learning_rate) o.ppo.learning_rate = o.dqn.learning_rate = *f.learning_rate;
-  if (f.gamma) o.ppo.gamma = o.dqn.gamma = *f.gamma;
-  if (f.max_grad_norm) o.ppo.max_grad_norm = o.dqn.max_grad_norm = *f.max_grad_norm;
-  if (f.adam_epsilon) o.ppo.adam_epsilon = o.dqn.adam_epsilon = *f.adam_epsilon;
+  // A flag every algorithm takes sets the config of the algorithm that runs
+  // (DQN's for R2D2): the other keeps its defaults, as the option checks
+  // require of a config the algorithm does not read.
+  const bool q_learning = o.algo == "dqn" || o.algo == "r2d2";
+  auto shared = [&o, q_learning](const std::optional<double>& flag, double learners::ppo_config::*ppo,
+                                 double learners::dqn_config::*dqn) {
+    if (flag) (q_learning ? o.dqn.*dqn : o.ppo.*ppo) = *flag;
+  };
+  shared(f.learning_rate, &learners::ppo_config::learning_rate, &learners::dqn_config::learning_rate);
+  shared(f.gamma, &learners::ppo_config::gamma, &learners::dqn_config::gamma);
+  shared(f.max_grad_norm, &learners::ppo_config::max_grad_norm, &learners::dqn_config::max_grad_norm);
+  shared(f.adam_epsilon, &learners::ppo_config::adam_epsilon, &learners::dqn_config::adam_epsilon);
   o.dqn.prioritized = !f.uniform_replay;
   o.dqn.double_dqn = !f.no_double_dqn;
   if (f.no_run_dir) {
