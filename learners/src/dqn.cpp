@@ -369,8 +369,7 @@ void check_dqn_options(const train_options& o) {
   const auto& d = o.dqn;
   if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), o.frames));
   if (o.lstm != 0) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_lstm), o.lstm));
-  if (o.normalize_observations) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--obs-norm"));
-  if (o.ppo.scale_rewards) throw config_error(fmt::format(fmt::runtime(errors::dqn_ppo_only), "--reward-scale"));
+  detail::check_settings_read(o);
   detail::check_q_options(o);
   if (!(d.huber_delta > 0)) out_of_range("--huber-delta", d.huber_delta, "must be > 0");
   const std::size_t rows = o.sampler.num_envs;  // single-agent envs: one row each

@@ -1,6 +1,6 @@
 #pragma once
-// Private: the error every option check throws, and the checks DQN and
-// R2D2 share.
+// Private: the error every option check throws, the check of which
+// algorithm reads which setting, and the checks DQN and R2D2 share.
 
 #include <string_view>
 
@@ -16,6 +16,16 @@ namespace coral::learners::detail {
 [[noreturn]] inline void out_of_range(std::string_view flag, const auto& value, std::string_view requirement) {
   throw config_error(fmt::format(fmt::runtime(actors::errors::flag_out_of_range), flag, value, requirement));
 }
+
+/// Throws config_error (errors::setting_of_other_algo) for the first
+/// algorithm-specific setting of `o` that differs from its default and that
+/// the built-in algorithm `o.algo` does not read (algorithm_settings.cpp has
+/// the table), naming the flag and the algorithms that read it. Every
+/// built-in algorithm's options_check runs it, so that the command, config
+/// files, the Python binding and C++ compositions all get the refusal. A
+/// setting given at its default value is not told apart from one not given.
+/// Does nothing for an algorithm that is not built in.
+void check_settings_read(const train_options& o);
 
 /// The ranges of the flags DQN and R2D2 share (dqn_config): n-step, replay
 /// batch, ratio, prefetch, learning rate, γ, priority exponents, target

@@ -213,6 +213,7 @@ class ppo final : public algorithm {
 
 void check_ppo_options(const train_options& o) {
   using detail::out_of_range;
+  detail::check_settings_read(o);
   if (o.horizon == 0) out_of_range("--horizon", o.horizon, "must be at least 1");
   if (o.frames == 0) out_of_range("--frames", o.frames, "must be at least 1");
   if (o.ppo.epochs == 0) out_of_range("--epochs", o.ppo.epochs, "must be at least 1");

@@ -316,8 +316,7 @@ void check_r2d2_options(const train_options& o) {
   const auto& d = o.dqn;
   const auto& r = o.r2d2;
   if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::r2d2_no_frames), o.frames));
-  if (o.normalize_observations) throw config_error(fmt::format(fmt::runtime(errors::r2d2_ppo_only), "--obs-norm"));
-  if (o.ppo.scale_rewards) throw config_error(fmt::format(fmt::runtime(errors::r2d2_ppo_only), "--reward-scale"));
+  detail::check_settings_read(o);
   if (o.lstm == 0) out_of_range("--lstm", o.lstm, "must be at least 1: R2D2's Q-network is recurrent");
   if (r.seq_len < 2) out_of_range("--seq-len", r.seq_len, "must be at least 2");
   if (r.burn_in >= r.seq_len) {

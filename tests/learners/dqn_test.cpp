@@ -148,10 +148,10 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_lstm), 16));
   o = small_dqn(1000);
   o.normalize_observations = true;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_ppo_only), "--obs-norm"));
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), "--obs-norm", "PPO", "dqn"));
   o = small_dqn(1000);
   o.ppo.scale_rewards = true;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_ppo_only), "--reward-scale"));
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), "--reward-scale", "PPO", "dqn"));
 }
 
 TEST_CASE("DQN settings under which the learner could never train are refused before start, saying why",
@@ -265,9 +265,11 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   // Updates went on from where the limiter stood: no second warm-up of 500 steps.
   CHECK(r2.updates - r1.updates >= (5000 - r1.env_steps) / 8 - 8);
 
-  // A PPO run refuses the DQN checkpoint.
+  // A PPO run refuses the DQN checkpoint (with DQN's settings at their
+  // defaults: PPO refuses those first).
   auto p = o;
   p.algo = "ppo";
+  p.dqn = {};
   std::ostringstream third;
   CHECK_THROWS_WITH(train(p, third), Catch::Contains("was written by --algo dqn"));
 }

@@ -121,11 +121,14 @@ TEST_CASE("an R2D2 run resumed from its checkpoint continues with the same seque
   // Updates went on from where the limiter stood: no second warm-up.
   CHECK(r2.updates - r1.updates >= (5000 - r1.env_steps) / 12 - 12);
 
-  // PPO and DQN refuse the R2D2 checkpoint.
+  // PPO and DQN refuse the R2D2 checkpoint (with R2D2's settings at their
+  // defaults: they refuse those first).
   for (const char* algo : {"ppo", "dqn"}) {
     auto p = o;
     p.algo = algo;
     p.lstm = 0;
+    p.r2d2 = {};
+    if (p.algo == "ppo") p.dqn = {};
     std::ostringstream third;
     CHECK_THROWS_WITH(train(p, third), Catch::Contains("was written by --algo r2d2"));
   }
@@ -156,7 +159,7 @@ TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", 
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::r2d2_no_frames), 2));
   o = small_r2d2(3000);
   o.normalize_observations = true;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::r2d2_ppo_only), "--obs-norm"));
+  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), "--obs-norm", "PPO", "r2d2"));
   coral::test::register_test_envs();
   o = small_r2d2(3000);
   o.sampler.env = "test-target";

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <fstream>
 #include <iterator>
@@ -95,6 +96,72 @@ TEST_CASE("bad PPO flags are rejected naming the flag", "[learners][train]") {
         fmt::format(fmt::runtime(f), "--frames", 0, "must be at least 1"));
   CHECK(flag([](train_options& o) { o.resume = true; }) == std::string(lm::resume_needs_dir));
   CHECK(flag([](train_options& o) { o.sampler.num_envs = 0; }) != "(accepted)");  // the sampler's own checks
+}
+
+TEST_CASE("a setting only another algorithm reads is refused, naming the flag and the algorithms that read it",
+          "[learners][train][errors]") {
+  // A run of each algorithm, accepted as it stands (R2D2 needs its LSTM).
+  auto run_of = [](const std::string& algo) {
+    auto o = small_run(4096);
+    o.algo = algo;
+    if (algo == "r2d2") o.lstm = 16;
+    return o;
+  };
+  // Each algorithm's defaults are accepted: nothing is taken for a setting given.
+  for (const std::string algo : {"ppo", "dqn", "r2d2"}) {
+    CAPTURE(algo);
+    CHECK(config_refusal(run_of(algo)) == "(accepted)");
+  }
+  struct setting {
+    std::string flag;
+    std::string read_by;
+    std::function<void(train_options&)> set;  // to a value the algorithms that read it accept
+  };
+  const std::vector<setting> settings = {
+      {"--gae-lambda", "PPO", [](train_options& o) { o.ppo.gae_lambda = 0.5; }},  // PPO's under DQN and R2D2
+      {"--no-anneal-lr", "PPO", [](train_options& o) { o.ppo.anneal_lr = false; }},
+      {"--epochs", "PPO", [](train_options& o) { o.ppo.epochs = 2; }},
+      {"--horizon", "PPO", [](train_options& o) { o.horizon = 32; }},
+      {"--max-policy-lag", "PPO", [](train_options& o) { o.max_policy_lag = 1; }},
+      {"--obs-norm", "PPO", [](train_options& o) { o.normalize_observations = true; }},
+      {"ppo.learning_rate", "PPO", [](train_options& o) { o.ppo.learning_rate = 1e-3; }},
+      {"--replay-ratio", "DQN and R2D2", [](train_options& o) { o.dqn.replay_ratio = 4; }},  // DQN's under PPO
+      {"--learning-starts", "DQN and R2D2", [](train_options& o) { o.dqn.learning_starts = 500; }},
+      {"--uniform-replay", "DQN and R2D2", [](train_options& o) { o.dqn.prioritized = false; }},
+      {"--epsilon-base", "DQN and R2D2", [](train_options& o) { o.dqn.epsilon_base = 0.1; }},
+      {"dqn.gamma", "DQN and R2D2", [](train_options& o) { o.dqn.gamma = 0.98; }},
+      {"--no-double-dqn", "DQN", [](train_options& o) { o.dqn.double_dqn = false; }},
+      {"dqn.huber_delta", "DQN", [](train_options& o) { o.dqn.huber_delta = 2; }},
+      {"--seq-len", "R2D2", [](train_options& o) { o.r2d2.seq_len = 100; }},  // R2D2's under DQN and PPO
+      {"--burn-in", "R2D2", [](train_options& o) { o.r2d2.burn_in = 10; }},
+      {"--priority-eta", "R2D2", [](train_options& o) { o.r2d2.priority_eta = 0.5; }},
+  };
+  const std::vector<std::pair<std::string, std::string>> algos = {{"ppo", "PPO"}, {"dqn", "DQN"}, {"r2d2", "R2D2"}};
+  for (const auto& s : settings) {
+    for (const auto& [algo, shown] : algos) {
+      CAPTURE(s.flag, algo);
+      auto o = run_of(algo);
+      s.set(o);
+      if (s.read_by.find(shown) != std::string::npos) {
+        CHECK(config_refusal(o) == "(accepted)");
+      } else {
+        CHECK(config_refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), s.flag, s.read_by, algo));
+      }
+    }
+  }
+  // The four directions, spelled out.
+  auto dqn = run_of("dqn");
+  dqn.ppo.gae_lambda = 0.5;
+  CHECK(config_refusal(dqn) == "--gae-lambda: PPO only; --algo dqn does not take it");
+  dqn = run_of("dqn");
+  dqn.r2d2.seq_len = 40;
+  CHECK(config_refusal(dqn) == "--seq-len: R2D2 only; --algo dqn does not take it");
+  auto ppo = run_of("ppo");
+  ppo.dqn.replay_ratio = 4;
+  CHECK(config_refusal(ppo) == "--replay-ratio: DQN and R2D2 only; --algo ppo does not take it");
+  auto r2d2 = run_of("r2d2");
+  r2d2.ppo.clip = 0.1;
+  CHECK(config_refusal(r2d2) == "--clip: PPO only; --algo r2d2 does not take it");
 }
 
 TEST_CASE("a multi-agent env is refused by both algorithms, naming the env and its agents", "[learners][train]") {

@@ -40,10 +40,11 @@ inline constexpr std::string_view dqn_no_lstm =
 inline constexpr std::string_view r2d2_needs_discrete = "--algo r2d2: the action space must be one Discrete, not {}";
 /// `--frames` other than 1 given to `--algo r2d2`: the value.
 inline constexpr std::string_view r2d2_no_frames = "--frames: --algo r2d2 takes 1 (its LSTM is its memory), not {}";
-/// A switch `--algo r2d2` does not take: the flag.
-inline constexpr std::string_view r2d2_ppo_only = "{}: PPO only; --algo r2d2 does not take it";
-/// A PPO-only switch given to `--algo dqn`: the flag.
-inline constexpr std::string_view dqn_ppo_only = "{}: PPO only; --algo dqn does not take it";
+/// A setting given to an algorithm that does not read it (it differs from
+/// its default): the flag (or, where no flag sets it alone, the field, such
+/// as `dqn.learning_rate`), the algorithms that read it ("PPO", "DQN and
+/// R2D2"), this run's --algo.
+inline constexpr std::string_view setting_of_other_algo = "{}: {} only; --algo {} does not take it";
 /// Requirement (flag_out_of_range) of `--learning-starts` at or past the end: --total-steps.
 inline constexpr std::string_view dqn_starts_too_late =
     "must be below --total-steps {}: no update could happen before the run ends";

@@ -93,7 +93,8 @@ struct train_result {
 /// anything starts: the sampler's flags (see resolve_wiring), --algo,
 /// --horizon, --epochs, --minibatch-size, --total-steps, --frames, rates,
 /// --resume without --checkpoint-dir; for DQN its replay, exploration and
-/// target flags.
+/// target flags; and, for a built-in --algo, any setting that differs from
+/// its default and that only other algorithms read (errors::setting_of_other_algo).
 void validate(const train_options& options);
 
 /// Runs training to the end: solved (when stop_when_solved), total_steps,
