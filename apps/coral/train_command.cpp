@@ -173,21 +173,22 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                                  "mean return over the last 100 episodes that counts as solved (default: the env's)");
   cmd->add_flag("--keep-going", f->keep_going, "do not stop when solved; run --total-steps");
   cmd->add_option("--max-policy-lag", o.max_policy_lag,
-                  "how many updates older than the learner the acting weights may be (0: strictly on-policy)")
+                  "ppo: how many updates older than the learner the acting weights may be (0: strictly on-policy)")
       ->capture_default_str();
-  cmd->add_option("--horizon", o.horizon, "steps per env per rollout segment")->capture_default_str();
-  cmd->add_option("--epochs", o.ppo.epochs, "PPO epochs per segment")->capture_default_str();
-  cmd->add_option("--minibatch-size", o.ppo.minibatch_size, "samples per minibatch")->capture_default_str();
+  cmd->add_option("--horizon", o.horizon, "ppo: steps per env per rollout segment")->capture_default_str();
+  cmd->add_option("--epochs", o.ppo.epochs, "ppo: epochs per segment")->capture_default_str();
+  cmd->add_option("--minibatch-size", o.ppo.minibatch_size, "ppo: samples per minibatch")->capture_default_str();
   cmd->add_option("--learning-rate", f->learning_rate, "Adam step size, at most 1e6 (default: ppo 5e-3, dqn 5e-4, r2d2 1e-3)")
       ->check(at_most(max_learning_rate));
-  cmd->add_flag("--no-anneal-lr", f->no_anneal_lr, "keep the learning rate constant");
+  cmd->add_flag("--no-anneal-lr", f->no_anneal_lr,
+                "ppo: keep the learning rate constant (dqn and r2d2 never anneal it)");
   cmd->add_option("--gamma", f->gamma, "discount (default 0.99; r2d2 0.997)");
-  cmd->add_option("--gae-lambda", o.ppo.gae_lambda, "GAE lambda")->capture_default_str();
-  cmd->add_option("--clip", o.ppo.clip, "surrogate (and value) clip range")->capture_default_str();
-  cmd->add_flag("--no-clip-value-loss", f->no_clip_value_loss, "plain squared-error value loss");
-  cmd->add_flag("--no-advantage-norm", f->no_advantage_norm, "do not normalise advantages per minibatch");
-  cmd->add_option("--value-coef", o.ppo.value_coef, "value loss coefficient")->capture_default_str();
-  cmd->add_option("--entropy-coef", o.ppo.entropy_coef, "entropy bonus coefficient")->capture_default_str();
+  cmd->add_option("--gae-lambda", o.ppo.gae_lambda, "ppo: GAE lambda")->capture_default_str();
+  cmd->add_option("--clip", o.ppo.clip, "ppo: surrogate (and value) clip range")->capture_default_str();
+  cmd->add_flag("--no-clip-value-loss", f->no_clip_value_loss, "ppo: plain squared-error value loss");
+  cmd->add_flag("--no-advantage-norm", f->no_advantage_norm, "ppo: do not normalise advantages per minibatch");
+  cmd->add_option("--value-coef", o.ppo.value_coef, "ppo: value loss coefficient")->capture_default_str();
+  cmd->add_option("--entropy-coef", o.ppo.entropy_coef, "ppo: entropy bonus coefficient")->capture_default_str();
   cmd->add_option("--max-grad-norm", f->max_grad_norm, "gradient norm clip, 0: off (default: ppo 0.5, dqn 10, r2d2 40)");
   cmd->add_option("--adam-epsilon", f->adam_epsilon, "Adam's epsilon, added to the root of the second moment (default 1e-5)");
   cmd->add_flag("--obs-norm", o.normalize_observations,
@@ -217,11 +218,11 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                                "dqn: transitions the replay holds; r2d2 (default 20000): sequences")
                    ->capture_default_str(),
                [](learners::train_options& t) { t.dqn.replay_capacity = 20'000; });
-  cmd->add_option("--learning-starts", dm.learning_starts, "dqn: env steps in the replay before the first update")
+  cmd->add_option("--learning-starts", dm.learning_starts, "dqn, r2d2: env steps in the replay before the first update")
       ->capture_default_str();
-  cmd->add_option("--prefetch", dm.prefetch, "dqn: sampled batches the learner keeps in flight")
+  cmd->add_option("--prefetch", dm.prefetch, "dqn, r2d2: sampled batches the learner keeps in flight")
       ->capture_default_str();
-  cmd->add_flag("--uniform-replay", f->uniform_replay, "dqn: sample uniformly instead of by priority");
+  cmd->add_flag("--uniform-replay", f->uniform_replay, "dqn, r2d2: sample uniformly instead of by priority");
   r2d2_differs(cmd->add_option("--priority-alpha", dm.priority_alpha, "dqn, r2d2 (default 0.9): priority exponent")
                    ->capture_default_str(),
                [](learners::train_options& t) { t.dqn.priority_alpha = 0.9; });
@@ -248,17 +249,19 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
   cmd->add_option("--rescale-epsilon", rm.rescale_epsilon,
                   "r2d2: epsilon of the value rescaling h(x) = sign(x)(sqrt(|x|+1) - 1) + epsilon x")
       ->capture_default_str();
-  cmd->add_flag("--no-double-dqn", f->no_double_dqn, "dqn: bootstrap with max of the target network");
-  cmd->add_option("--epsilon-base", dm.epsilon_base, "dqn: Ape-X ladder, env i of N explores with base^(1+alpha*i/(N-1))")
+  cmd->add_flag("--no-double-dqn", f->no_double_dqn,
+                "dqn: bootstrap with max of the target network (r2d2 is always double-Q)");
+  cmd->add_option("--epsilon-base", dm.epsilon_base,
+                  "dqn, r2d2: Ape-X ladder, env i of N explores with base^(1+alpha*i/(N-1))")
       ->capture_default_str();
-  cmd->add_option("--epsilon-alpha", dm.epsilon_alpha, "dqn: Ape-X ladder exponent")->capture_default_str();
+  cmd->add_option("--epsilon-alpha", dm.epsilon_alpha, "dqn, r2d2: Ape-X ladder exponent")->capture_default_str();
   cmd->add_option("--exploration-steps", dm.exploration_steps,
-                  "dqn: env steps over which each epsilon falls from 1 to its rung")
+                  "dqn, r2d2: env steps over which each epsilon falls from 1 to its rung")
       ->capture_default_str();
-  cmd->add_option("--publish-every", dm.publish_every, "dqn: updates between weight publications to the policy")
+  cmd->add_option("--publish-every", dm.publish_every, "dqn, r2d2: updates between weight publications to the policy")
       ->capture_default_str();
   cmd->add_option("--hidden", o.hidden, "hidden layer widths, e.g. --hidden 64 64")->capture_default_str();
-  cmd->add_option("--frames", o.frames, "observations stacked into the policy input (memory needs 5)")
+  cmd->add_option("--frames", o.frames, "ppo: observations stacked into the policy input (memory needs 5)")
       ->capture_default_str();
   r2d2_differs(cmd->add_option("--lstm", o.lstm,
                                "ppo: width of an LSTM after the hidden layers, the policy's memory across steps (0: "
