@@ -19,9 +19,11 @@
 #include "coral/actors/errors.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
+#include "coral/learners/errors.hpp"
 
 namespace fs = std::filesystem;
 namespace cm = coral::cli::errors;
+namespace lm = coral::learners::errors;
 using coral::cli::exit_code::failed;
 using coral::cli::exit_code::ok;
 using coral::cli::exit_code::rejected;
@@ -110,6 +112,7 @@ const std::vector<std::pair<std::string, std::string>> bad_files = {
     {"rollout_key.toml", "[envs.rollout]\nenv = \"cartpole\"\nstep = 2\n"},
     {"bad_value.toml", "[train]\ntopology = \"ring\"\n"},
     {"conflict.toml", "[train]\nexecutor = \"single\"\nthreads = 2\n"},
+    {"other_algo.toml", "[train]\nalgo = \"dqn\"\ngae-lambda = 0.5\n"},
 };
 
 std::string file_error(std::string_view format, const std::string& file, auto&&... args) {
@@ -216,6 +219,21 @@ std::vector<bad_input> bad_inputs() {
        batch_timeout_alone},
       {{"bench", "--no-baseline", "--baseline-steps", "5"},
        error_line(text(cm::conflicting_flags, "--baseline-steps", "--no-baseline", "the baseline is skipped"))},
+      // A setting the algorithm does not read: refused, not ignored, typed or from a file.
+      {{"train", "--algo", "dqn", "--gae-lambda", "0.5"},
+       error_line(text(lm::setting_of_other_algo, "--gae-lambda", "PPO", "dqn"))},
+      {{"train", "--algo", "dqn", "--no-anneal-lr"},
+       error_line(text(lm::setting_of_other_algo, "--no-anneal-lr", "PPO", "dqn"))},
+      {{"train", "--algo", "dqn", "--seq-len", "40"},
+       error_line(text(lm::setting_of_other_algo, "--seq-len", "R2D2", "dqn"))},
+      {{"train", "--replay-ratio", "4"},
+       error_line(text(lm::setting_of_other_algo, "--replay-ratio", "DQN and R2D2", "ppo"))},
+      {{"train", "--algo", "r2d2", "--horizon", "32"},
+       error_line(text(lm::setting_of_other_algo, "--horizon", "PPO", "r2d2"))},
+      {{"train", "--algo", "r2d2", "--no-double-dqn"},
+       error_line(text(lm::setting_of_other_algo, "--no-double-dqn", "DQN", "r2d2"))},
+      {{"--config", "other_algo.toml", "train"},
+       error_line(text(lm::setting_of_other_algo, "--gae-lambda", "PPO", "dqn"))},
       // Actions of `envs rollout`.
       {{"envs", "rollout", "--env", "race", "--actions", "0/1"},
        error_line(text(cm::wrong_action_count, "0/1", 1, 2, 4))},

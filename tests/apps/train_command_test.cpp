@@ -93,3 +93,31 @@ TEST_CASE("coral bench samples with the untrained MLP policy and names --policy 
   CHECK(run_cli({"bench", "--policy", "nn"}, out, err) == 1);
   CHECK(err == "error: --policy: invalid value 'nn' (allowed: random, constant, mlp)\n");
 }
+
+TEST_CASE("coral train runs each algorithm at its defaults and with the flags every algorithm takes, and refuses "
+          "another algorithm's setting before anything starts",
+          "[apps][train_command]") {
+  const std::vector<std::string> quick = {"--total-steps", "2000", "--executor", "single", "--no-run-dir",
+                                          "--progress-seconds", "0"};
+  // Set in the running algorithm's config only: never taken for a setting of another.
+  const std::vector<std::string> shared = {"--learning-rate", "1e-3", "--gamma", "0.98", "--max-grad-norm", "1",
+                                           "--adam-epsilon", "1e-4"};
+  const std::vector<std::vector<std::string>> algos = {
+      {"--algo", "ppo"}, {"--algo", "dqn"}, {"--algo", "r2d2", "--env", "repeat_previous"}};
+  for (const auto& algo : algos) {
+    for (const bool with_shared : {false, true}) {
+      std::vector<std::string> args = {"train"};
+      args.insert(args.end(), algo.begin(), algo.end());
+      args.insert(args.end(), quick.begin(), quick.end());
+      if (with_shared) args.insert(args.end(), shared.begin(), shared.end());
+      std::string out, err;
+      CAPTURE(args, err);
+      REQUIRE(run_cli(args, out, err) == 0);
+      CHECK(last_line(out).find(fmt::format(R"("algo":"{}")", algo[1])) != std::string::npos);
+    }
+  }
+  std::string out, err;
+  CHECK(run_cli({"train", "--algo", "dqn", "--gae-lambda", "0.5", "--no-run-dir"}, out, err) == 1);
+  CHECK(err == "error: " + fmt::format(fmt::runtime(lm::setting_of_other_algo), "--gae-lambda", "PPO", "dqn") + "\n");
+  CHECK(out.empty());
+}
