@@ -165,12 +165,17 @@ TEST_CASE("PPO learns MultiDiscrete and Box actions", "[learning][spaces]") {
 // DQN: the replay actor, prioritized replay and the Ape-X ladder, with
 // `coral train --algo dqn`'s defaults.
 
-TEST_CASE("DQN with prioritized replay solves cartpole within 300k env steps for several seeds",
+// On the single-threaded executor, so that a failure is a regression that
+// replays, not a draw: with threads, when the learner's batches are drawn
+// depends on timing, and a seed that solves in most runs fails in some
+// (docs/training.md, "DQN", has both executors' figures over 40 seeds).
+TEST_CASE("DQN with prioritized replay solves cartpole within 300k env steps for several seeds, deterministically",
           "[learning][dqn][cartpole]") {
   auto seed = GENERATE(1, 2, 3);
   CAPTURE(seed);
   auto o = defaults("cartpole", static_cast<std::uint64_t>(seed));
   o.algo = "dqn";
+  o.sampler.executor = coral::executor_mode::single;
   o.total_steps = 300'000;
   const auto r = run(o);
   CHECK(r.solved);
