@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -108,6 +109,26 @@ constexpr std::array settings{
     setting{"--priority-eta", r2d2, differs<&opts::r2d2, &r2d2_config::priority_eta>},
     setting{"--rescale-epsilon", r2d2, differs<&opts::r2d2, &r2d2_config::rescale_epsilon>},
 };
+
+// A field added to one of the three configs without a row above would be
+// silently ignored by the algorithms that do not read it: these fail to
+// compile until the row is there (and the count here is raised).
+struct any_field {
+  template <class T>
+  operator T() const;  // NOLINT(google-explicit-constructor): converts to any field's type
+};
+/// The number of fields of the aggregate T: the most initializers T{...} takes.
+template <class T, class... Fields>
+consteval std::size_t field_count() {
+  if constexpr (requires { T{Fields{}..., any_field{}}; }) {
+    return field_count<T, Fields..., any_field>();
+  } else {
+    return sizeof...(Fields);
+  }
+}
+static_assert(field_count<ppo_config>() == 14, "a ppo_config field without a row in `settings`");
+static_assert(field_count<dqn_config>() == 21, "a dqn_config field without a row in `settings`");
+static_assert(field_count<r2d2_config>() == 6, "an r2d2_config field without a row in `settings`");
 
 }  // namespace
 
