@@ -371,7 +371,8 @@ void check_dqn_options(const train_options& o) {
   if (o.lstm != 0) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_lstm), o.lstm));
   detail::check_settings_read(o);
   detail::check_q_options(o);
-  if (!(d.huber_delta > 0)) out_of_range("--huber-delta", d.huber_delta, "must be > 0");
+  // No flag sets it: named as the field, as algorithm_settings.cpp names it.
+  if (!(d.huber_delta > 0)) out_of_range("dqn.huber_delta", d.huber_delta, "must be > 0");
   const std::size_t rows = o.sampler.num_envs;  // single-agent envs: one row each
   if (rows > 0 && stream_capacity(o, rows) < d.n_step + 2) {
     out_of_range("--replay-capacity", d.replay_capacity,

@@ -140,6 +140,7 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   check([](train_options& o) { o.dqn.target_update = 0; }, "--target-update");
   check([](train_options& o) { o.dqn.epsilon_base = 1.5; }, "--epsilon-base");
   check([](train_options& o) { o.dqn.replay_capacity = 16; }, "--replay-capacity");
+  check([](train_options& o) { o.dqn.huber_delta = 0; }, "dqn.huber_delta");  // a field no flag sets
   auto o = small_dqn(1000);
   o.frames = 2;
   CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_frames), 2));
