@@ -95,8 +95,16 @@ double measure(const actors::sampler_options& o, std::uint64_t steps) {
   return seconds > 0 ? static_cast<double>(st.env_steps.load()) / seconds : 0.0;
 }
 
+/// Whether this `coral` has the train command (a build without libtorch
+/// does not, and refuses a config file with a [train] section).
+#ifdef CORAL_HAVE_TRAIN
+constexpr bool has_train = true;
+#else
+constexpr bool has_train = false;
+#endif
+
 /// The config file: the env, its envs and threads, and the wiring, for both
-/// commands that sample.
+/// commands that sample (bench alone where this coral has no train).
 std::string config_text(const tune_flags& f, std::size_t tried, const candidate& best, const candidate& first) {
   const auto& o = best.options;
   const auto w = actors::resolve_wiring(o);
@@ -112,10 +120,10 @@ std::string config_text(const tune_flags& f, std::size_t tried, const candidate&
   return fmt::format(
       "# Written by coral tune: the fastest of {} wirings of {} envs of {} on {} sampling thread{},\n"
       "# {:.0f} env steps/s with a random policy ({:.2f}x the first tried: {}).\n"
-      "# Use it with --config; flags typed on the command line win.\n\n[bench]\n{}\n[train]\n{}",
+      "# Use it with --config; flags typed on the command line win.\n\n[bench]\n{}{}",
       tried, o.num_envs, o.env, o.threads, o.threads == 1 ? "" : "s", best.steps_per_second,
       first.steps_per_second > 0 ? best.steps_per_second / first.steps_per_second : 0.0, describe(first.options), body,
-      body);
+      has_train ? "\n[train]\n" + body : std::string());
 }
 
 void run_tune(std::ostream& out, tune_flags& f) {
@@ -190,8 +198,8 @@ void run_tune(std::ostream& out, tune_flags& f) {
   file << config_text(f, all.size(), best, first);
   file.close();
   if (!file) throw error(fmt::format(fmt::runtime(errors::tune_unwritable), path));
-  out << fmt::format("best: {} ({:.0f} steps/s); written to {}: coral bench --config {}, coral train --config {}\n",
-                     describe(best.options), best.steps_per_second, path, path, path);
+  out << fmt::format("best: {} ({:.0f} steps/s); written to {}: coral bench --config {}{}\n", describe(best.options),
+                     best.steps_per_second, path, path, has_train ? ", coral train --config " + path : std::string());
 }
 
 }  // namespace
