@@ -3,8 +3,9 @@
 # long (stress, learning) tests in a release build, the concurrency tests
 # (stress included) under ThreadSanitizer, and the quick tests under
 # AddressSanitizer + UBSan, then fuzzes every parser of outside input for a
-# bounded time (clang 14, libFuzzer). The sanitizer and fuzz builds leave out
-# libtorch. This is what CI runs (.ci/run).
+# bounded time (libFuzzer; the fuzz targets are built in the asan tree, with
+# clang 14). The sanitizer builds leave out libtorch. This is what CI runs
+# (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -33,16 +34,12 @@ cmake --build --preset tsan -j"$jobs"
 step "concurrency tests under ThreadSanitizer"
 ctest --preset tsan
 
-step "AddressSanitizer + UBSan build of the runtime layers"
+step "AddressSanitizer + UBSan build (clang 14) of the runtime layers, the torch-free command and the fuzz targets"
 cmake --preset asan "${cache[@]}" > /dev/null
 cmake --build --preset asan -j"$jobs"
 step "quick tests under AddressSanitizer + UBSan"
 ctest --preset asan
-
-step "fuzz build (clang 14, libFuzzer + ASan + UBSan) of the parsers of outside input"
-cmake --preset fuzz "${cache[@]}" > /dev/null
-cmake --build --preset fuzz -j"$jobs"
-step "each parser fuzzed for a bounded time, and every input that once crashed"
+step "each parser of outside input fuzzed for a bounded time (libFuzzer, same build), and every input that once crashed"
 ctest --preset fuzz
 # Executions per target, for RELIABILITY.md's count.
-grep -E '^[0-9]+/[0-9]+ Test: fuzz_|stat::number_of_executed_units' build/fuzz/Testing/Temporary/LastTest.log || true
+grep -E '^[0-9]+/[0-9]+ Test: fuzz_|stat::number_of_executed_units' build/asan/Testing/Temporary/LastTest.log || true
