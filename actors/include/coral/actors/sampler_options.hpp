@@ -71,8 +71,9 @@ struct sampler_options {
 
 /// How long one env step takes, measured on a probe env made for the purpose
 /// (index num_envs: none of the run's envs, whose streams stay untouched):
-/// reset, then random actions for about `budget` (at least one step), on a
-/// thread of its own. Returns the mean seconds per step; `patience` if the
+/// reset, then random actions for about `budget` in three rounds (at least
+/// one step each), on a thread of its own. Returns the fastest round's mean
+/// seconds per step (one preemption slows one round); `patience` if the
 /// probe had not finished by then, or by a SIGINT or SIGTERM under a live
 /// interrupt_scope (a slow or stalled env, or a stop: the probe thread
 /// is left to end on its own, so that an env that never returns cannot hang
