@@ -65,7 +65,19 @@ struct given_flags {
   const CLI::Option* run_dir = nullptr;
   const CLI::Option* checkpoint_every = nullptr;
   std::vector<r2d2_default> r2d2_defaults;
+  /// The command, for the flags given at all (check_flags_read).
+  const CLI::App* command = nullptr;
 };
+
+/// Refuses a flag given (typed or from a config file) that only other
+/// algorithms read, whatever its value: validate() refuses one set to
+/// another value than its default, but cannot see one given at its default.
+void check_flags_read(const given_flags& g, const std::string& algo) {
+  for (const CLI::Option* opt : g.command->get_options()) {
+    if (opt->count() == 0) continue;
+    for (const std::string& name : opt->get_lnames()) learners::check_flag_read("--" + name, algo);
+  }
+}
 
 /// Flags that contradict each other, rejected before anything starts.
 void check_conflicts(const train_flags& f, const given_flags& g) {
@@ -123,6 +135,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
   }
   o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
+  check_flags_read(given, o.algo);
 #ifdef CORAL_HAVE_MPI
   if (f.distributed) o.remote = distributed::mpi_transport::start();
 #endif
@@ -285,7 +298,7 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                   "stop the run, with a report of every actor and channel, when no env step and no learner update "
                   "happened for this long (0: never)")
       ->capture_default_str();
-  const given_flags given{target, run_dir, checkpoint_every, std::move(r2d2_defaults)};
+  const given_flags given{target, run_dir, checkpoint_every, std::move(r2d2_defaults), cmd};
   cmd->callback([&out, f, given, hooks] { run_train(out, *f, given, hooks); });
 }
 

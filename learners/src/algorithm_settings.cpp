@@ -132,18 +132,42 @@ static_assert(field_count<r2d2_config>() == 6, "an r2d2_config field without a r
 
 }  // namespace
 
+namespace {
+
+const builtin* builtin_named(std::string_view algo) {
+  const auto b = std::find_if(builtins.begin(), builtins.end(), [algo](const builtin& x) { return x.algo == algo; });
+  return b == builtins.end() ? nullptr : &*b;
+}
+
+/// Throws errors::setting_of_other_algo for setting `s` under `algo`.
+[[noreturn]] void refuse(const setting& s, std::string_view algo) {
+  std::string read_by;
+  for (const auto& b : builtins) {
+    if ((s.read_by & b.bit) != 0) read_by += fmt::format("{}{}", read_by.empty() ? "" : " and ", b.shown);
+  }
+  throw config_error(fmt::format(fmt::runtime(errors::setting_of_other_algo), s.name, read_by, algo));
+}
+
+}  // namespace
+
 void check_settings_read(const train_options& o) {
-  const auto self =
-      std::find_if(builtins.begin(), builtins.end(), [&o](const builtin& b) { return b.algo == o.algo; });
-  if (self == builtins.end()) return;  // another algorithm reads what it reads
+  const builtin* self = builtin_named(o.algo);
+  if (self == nullptr) return;  // another algorithm reads what it reads
   for (const auto& s : settings) {
-    if ((s.read_by & self->bit) != 0 || !s.changed(o)) continue;
-    std::string read_by;
-    for (const auto& b : builtins) {
-      if ((s.read_by & b.bit) != 0) read_by += fmt::format("{}{}", read_by.empty() ? "" : " and ", b.shown);
-    }
-    throw config_error(fmt::format(fmt::runtime(errors::setting_of_other_algo), s.name, read_by, o.algo));
+    if ((s.read_by & self->bit) == 0 && s.changed(o)) refuse(s, o.algo);
   }
 }
 
 }  // namespace coral::learners::detail
+
+namespace coral::learners {
+
+void check_flag_read(std::string_view flag, std::string_view algo) {
+  const detail::builtin* self = detail::builtin_named(algo);
+  if (self == nullptr) return;
+  for (const auto& s : detail::settings) {
+    if (s.name == flag && (s.read_by & self->bit) == 0) detail::refuse(s, algo);
+  }
+}
+
+}  // namespace coral::learners

@@ -23,7 +23,8 @@ namespace coral::learners::detail {
 /// the table), naming the flag and the algorithms that read it. Every
 /// built-in algorithm's options_check runs it, so that the command, config
 /// files, the Python binding and C++ compositions all get the refusal. A
-/// setting given at its default value is not told apart from one not given.
+/// setting given at its default value is not told apart from one not given
+/// here; the command refuses those with check_flag_read (train.hpp).
 /// Does nothing for an algorithm that is not built in.
 void check_settings_read(const train_options& o);
 

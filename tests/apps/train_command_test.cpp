@@ -121,3 +121,49 @@ TEST_CASE("coral train runs each algorithm at its defaults and with the flags ev
   CHECK(err == "error: " + fmt::format(fmt::runtime(lm::setting_of_other_algo), "--gae-lambda", "PPO", "dqn") + "\n");
   CHECK(out.empty());
 }
+
+TEST_CASE("coral train refuses another algorithm's flag given at its default value, typed or from a config file",
+          "[apps][train_command]") {
+  // Each flag at the default its algorithm has (so the options alone look
+  // untouched), under an algorithm that does not read it.
+  struct refusal {
+    std::vector<std::string> args;
+    std::string flag, read_by, algo;
+  };
+  const std::vector<refusal> refusals = {
+      {{"--algo", "ppo", "--replay-capacity", "100000"}, "--replay-capacity", "DQN and R2D2", "ppo"},
+      {{"--replay-batch", "128"}, "--replay-batch", "DQN and R2D2", "ppo"},  // --algo ppo by default
+      {{"--algo", "dqn", "--gae-lambda", "0.95"}, "--gae-lambda", "PPO", "dqn"},
+      {{"--algo", "dqn", "--lstm", "0"}, "--lstm", "PPO and R2D2", "dqn"},
+      {{"--algo", "dqn", "--frames", "1"}, "--frames", "PPO", "dqn"},
+      {{"--algo", "dqn", "--seq-len", "80"}, "--seq-len", "R2D2", "dqn"},
+      {{"--algo", "r2d2", "--lstm", "16", "--horizon", "128"}, "--horizon", "PPO", "r2d2"},
+      {{"--algo", "r2d2", "--lstm", "16", "--clip", "0.2"}, "--clip", "PPO", "r2d2"},
+  };
+  for (const auto& r : refusals) {
+    std::vector<std::string> args = {"train", "--no-run-dir"};
+    args.insert(args.end(), r.args.begin(), r.args.end());
+    std::string out, err;
+    CAPTURE(args);
+    CHECK(run_cli(args, out, err) == 1);
+    CHECK(err == "error: " + fmt::format(fmt::runtime(lm::setting_of_other_algo), r.flag, r.read_by, r.algo) + "\n");
+    CHECK(out.empty());
+  }
+  // From a config file, which sets flags as typed ones do.
+  const auto dir = fresh_dir("default-of-other-algo");
+  fs::create_directories(dir);
+  const auto file = dir / "train.toml";
+  std::ofstream(file) << "[train]\nalgo = \"ppo\"\nreplay-capacity = 100000\nno-run-dir = true\n";
+  std::string out, err;
+  CHECK(run_cli({"--config", file.string(), "train"}, out, err) == 1);
+  CHECK(err == "error: " + fmt::format(fmt::runtime(lm::setting_of_other_algo), "--replay-capacity", "DQN and R2D2",
+                                       "ppo") + "\n");
+  // The same flags under the algorithms that read them are taken.
+  CHECK(run_cli({"train", "--algo", "dqn", "--replay-capacity", "100000", "--replay-batch", "128", "--total-steps",
+                 "2000", "--executor", "single", "--no-run-dir", "--progress-seconds", "0"},
+                out, err) == 0);
+  CHECK(run_cli({"train", "--algo", "ppo", "--gae-lambda", "0.95", "--clip", "0.2", "--frames", "1", "--lstm", "0",
+                 "--total-steps", "1024", "--executor", "single", "--no-run-dir", "--progress-seconds", "0"},
+                out, err) == 0);
+  fs::remove_all(dir);
+}

@@ -164,6 +164,35 @@ TEST_CASE("a setting only another algorithm reads is refused, naming the flag an
   CHECK(config_refusal(r2d2) == "--clip: PPO only; --algo r2d2 does not take it");
 }
 
+TEST_CASE("check_flag_read refuses a flag that only other algorithms read, whatever its value",
+          "[learners][train][errors]") {
+  using coral::learners::check_flag_read;
+  const auto refusal = [](std::string_view flag, std::string_view algo) -> std::string {
+    try {
+      check_flag_read(flag, algo);
+      return "(accepted)";
+    } catch (const coral::config_error& e) {
+      return e.what();
+    }
+  };
+  CHECK(refusal("--replay-capacity", "ppo") == "--replay-capacity: DQN and R2D2 only; --algo ppo does not take it");
+  CHECK(refusal("--replay-capacity", "dqn") == "(accepted)");
+  CHECK(refusal("--replay-capacity", "r2d2") == "(accepted)");
+  CHECK(refusal("--lstm", "dqn") == "--lstm: PPO and R2D2 only; --algo dqn does not take it");
+  CHECK(refusal("--lstm", "ppo") == "(accepted)");
+  CHECK(refusal("--no-double-dqn", "r2d2") == "--no-double-dqn: DQN only; --algo r2d2 does not take it");
+  CHECK(refusal("--seq-len", "ppo") == "--seq-len: R2D2 only; --algo ppo does not take it");
+  CHECK(refusal("--horizon", "dqn") == "--horizon: PPO only; --algo dqn does not take it");
+  // Flags every algorithm takes, and algorithms that are not built in.
+  for (const std::string_view algo : {"ppo", "dqn", "r2d2"}) {
+    for (const std::string_view flag : {"--learning-rate", "--gamma", "--hidden", "--total-steps", "--num-envs"}) {
+      CAPTURE(algo, flag);
+      CHECK(refusal(flag, algo) == "(accepted)");
+    }
+  }
+  CHECK(refusal("--replay-capacity", "my-own-algo") == "(accepted)");
+}
+
 TEST_CASE("a multi-agent env is refused by both algorithms, naming the env and its agents", "[learners][train]") {
   auto o = small_run(4096);  // past DQN's default --learning-starts
   o.sampler.env = "race";

@@ -67,6 +67,9 @@ def test_spin_us_takes_auto_or_a_count(spin):
     (dict(spin_us="fast"), ValueError, "--spin-us"),
     (dict(spin_us=-1), ValueError, "--spin-us"),
     (dict(algo="dqn", gae_lambda=0.5), ValueError, "^--gae-lambda: PPO only; --algo dqn does not take it$"),
+    # At its default value too: a keyword given is a flag given.
+    (dict(algo="ppo", replay_capacity=100000), ValueError,
+     "^--replay-capacity: DQN and R2D2 only; --algo ppo does not take it$"),
     (dict(env="faulty", env_arg={"throw_step": 50, "env": 1}, total_steps=5000), coral.EnvError, "env 1 in group"),
 ])
 def test_train_errors_are_python_exceptions_with_coral_s_message(flags, error, match):

@@ -97,6 +97,16 @@ struct train_result {
 /// its default and that only other algorithms read (errors::setting_of_other_algo).
 void validate(const train_options& options);
 
+/// Throws config_error (errors::setting_of_other_algo) when `flag`, a flag
+/// of `coral train` as it is spelt there (`--seq-len`), sets a setting that
+/// the built-in algorithm `algo` does not read. validate() sees only values,
+/// so it cannot tell a flag given at its default from one not given; the
+/// command calls this for every flag given, on the command line or in a
+/// config file, so that `--replay-capacity 100000` (the default) under PPO is
+/// refused like any other value. Does nothing for a flag every algorithm
+/// takes, or for an algorithm that is not built in.
+void check_flag_read(std::string_view flag, std::string_view algo);
+
 /// Runs training to the end: solved (when stop_when_solved), total_steps,
 /// or a signal (SIGINT/SIGTERM: a checkpoint is written and the run ends
 /// normally). Progress lines go to `progress`. Before anything starts, the
