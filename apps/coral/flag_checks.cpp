@@ -76,14 +76,18 @@ std::string check_finite(std::string& s) {
   return {};
 }
 
+// The whole-number checks rewrite the value (`1e6` as 1000000, `010` as 10)
+// for CLI11 to convert, so they are added with transform(), which runs first
+// and keeps the rewrite: check() hands a validator a copy, and CLI11 then
+// converted the text as typed (`010` as octal 8, `1e6` not at all).
 void add_checks(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     switch (kind_of(*o)) {
       case value_kind::unsigned_whole:
-        o->check(CLI::Validator([](std::string& s) { return check_whole<std::uint64_t>(s, true); }, ""));
+        o->transform(CLI::Validator([](std::string& s) { return check_whole<std::uint64_t>(s, true); }, ""));
         break;
       case value_kind::whole:
-        o->check(CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, false); }, ""));
+        o->transform(CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, false); }, ""));
         break;
       case value_kind::number:
         o->check(CLI::Validator(check_finite, ""));

@@ -161,6 +161,36 @@ TEST_CASE("bad flags exit non-zero naming the flag", "[apps][envs_command][error
   CHECK_THAT(r.err, Catch::Contains("--log-level"));
 }
 
+TEST_CASE("a whole-number flag reads 010 as ten and 1e1 as ten, as docs/cli.md says, not as CLI11 would",
+          "[apps][envs_command]") {
+  // CLI11 alone reads 010 as octal 8 and refuses 1e1; the checks rewrite the
+  // value before it converts. envs rollout prints a line per step and one first.
+  const auto steps_of = [](const std::string& steps) {
+    const auto r = run({"envs", "rollout", "--env", "cartpole", "--seed", "3", "--steps", steps});
+    CAPTURE(steps, r.err);
+    REQUIRE(r.code == 0);
+    return lines(r.out).size() - 1;
+  };
+  CHECK(steps_of("10") == 10);
+  CHECK(steps_of("010") == 10);
+  CHECK(steps_of("1e1") == 10);
+  CHECK(steps_of("+10") == 10);
+  CHECK(steps_of("1.0e1") == 10);
+  // A seed too: the same lines as seed 10.
+  const auto seeded = [](const std::string& seed) {
+    return run({"envs", "rollout", "--env", "cartpole", "--seed", seed, "--steps", "3"}).out;
+  };
+  CHECK(seeded("010") == seeded("10"));
+  CHECK(seeded("1e1") == seeded("10"));
+  CHECK(seeded("8") != seeded("10"));
+  // A signed flag (INT) likewise.
+  const auto r = run({"bench", "--env", "noop", "--steps", "1e3", "--min-batch-size", "2", "--batch-timeout-us", "1e2",
+                      "--no-baseline", "--threads", "1", "--executor", "single"});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("sampler:  1000 env steps"));
+}
+
 TEST_CASE("every subcommand has --help", "[apps][envs_command]") {
   auto r = run({"envs", "--help"});
   CHECK(r.code == 0);

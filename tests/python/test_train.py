@@ -57,6 +57,15 @@ def test_spin_us_takes_auto_or_a_count(spin):
     assert result["env_steps"] >= 2000
 
 
+def test_a_whole_number_given_as_a_float_is_taken():
+    # 1e3 and 8.0 reach coral as "1000.0" and "8.0": whole values, taken as
+    # such (CLI11 alone refused them); 1500.5 is not whole.
+    result = coral.train(total_steps=1e3, num_envs=8.0, no_run_dir=True, verbose=False)
+    assert result["env_steps"] == 1000
+    with pytest.raises(ValueError, match="^--total-steps: '1500.5' is not a whole number$"):
+        coral.train(total_steps=1500.5, no_run_dir=True, verbose=False)
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),
