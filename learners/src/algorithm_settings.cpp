@@ -130,10 +130,6 @@ static_assert(field_count<ppo_config>() == 14, "a ppo_config field without a row
 static_assert(field_count<dqn_config>() == 21, "a dqn_config field without a row in `settings`");
 static_assert(field_count<r2d2_config>() == 6, "an r2d2_config field without a row in `settings`");
 
-}  // namespace
-
-namespace {
-
 const builtin* builtin_named(std::string_view algo) {
   const auto b = std::find_if(builtins.begin(), builtins.end(), [algo](const builtin& x) { return x.algo == algo; });
   return b == builtins.end() ? nullptr : &*b;
