@@ -2,7 +2,7 @@
 // without libtorch refer to, each reached by no target; if that changes,
 // the abort says so at once instead of giving wrong figures.
 //
-// - validate(), train() and train_result::to_json():
+// - validate(), check_flag_read(), train() and train_result::to_json():
 //   apps/coral/train_command.cpp calls them from
 //   `coral train`'s callback, which the config target removes: it parses
 //   flags and runs no command.
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "coral/learners/train.hpp"
 
@@ -25,6 +26,8 @@ namespace {
 }  // namespace
 
 void validate(const train_options&) { needs_libtorch("learners::validate()"); }
+
+void check_flag_read(std::string_view, std::string_view) { needs_libtorch("learners::check_flag_read()"); }
 
 train_result train(const train_options&, std::ostream&) { needs_libtorch("learners::train()"); }
 
