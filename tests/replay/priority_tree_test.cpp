@@ -1,5 +1,6 @@
 #include "coral/replay/priority_tree.hpp"
 #include "coral/replay/detail/divider.hpp"
+#include "coral/replay/detail/huge_page_allocator.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -311,6 +312,94 @@ TEST_CASE("row_pick and group_pick find the child a linear scan finds, never a z
       REQUIRE(mass < row[j]);
     }
   }
+}
+
+TEST_CASE("every instruction set's descent gives the bits of the plain C++ picks, roundings included",
+          "[replay][priority_tree]") {
+  namespace k = coral::replay::detail;
+  std::vector<k::isa> isas{k::isa::baseline};
+  if (k::isa_available(k::isa::avx2)) isas.push_back(k::isa::avx2);
+  INFO("AVX2 on this CPU: " << (isas.size() > 1 ? "yes" : "no, only the baseline is compared"));
+  rng r(21);
+  constexpr std::size_t rows = 64;
+  constexpr std::size_t draws = 256;
+  // A level of `rows` rows of 8 and as many groups of 16 leaves; the
+  // descent's next line is a level of 64 * 8 lines it only prefetches.
+  k::huge_vector<double> level(rows * 8);  // cache-line aligned, as the tree's lines
+  k::huge_vector<float> leaves(rows * 16);
+  std::vector<double> next(rows * 8 * 8);
+  std::size_t parted = 0;  // groups where counting the ends and walking the leaves part
+  for (int round = 0; round < 400; ++round) {
+    // Whole numbers (exact sums), magnitudes 2^-30 to 2^30 (sums round),
+    // and lines of one huge and many tiny children (ends that tie or fall
+    // by an ulp); a third of the children zero.
+    const int kind = round % 3;
+    const auto child = [&]() -> double {
+      if (r.below(3) == 0) return 0.0;
+      if (kind == 0) return static_cast<double>(1 + r.below(1000));
+      if (kind == 1) return std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(60)) - 30);
+      return r.below(8) == 0 ? 1.0 : std::ldexp(r.uniform(0.5, 1.0), -53 - static_cast<int>(r.below(3)));
+    };
+    for (double& x : level) x = child();
+    for (float& x : leaves) x = static_cast<float>(child());
+    // The tree descends only into lines with mass.
+    for (std::size_t j = 0; j < rows; ++j) {
+      level[j * 8 + r.below(8)] = 1.0;
+      leaves[j * 16 + r.below(16)] = 1.0f;
+    }
+    std::vector<std::size_t> nodes(draws), groups(draws);
+    std::vector<double> masses(draws);
+    for (std::size_t i = 0; i < draws; ++i) {
+      nodes[i] = r.below(rows);
+      groups[i] = r.below(rows);
+      const double row_total = k::scalar::row_sum(level.data() + nodes[i] * 8);
+      const double group_total = k::scalar::group_sum(leaves.data() + groups[i] * 16);
+      // Anywhere, on a running end, and at or past the end.
+      const std::size_t where = r.below(8);
+      const double total = i % 2 == 0 ? row_total : group_total;
+      masses[i] = where == 0 ? total : where == 1 ? std::nextafter(total, 0.0) : r.uniform(0.0, 1.0) * total;
+      if (where == 2) {
+        double ends[8];
+        k::scalar::running_ends(level.data() + nodes[i] * 8, 8, ends);
+        masses[i] = ends[r.below(8)];
+      }
+    }
+    // The plain C++ picks, draw by draw, with the past-the-end rule.
+    std::vector<std::size_t> want_nodes(draws), want_leaves(draws);
+    std::vector<double> want_masses = masses;
+    for (std::size_t i = 0; i < draws; ++i) {
+      const double* row = level.data() + nodes[i] * 8;
+      double before = want_masses[i];
+      unsigned c = k::scalar::row_pick(row, want_masses[i]);
+      if (c == 8) c = k::past_end(row, 8, want_masses[i]);
+      REQUIRE(row[c] > 0.0);
+      REQUIRE(want_masses[i] >= 0.0);
+      REQUIRE(want_masses[i] < row[c]);
+      want_nodes[i] = nodes[i] * 8 + c;
+      const float* group = leaves.data() + groups[i] * 16;
+      unsigned l = k::scalar::group_pick(group, masses[i]);
+      if (l == 16) l = k::past_end(group, 16, before);
+      REQUIRE(group[l] > 0.0f);
+      want_leaves[i] = groups[i] * 16 + l;
+      double copy = masses[i];
+      parted += k::pick_walk(group, 16, copy) != l ? 1 : 0;
+    }
+    for (const k::isa isa : isas) {
+      INFO("isa " << static_cast<int>(isa) << ", round " << round);
+      std::vector<std::size_t> got_nodes = nodes, got_leaves = groups;
+      std::vector<double> got_masses = masses;
+      k::descend(isa, level.data(), got_nodes.data(), got_masses.data(), draws, next.data());
+      k::pick_leaves(isa, leaves.data(), got_leaves.data(), masses.data(), draws);
+      for (std::size_t i = 0; i < draws; ++i) {
+        REQUIRE(got_nodes[i] == want_nodes[i]);
+        REQUIRE(std::bit_cast<std::uint64_t>(got_masses[i]) == std::bit_cast<std::uint64_t>(want_masses[i]));
+        REQUIRE(got_leaves[i] == want_leaves[i]);
+      }
+    }
+  }
+  // The mixed lines must reach draws where counting and walking part:
+  // otherwise the comparison above never met a rounding at a boundary.
+  CHECK(parted > 0);
 }
 
 TEST_CASE("divider gives n / d by a multiplication where both fit in 32 bits, and divides elsewhere",

@@ -195,14 +195,15 @@ class priority_tree {
     return leaf_step(leaves_.data(), node, mass);
   }
 
-  /// find_prefix for every masses[i], into leaves[i], calling
-  /// on_leaf(leaves[i]) as soon as each is found (to prefetch what the caller
-  /// will read for it). The draws descend level by level, each prefetching
-  /// the line it reads at the next level as soon as it knows it, so that a
-  /// whole pass over the batch hides each miss; the top levels, where the
-  /// draws outnumber the nodes, are one merge pass (fastest for sorted
-  /// masses, as a stratified sample's are). `masses` is used as scratch and
-  /// left unspecified. Same sizes, unchecked.
+  /// find_prefix for every masses[i], into leaves[i], then on_leaf(leaves[i])
+  /// for each in order (to prefetch what the caller will read for it). The
+  /// draws descend level by level, each prefetching the line it reads at the
+  /// next level as soon as it knows it, so that a whole pass over the batch
+  /// hides each miss; the top levels, where the draws outnumber the nodes,
+  /// are one merge pass (fastest for sorted masses, as a stratified sample's
+  /// are). The levels below run detail::descend in the widest instruction
+  /// set the CPU has (the same leaves in each). `masses` is used as scratch
+  /// and left unspecified. Same sizes, unchecked.
   template <class OnLeaf>
   void find_prefix_many(std::span<double> masses, std::span<std::size_t> leaves, OnLeaf&& on_leaf) const noexcept {
     const std::size_t n = masses.size();
@@ -213,23 +214,15 @@ class priority_tree {
     } else {
       for (std::size_t i = 0; i < n; ++i) leaves[i] = 0;
     }
+    const detail::isa isa = detail::best_isa();
     for (std::size_t d = start + 1; d <= depth(); ++d) {
-      const double* children = sums(d);
-      // Where the chosen node's children are: the next level, or the leaves.
-      const auto next_line = [&](std::size_t node) -> const void* {
-        return d < depth() ? static_cast<const void*>(sums(d + 1) + node * fanout)
-                           : static_cast<const void*>(leaves_.data() + node * leaf_fanout);
-      };
-      for (std::size_t i = 0; i < n; ++i) {
-        leaves[i] = node_step(children, leaves[i], masses[i]);
-        __builtin_prefetch(next_line(leaves[i]));
-      }
+      // Each draw prefetches the line it reads next: the next level's row,
+      // or its group of leaves.
+      const void* next = d < depth() ? static_cast<const void*>(sums(d + 1)) : static_cast<const void*>(leaves_.data());
+      detail::descend(isa, sums(d), leaves.data(), masses.data(), n, next);
     }
-    const float* leaf_values = leaves_.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      leaves[i] = leaf_step(leaf_values, leaves[i], masses[i]);
-      on_leaf(leaves[i]);
-    }
+    detail::pick_leaves(isa, leaves_.data(), leaves.data(), masses.data(), n);
+    for (std::size_t i = 0; i < n; ++i) on_leaf(leaves[i]);
   }
 
   /// find_prefix_many with nothing to do per leaf.
@@ -297,28 +290,21 @@ class priority_tree {
 
   // One level of the descent: the child of `node` where `mass` falls;
   // `mass` becomes the remainder within that child. Never a child of zero
-  // mass (see detail::row_pick).
+  // mass (see detail::row_pick); past the end by rounding, the last child
+  // with mass (detail::past_end). detail::descend does this for a batch.
   static std::size_t node_step(const double* level, std::size_t node, double& mass) noexcept {
     const double* children = level + node * fanout;
-    std::size_t c = detail::row_pick(children, mass);
-    if (c == fanout) [[unlikely]] {
-      // Past the end by rounding: land inside the last child with mass.
-      c = fanout - 1;
-      while (c > 0 && !(children[c] > 0.0)) --c;
-      mass = children[c] * 0.5;
-    }
+    unsigned c = detail::row_pick(children, mass);
+    if (c == fanout) [[unlikely]] c = detail::past_end(children, fanout, mass);
     return node * fanout + c;
   }
 
   // The last step: the leaf of `group` where `mass` falls; no remainder.
-  // The same rule as node_step, over 16 leaves.
+  // The same rule as node_step, over 16 leaves (detail::pick_leaves).
   static std::size_t leaf_step(const float* leaves, std::size_t group, double mass) noexcept {
     const float* children = leaves + group * leaf_fanout;
-    std::size_t c = detail::group_pick(children, mass);
-    if (c == leaf_fanout) [[unlikely]] {
-      c = leaf_fanout - 1;
-      while (c > 0 && !(children[c] > 0.0f)) --c;
-    }
+    unsigned c = detail::group_pick(children, mass);
+    if (c == leaf_fanout) [[unlikely]] c = detail::past_end(children, leaf_fanout, mass);
     return group * leaf_fanout + c;
   }
 

@@ -11,8 +11,10 @@
 /// build uses; tests/replay/priority_tree_test.cpp compares them on random
 /// lines. `scalar` always holds the plain versions (the tests call both).
 ///
-/// The picks (row_pick, group_pick) halve a line instead of forming its
-/// running ends, and never stop in a zero child (see row_pick).
+/// The picks (row_pick, group_pick) count a line's running ends at or below
+/// a mass, and never stop in a zero child (the rule is spelled out above
+/// pick_walk). The batch descent (descend, pick_leaves) has an AVX2 twin,
+/// chosen at run time where the CPU has it, that gives the same bits.
 
 #include <cstddef>
 #include <cstdint>
@@ -122,61 +124,192 @@ using scalar::row_sum;
 
 #endif
 
-// The descent's picks: plain C++ around one step, go_right, which is SSE2
-// where there is SSE2 (a compiler turns `m >= part ? m - part : m` into a
-// branch, and which way a draw goes is a coin flip to the predictor) and
-// the same arithmetic in plain C++ elsewhere: m - part or m - 0, exactly.
+// The descent's picks. The rule (the same bits on every build and ISA):
+//
+// - A line's running ends are formed by blocks of four children x0..x3 as
+//   x0, x1 + x0, (x2 + x1) + x0, (x3 + x2) + (x1 + x0), each plus the last
+//   end of the block before (0 for the first): the order a vector scan adds
+//   in, so SSE2, AVX2 and plain C++ agree bit for bit.
+// - The child is k, the number of ends at or below the mass, when those are
+//   exactly the first k ends (rounding can make ends decrease by an ulp), k
+//   is inside the line, the child is not zero and, for a row, the remainder
+//   (mass minus end k - 1) is below it. Each is a compare, with no branch on
+//   where a draw goes.
+// - Otherwise (a mass at or past the line's end, or a rounding at a
+//   boundary; rare) the child comes from a walk that subtracts each child the
+//   remainder is not below (pick_walk).
+// A child returned is never zero and a remainder is never negative nor at or
+// past its child. Within a row, the remainder is the mass less end k - 1.
 
-/// Whether `m` is at or past `part` (>= 0, finite); if so, `m` loses it.
-inline unsigned go_right(double& m, double part) noexcept {
-#if defined(__SSE2__)
-  const __m128d vm = _mm_set_sd(m), vp = _mm_set_sd(part);
-  const __m128d past = _mm_cmple_sd(vp, vm);
-  m = _mm_cvtsd_f64(_mm_sub_sd(vm, _mm_and_pd(past, vp)));
-  return static_cast<unsigned>(_mm_movemask_pd(past)) & 1u;
-#else
-  const unsigned past = m >= part ? 1u : 0u;
-  m -= part * static_cast<double>(past);
-  return past;
-#endif
+/// The slow rule: the first child the remainder is below, subtracting each
+/// one it is not; n (mass untouched) when there is none.
+template <class T>
+[[gnu::noinline, gnu::cold]] inline unsigned pick_walk(const T* c, unsigned n, double& mass) noexcept {
+  double m = mass;
+  for (unsigned i = 0; i < n; ++i) {
+    const auto x = static_cast<double>(c[i]);
+    if (m < x) {
+      mass = m;
+      return i;
+    }
+    m -= x;
+  }
+  return n;
 }
 
-/// The child of a row of 8 where `mass` falls, by halving: past the sum of
-/// children 0-3 ((c0 + c1) + (c2 + c3)) it goes right and subtracts that
-/// sum, then the same with the two children of the chosen half, then with
-/// the chosen pair's first child. `mass` becomes the remainder within the
-/// child. Returns 8, leaving `mass` as it was, when the remainder is not
-/// below the child it reached: `mass` was at or past the row's end (by
-/// rounding, since a parent's sum adds in another order).
-///
-/// Never a zero child otherwise: a remainder is never negative (it is only
-/// reduced by a part it is not below), and the child is returned only when
-/// the remainder is below it. Three steps of a sum and a select instead of
-/// eight running ends.
-inline unsigned row_pick(const double* c, double& mass) noexcept {
-  double m = mass;
-  const double half = (c[0] + c[1]) + (c[2] + c[3]);
-  unsigned k = 4 * go_right(m, half);
-  k += 2 * go_right(m, c[k] + c[k + 1]);
-  k += go_right(m, c[k]);
-  if (!(m < c[k])) [[unlikely]] return 8;
-  mass = m;
+/// Where a pick found no child (a mass at or past the line's end, by
+/// rounding, since a parent's sum adds in another order): the last child
+/// with mass (the first when none has), the remainder half of it.
+template <class T>
+[[gnu::noinline, gnu::cold]] inline unsigned past_end(const T* c, unsigned n, double& mass) noexcept {
+  unsigned k = n - 1;
+  while (k > 0 && !(c[k] > 0)) --k;
+  mass = static_cast<double>(c[k]) * 0.5;
   return k;
 }
 
-/// The leaf of a group of 16 where `mass` falls, by halving as row_pick
-/// does, over the leaves as doubles: eight ((l0 + l1) + (l2 + l3)) + ((l4 +
-/// l5) + (l6 + l7)), four, two, one. Returns 16 when `mass` is at or past
-/// the group's end; never a zero leaf otherwise.
-inline unsigned group_pick(const float* l, double mass) noexcept {
-  const auto x = [l](unsigned i) { return static_cast<double>(l[i]); };
-  double m = mass;
-  const double eight = ((x(0) + x(1)) + (x(2) + x(3))) + ((x(4) + x(5)) + (x(6) + x(7)));
-  unsigned k = 8 * go_right(m, eight);
-  k += 4 * go_right(m, (x(k) + x(k + 1)) + (x(k + 2) + x(k + 3)));
-  k += 2 * go_right(m, x(k) + x(k + 1));
-  k += go_right(m, x(k));
-  return m < x(k) ? k : 16u;
+namespace scalar {
+
+/// The running ends of n children (n a multiple of 4), as the rule above.
+template <class T>
+inline void running_ends(const T* c, unsigned n, double* ends) noexcept {
+  double carry = 0.0;
+  for (unsigned b = 0; b < n; b += 4) {
+    const auto x = [&](unsigned i) { return static_cast<double>(c[b + i]); };
+    const double s0 = x(0), s1 = x(1) + x(0), s2 = x(2) + x(1), s3 = x(3) + x(2);
+    ends[b] = s0 + carry;
+    ends[b + 1] = s1 + carry;
+    ends[b + 2] = (s2 + s0) + carry;
+    ends[b + 3] = (s3 + s1) + carry;
+    carry = ends[b + 3];
+  }
 }
+
+// A row's pick (Row: with a remainder, which must be below the child) or a
+// group's (the child must not be zero).
+template <class T, unsigned N, bool Row>
+inline unsigned pick(const T* c, double& mass) noexcept {
+  double ends[N + 1];
+  running_ends(c, N, ends + 1);
+  ends[0] = 0.0;
+  unsigned bits = 0;
+  for (unsigned i = 0; i < N; ++i) bits |= (ends[i + 1] <= mass ? 1u : 0u) << i;
+  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
+  if (k < N && bits == (1u << k) - 1) {
+    if constexpr (Row) {
+      const double rest = mass - ends[k];
+      if (rest < static_cast<double>(c[k])) {
+        mass = rest;
+        return k;
+      }
+    } else if (c[k] > 0) {
+      return k;
+    }
+  }
+  return pick_walk(c, N, mass);
+}
+
+/// The child of a row of 8 where `mass` falls, by the rule above; `mass`
+/// becomes the remainder within it. 8, `mass` untouched, when it is at or
+/// past the row's end.
+inline unsigned row_pick(const double* c, double& mass) noexcept { return pick<double, 8, true>(c, mass); }
+
+/// The leaf of a group of 16 where `mass` falls; 16 at or past its end.
+inline unsigned group_pick(const float* l, double mass) noexcept { return pick<float, 16, false>(l, mass); }
+
+}  // namespace scalar
+
+#if defined(__SSE2__)
+
+namespace sse2 {
+
+// The running ends of a block of four, [x0, x1] and [x2, x3], plus `carry`
+// (in both lanes); the rule's order.
+inline void ends4(__m128d& lo, __m128d& hi, __m128d carry) noexcept {
+  const __m128d s01 = _mm_add_pd(lo, _mm_unpacklo_pd(_mm_setzero_pd(), lo));  // x0 + 0, x1 + x0
+  const __m128d s23 = _mm_add_pd(hi, _mm_shuffle_pd(lo, hi, 1));              // x2 + x1, x3 + x2
+  lo = _mm_add_pd(s01, carry);
+  hi = _mm_add_pd(_mm_add_pd(s23, s01), carry);
+}
+
+// Bits i, i + 1 set where the ends of a pair are at or below the mass.
+inline unsigned at_or_below(__m128d ends, __m128d mass, unsigned i) noexcept {
+  return static_cast<unsigned>(_mm_movemask_pd(_mm_cmple_pd(ends, mass))) << i;
+}
+
+inline unsigned row_pick(const double* c, double& mass) noexcept {
+  const __m128d m = _mm_set1_pd(mass);
+  __m128d e0 = _mm_load_pd(c), e1 = _mm_load_pd(c + 2), e2 = _mm_load_pd(c + 4), e3 = _mm_load_pd(c + 6);
+  ends4(e0, e1, _mm_setzero_pd());
+  ends4(e2, e3, _mm_unpackhi_pd(e1, e1));
+  alignas(16) double ends[10];
+  ends[1] = 0.0;
+  _mm_store_pd(ends + 2, e0);
+  _mm_store_pd(ends + 4, e1);
+  _mm_store_pd(ends + 6, e2);
+  _mm_store_pd(ends + 8, e3);
+  const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 2) | at_or_below(e2, m, 4) | at_or_below(e3, m, 6);
+  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
+  if (k < 8 && bits == (1u << k) - 1) [[likely]] {
+    const double rest = mass - ends[k + 1];
+    if (rest < c[k]) [[likely]] {
+      mass = rest;
+      return k;
+    }
+  }
+  return pick_walk(c, 8, mass);
+}
+
+inline unsigned group_pick(const float* l, double mass) noexcept {
+  const __m128d m = _mm_set1_pd(mass);
+  __m128d carry = _mm_setzero_pd();
+  unsigned bits = 0;
+  for (unsigned b = 0; b < 16; b += 4) {
+    const __m128 q = _mm_load_ps(l + b);
+    __m128d lo = _mm_cvtps_pd(q), hi = _mm_cvtps_pd(_mm_movehl_ps(q, q));
+    ends4(lo, hi, carry);
+    carry = _mm_unpackhi_pd(hi, hi);
+    bits |= at_or_below(lo, m, b) | at_or_below(hi, m, b + 2);
+  }
+  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
+  if (k < 16 && bits == (1u << k) - 1 && l[k] > 0.0f) [[likely]] return k;
+  return pick_walk(l, 16, mass);
+}
+
+}  // namespace sse2
+
+using sse2::group_pick;
+using sse2::row_pick;
+
+#else
+
+using scalar::group_pick;
+using scalar::row_pick;
+
+#endif
+
+/// The instruction sets the batch kernels below come in.
+enum class isa { baseline, avx2 };
+
+/// Whether this CPU runs `which` (baseline: always).
+[[nodiscard]] bool isa_available(isa which) noexcept;
+
+/// The widest available; what the tree uses.
+[[nodiscard]] isa best_isa() noexcept;
+
+/// One level of a batch descent: for each i < n, the child of row
+/// nodes[i] of `level` where masses[i] falls, by row_pick, into nodes[i]
+/// (as an index in the next level: node * 8 + child), and masses[i] becomes
+/// the remainder within it. A mass at or past its row's end (by rounding)
+/// lands in the last child with mass, at half of it. Each draw then
+/// prefetches line nodes[i] of `next` (lines of 64 bytes: the next level's
+/// row, or the group of leaves). Every isa gives the same bits.
+void descend(isa which, const double* level, std::size_t* nodes, double* masses, std::size_t n,
+             const void* next) noexcept;
+
+/// The last step: nodes[i] becomes the leaf of group nodes[i] where
+/// masses[i] falls, by group_pick (the last leaf with mass when it is at or
+/// past the group's end). Every isa gives the same leaves.
+void pick_leaves(isa which, const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept;
 
 }  // namespace coral::replay::detail

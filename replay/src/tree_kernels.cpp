@@ -1,0 +1,178 @@
+// The batch descent of priority_tree (detail::descend, detail::pick_leaves)
+// in the baseline instruction set and in AVX2, chosen at run time. The AVX2
+// kernels form the same running ends as tree_kernels.hpp's, in the same
+// order, four lanes at a time; tests/replay/priority_tree_test.cpp compares
+// the two bit for bit.
+
+#include "coral/replay/detail/tree_kernels.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CORAL_TREE_AVX2 1
+#include <immintrin.h>
+#endif
+
+namespace coral::replay::detail {
+
+namespace {
+
+constexpr std::size_t line_bytes = 64;
+
+const char* line(const void* base, std::size_t i) noexcept { return static_cast<const char*>(base) + i * line_bytes; }
+
+// The loops over a batch, for a set of picks (`Picks::row`, `Picks::group`):
+// inlined whole into each instruction set's entry point (gnu::flatten), so
+// that the AVX2 picks are compiled into an AVX2 function.
+template <class Picks>
+inline void descend_loop(const double* level, std::size_t* nodes, double* masses, std::size_t n,
+                         const void* next) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double* row = level + nodes[i] * 8;
+    unsigned c = Picks::row(row, masses[i]);
+    if (c == 8) [[unlikely]] c = past_end(row, 8, masses[i]);
+    nodes[i] = nodes[i] * 8 + c;
+    __builtin_prefetch(line(next, nodes[i]));
+  }
+}
+
+template <class Picks>
+inline void pick_leaves_loop(const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float* group = leaves + nodes[i] * 16;
+    unsigned c = Picks::group(group, masses[i]);
+    if (c == 16) [[unlikely]] {
+      double unused = 0.0;
+      c = past_end(group, 16, unused);
+    }
+    nodes[i] = nodes[i] * 16 + c;
+  }
+}
+
+struct baseline_picks {
+  static unsigned row(const double* c, double& mass) noexcept { return row_pick(c, mass); }
+  static unsigned group(const float* l, double mass) noexcept { return group_pick(l, mass); }
+};
+
+#if defined(CORAL_TREE_AVX2)
+
+#define CORAL_AVX2 [[gnu::target("avx2")]]
+
+// The running ends of a block of four children plus `carry` (in every lane):
+// x0, x1 + x0, (x2 + x1) + x0, (x3 + x2) + (x1 + x0), the rule's order.
+CORAL_AVX2 inline __m256d ends4(__m256d x, __m256d carry) noexcept {
+  const __m256d zero = _mm256_setzero_pd();
+  // x + [0, x0, x1, x2]
+  const __m256d s = _mm256_add_pd(x, _mm256_blend_pd(_mm256_permute4x64_pd(x, 0b10'01'00'00), zero, 0b0001));
+  // s + [0, 0, s0, s1]
+  return _mm256_add_pd(_mm256_add_pd(s, _mm256_permute2f128_pd(s, s, 0x08)), carry);
+}
+
+CORAL_AVX2 inline __m256d last_lane(__m256d x) noexcept { return _mm256_permute4x64_pd(x, 0b11'11'11'11); }
+
+CORAL_AVX2 inline unsigned at_or_below(__m256d ends, __m256d mass, unsigned i) noexcept {
+  return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(ends, mass, _CMP_LE_OQ))) << i;
+}
+
+CORAL_AVX2 inline unsigned row_pick_avx2(const double* c, double& mass) noexcept {
+  const __m256d m = _mm256_set1_pd(mass);
+  const __m256d e0 = ends4(_mm256_load_pd(c), _mm256_setzero_pd());
+  const __m256d e1 = ends4(_mm256_load_pd(c + 4), last_lane(e0));
+  alignas(32) double ends[12];
+  ends[3] = 0.0;
+  _mm256_store_pd(ends + 4, e0);
+  _mm256_store_pd(ends + 8, e1);
+  const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 4);
+  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
+  if (k < 8 && bits == (1u << k) - 1) [[likely]] {
+    const double rest = mass - ends[k + 3];
+    if (rest < c[k]) [[likely]] {
+      mass = rest;
+      return k;
+    }
+  }
+  return pick_walk(c, 8, mass);
+}
+
+CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept {
+  const __m256d m = _mm256_set1_pd(mass);
+  const __m256d e0 = ends4(_mm256_cvtps_pd(_mm_load_ps(l)), _mm256_setzero_pd());
+  const __m256d e1 = ends4(_mm256_cvtps_pd(_mm_load_ps(l + 4)), last_lane(e0));
+  const __m256d e2 = ends4(_mm256_cvtps_pd(_mm_load_ps(l + 8)), last_lane(e1));
+  const __m256d e3 = ends4(_mm256_cvtps_pd(_mm_load_ps(l + 12)), last_lane(e2));
+  const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 4) | at_or_below(e2, m, 8) | at_or_below(e3, m, 12);
+  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
+  if (k < 16 && bits == (1u << k) - 1 && l[k] > 0.0f) [[likely]] return k;
+  return pick_walk(l, 16, mass);
+}
+
+struct avx2_picks {
+  CORAL_AVX2 static unsigned row(const double* c, double& mass) noexcept { return row_pick_avx2(c, mass); }
+  CORAL_AVX2 static unsigned group(const float* l, double mass) noexcept { return group_pick_avx2(l, mass); }
+};
+
+#endif
+
+}  // namespace
+
+bool isa_available(isa which) noexcept {
+  switch (which) {
+    case isa::baseline:
+      return true;
+    case isa::avx2:
+#if defined(CORAL_TREE_AVX2)
+      return __builtin_cpu_supports("avx2") != 0;
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+isa best_isa() noexcept {
+  static const isa best = isa_available(isa::avx2) ? isa::avx2 : isa::baseline;
+  return best;
+}
+
+namespace {
+
+[[gnu::flatten]] void descend_baseline(const double* level, std::size_t* nodes, double* masses, std::size_t n,
+                                       const void* next) noexcept {
+  descend_loop<baseline_picks>(level, nodes, masses, n, next);
+}
+
+[[gnu::flatten]] void pick_leaves_baseline(const float* leaves, std::size_t* nodes, const double* masses,
+                                           std::size_t n) noexcept {
+  pick_leaves_loop<baseline_picks>(leaves, nodes, masses, n);
+}
+
+#if defined(CORAL_TREE_AVX2)
+CORAL_AVX2 [[gnu::flatten]] void descend_avx2(const double* level, std::size_t* nodes, double* masses, std::size_t n,
+                                              const void* next) noexcept {
+  descend_loop<avx2_picks>(level, nodes, masses, n, next);
+}
+
+CORAL_AVX2 [[gnu::flatten]] void pick_leaves_avx2(const float* leaves, std::size_t* nodes, const double* masses,
+                                                  std::size_t n) noexcept {
+  pick_leaves_loop<avx2_picks>(leaves, nodes, masses, n);
+}
+#endif
+
+}  // namespace
+
+void descend(isa which, const double* level, std::size_t* nodes, double* masses, std::size_t n,
+             const void* next) noexcept {
+#if defined(CORAL_TREE_AVX2)
+  if (which == isa::avx2) return descend_avx2(level, nodes, masses, n, next);
+#endif
+  (void)which;
+  descend_baseline(level, nodes, masses, n, next);
+}
+
+void pick_leaves(isa which, const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept {
+#if defined(CORAL_TREE_AVX2)
+  if (which == isa::avx2) return pick_leaves_avx2(leaves, nodes, masses, n);
+#endif
+  (void)which;
+  pick_leaves_baseline(leaves, nodes, masses, n);
+}
+
+}  // namespace coral::replay::detail
