@@ -1,8 +1,9 @@
-// The batch descent of priority_tree (detail::descend, detail::pick_leaves)
-// in the baseline instruction set and in AVX2, chosen at run time. The AVX2
-// kernels form the same running ends as tree_kernels.hpp's, in the same
-// order, four lanes at a time; tests/replay/priority_tree_test.cpp compares
-// the two bit for bit.
+// The batch passes of priority_tree (detail::descend, detail::pick_leaves,
+// detail::refresh_groups) in the baseline instruction set and in AVX2,
+// chosen at run time. The AVX2 kernels form the same running ends and the
+// same group sums as tree_kernels.hpp's, adding in the same order, so the
+// tree stays a function of its leaves on every CPU;
+// tests/replay/priority_tree_test.cpp compares them bit for bit.
 
 #include "coral/replay/detail/tree_kernels.hpp"
 
@@ -19,26 +20,26 @@ constexpr std::size_t line_bytes = 64;
 
 const char* line(const void* base, std::size_t i) noexcept { return static_cast<const char*>(base) + i * line_bytes; }
 
-// The loops over a batch, for a set of picks (`Picks::row`, `Picks::group`):
+// The loops over a batch, for a set of line kernels (`Kernels::row`, ...):
 // inlined whole into each instruction set's entry point (gnu::flatten), so
-// that the AVX2 picks are compiled into an AVX2 function.
-template <class Picks>
+// that the AVX2 kernels are compiled into an AVX2 function.
+template <class Kernels>
 inline void descend_loop(const double* level, std::size_t* nodes, double* masses, std::size_t n,
                          const void* next) noexcept {
   for (std::size_t i = 0; i < n; ++i) {
     const double* row = level + nodes[i] * 8;
-    unsigned c = Picks::row(row, masses[i]);
+    unsigned c = Kernels::row(row, masses[i]);
     if (c == 8) [[unlikely]] c = past_end(row, 8, masses[i]);
     nodes[i] = nodes[i] * 8 + c;
     __builtin_prefetch(line(next, nodes[i]));
   }
 }
 
-template <class Picks>
+template <class Kernels>
 inline void pick_leaves_loop(const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) {
     const float* group = leaves + nodes[i] * 16;
-    unsigned c = Picks::group(group, masses[i]);
+    unsigned c = Kernels::group(group, masses[i]);
     if (c == 16) [[unlikely]] {
       double unused = 0.0;
       c = past_end(group, 16, unused);
@@ -47,9 +48,34 @@ inline void pick_leaves_loop(const float* leaves, std::size_t* nodes, const doub
   }
 }
 
-struct baseline_picks {
+// The groups' pass of set_many, for a set of line kernels (`Kernels::sum`,
+// `Kernels::min`).
+template <class Kernels>
+inline std::size_t refresh_groups_loop(const float* leaves, double* group_sums, float* group_mins,
+                                       const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept {
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + prefetch_distance < n) {
+      const std::size_t ahead = idx[i + prefetch_distance] / 16;
+      __builtin_prefetch(group_sums + ahead, 1);
+      __builtin_prefetch(group_mins + ahead, 1);
+    }
+    const std::size_t g = idx[i] / 16;
+    const float old_min = group_mins[g];
+    group_sums[g] = Kernels::sum(leaves + g * 16);
+    const float new_min = Kernels::min(leaves + g * 16);
+    group_mins[g] = new_min;
+    changed[moved] = g;  // branch-free: whether it moved is a coin flip to the predictor
+    moved += new_min != old_min ? 1 : 0;
+  }
+  return moved;
+}
+
+struct baseline_kernels {
   static unsigned row(const double* c, double& mass) noexcept { return row_pick(c, mass); }
   static unsigned group(const float* l, double mass) noexcept { return group_pick(l, mass); }
+  static double sum(const float* l) noexcept { return group_sum(l); }
+  static float min(const float* l) noexcept { return group_min(l); }
 };
 
 #if defined(CORAL_TREE_AVX2)
@@ -104,9 +130,38 @@ CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept
   return pick_walk(l, 16, mass);
 }
 
-struct avx2_picks {
+// group_sum's sum in group_sum's order: per lane of two, ((l0 + l2) + (l4 +
+// l6)) + ((l8 + l10) + (l12 + l14)) and the same one leaf on, then the two
+// lanes. The floats are first paired as [l0, l1, l4, l5] and [l2, l3, l6,
+// l7], so that one add of four doubles forms four of the innermost sums.
+CORAL_AVX2 inline double group_sum_avx2(const float* l) noexcept {
+  const __m128 q0 = _mm_load_ps(l), q1 = _mm_load_ps(l + 4), q2 = _mm_load_ps(l + 8), q3 = _mm_load_ps(l + 12);
+  const __m256d low = _mm256_add_pd(_mm256_cvtps_pd(_mm_shuffle_ps(q0, q1, 0x44)),   // l0+l2, l1+l3, l4+l6, l5+l7
+                                    _mm256_cvtps_pd(_mm_shuffle_ps(q0, q1, 0xee)));
+  const __m256d high = _mm256_add_pd(_mm256_cvtps_pd(_mm_shuffle_ps(q2, q3, 0x44)),  // the same from l8
+                                     _mm256_cvtps_pd(_mm_shuffle_ps(q2, q3, 0xee)));
+  const __m128d s = _mm_add_pd(_mm_add_pd(_mm256_castpd256_pd128(low), _mm256_extractf128_pd(low, 1)),
+                               _mm_add_pd(_mm256_castpd256_pd128(high), _mm256_extractf128_pd(high, 1)));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+// The smallest leaf above zero (a minimum is exact in any order).
+CORAL_AVX2 inline float group_min_avx2(const float* l) noexcept {
+  const __m256 zero = _mm256_setzero_ps(), absent = _mm256_set1_ps(absent_min);
+  const __m256 a = _mm256_load_ps(l), b = _mm256_load_ps(l + 8);
+  const __m256 eight = _mm256_min_ps(_mm256_blendv_ps(absent, a, _mm256_cmp_ps(a, zero, _CMP_GT_OQ)),
+                                     _mm256_blendv_ps(absent, b, _mm256_cmp_ps(b, zero, _CMP_GT_OQ)));
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_min_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+struct avx2_kernels {
   CORAL_AVX2 static unsigned row(const double* c, double& mass) noexcept { return row_pick_avx2(c, mass); }
   CORAL_AVX2 static unsigned group(const float* l, double mass) noexcept { return group_pick_avx2(l, mass); }
+  CORAL_AVX2 static double sum(const float* l) noexcept { return group_sum_avx2(l); }
+  CORAL_AVX2 static float min(const float* l) noexcept { return group_min_avx2(l); }
 };
 
 #endif
@@ -136,23 +191,35 @@ namespace {
 
 [[gnu::flatten]] void descend_baseline(const double* level, std::size_t* nodes, double* masses, std::size_t n,
                                        const void* next) noexcept {
-  descend_loop<baseline_picks>(level, nodes, masses, n, next);
+  descend_loop<baseline_kernels>(level, nodes, masses, n, next);
 }
 
 [[gnu::flatten]] void pick_leaves_baseline(const float* leaves, std::size_t* nodes, const double* masses,
                                            std::size_t n) noexcept {
-  pick_leaves_loop<baseline_picks>(leaves, nodes, masses, n);
+  pick_leaves_loop<baseline_kernels>(leaves, nodes, masses, n);
+}
+
+[[gnu::flatten]] std::size_t refresh_groups_baseline(const float* leaves, double* group_sums, float* group_mins,
+                                                    const std::size_t* idx, std::size_t n,
+                                                    std::size_t* changed) noexcept {
+  return refresh_groups_loop<baseline_kernels>(leaves, group_sums, group_mins, idx, n, changed);
 }
 
 #if defined(CORAL_TREE_AVX2)
+CORAL_AVX2 [[gnu::flatten]] std::size_t refresh_groups_avx2(const float* leaves, double* group_sums,
+                                                            float* group_mins, const std::size_t* idx,
+                                                            std::size_t n, std::size_t* changed) noexcept {
+  return refresh_groups_loop<avx2_kernels>(leaves, group_sums, group_mins, idx, n, changed);
+}
+
 CORAL_AVX2 [[gnu::flatten]] void descend_avx2(const double* level, std::size_t* nodes, double* masses, std::size_t n,
                                               const void* next) noexcept {
-  descend_loop<avx2_picks>(level, nodes, masses, n, next);
+  descend_loop<avx2_kernels>(level, nodes, masses, n, next);
 }
 
 CORAL_AVX2 [[gnu::flatten]] void pick_leaves_avx2(const float* leaves, std::size_t* nodes, const double* masses,
                                                   std::size_t n) noexcept {
-  pick_leaves_loop<avx2_picks>(leaves, nodes, masses, n);
+  pick_leaves_loop<avx2_kernels>(leaves, nodes, masses, n);
 }
 #endif
 
@@ -165,6 +232,15 @@ void descend(isa which, const double* level, std::size_t* nodes, double* masses,
 #endif
   (void)which;
   descend_baseline(level, nodes, masses, n, next);
+}
+
+std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, float* group_mins,
+                           const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept {
+#if defined(CORAL_TREE_AVX2)
+  if (which == isa::avx2) return refresh_groups_avx2(leaves, group_sums, group_mins, idx, n, changed);
+#endif
+  (void)which;
+  return refresh_groups_baseline(leaves, group_sums, group_mins, idx, n, changed);
 }
 
 void pick_leaves(isa which, const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept {

@@ -402,6 +402,58 @@ TEST_CASE("every instruction set's descent gives the bits of the plain C++ picks
   CHECK(parted > 0);
 }
 
+TEST_CASE("every instruction set's group refresh gives the bits of the plain C++ sums and minima",
+          "[replay][priority_tree]") {
+  namespace k = coral::replay::detail;
+  std::vector<k::isa> isas{k::isa::baseline};
+  if (k::isa_available(k::isa::avx2)) isas.push_back(k::isa::avx2);
+  INFO("AVX2 on this CPU: " << (isas.size() > 1 ? "yes" : "no, only the baseline is compared"));
+  rng r(23);
+  constexpr std::size_t groups = 64;
+  constexpr std::size_t n = 200;
+  k::huge_vector<float> leaves(groups * 16);
+  for (int round = 0; round < 300; ++round) {
+    // Whole numbers, magnitudes 2^-60 to 2^60 (sums round differently in
+    // every order), zeros, and now and then a group with nothing present.
+    for (float& x : leaves) {
+      const std::size_t kind = r.below(4);
+      x = kind == 0 ? 0.0f
+          : kind == 1 ? static_cast<float>(1 + r.below(1000))
+                      : static_cast<float>(std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(120)) - 60));
+    }
+    const std::size_t empty = r.below(groups);
+    std::fill_n(leaves.begin() + static_cast<std::ptrdiff_t>(empty * 16), 16, 0.0f);
+    std::vector<std::size_t> idx(n);
+    for (std::size_t& i : idx) i = r.below(groups * 16);
+    idx[0] = empty * 16;
+    if (round % 2 == 0) std::sort(idx.begin(), idx.end());
+    // Minima that start at random values, so that some move and some do not.
+    std::vector<float> start_mins(groups);
+    for (std::size_t g = 0; g < groups; ++g) start_mins[g] = r.below(2) == 0 ? k::scalar::group_min(&leaves[g * 16]) : 1.0f;
+    for (const k::isa isa : isas) {
+      INFO("isa " << static_cast<int>(isa) << ", round " << round);
+      std::vector<double> sums(groups, -1.0);
+      std::vector<float> mins = start_mins;
+      std::vector<std::size_t> changed(n);
+      changed.resize(k::refresh_groups(isa, leaves.data(), sums.data(), mins.data(), idx.data(), n, changed.data()));
+      // Expected: the plain kernels, and a group listed each time an item
+      // of it found its minimum moved.
+      std::vector<float> want_mins = start_mins;
+      std::vector<std::size_t> want_changed;
+      for (const std::size_t i : idx) {
+        const std::size_t g = i / 16;
+        REQUIRE(std::bit_cast<std::uint64_t>(sums[g]) == std::bit_cast<std::uint64_t>(k::scalar::group_sum(&leaves[g * 16])));
+        const float m = k::scalar::group_min(&leaves[g * 16]);
+        if (m != want_mins[g]) want_changed.push_back(g);
+        want_mins[g] = m;
+      }
+      REQUIRE(mins == want_mins);
+      REQUIRE(changed == want_changed);
+      REQUIRE(mins[empty] == infinity);
+    }
+  }
+}
+
 TEST_CASE("divider gives n / d by a multiplication where both fit in 32 bits, and divides elsewhere",
           "[replay][priority_tree]") {
   rng r(11);

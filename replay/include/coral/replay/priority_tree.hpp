@@ -43,7 +43,7 @@ class priority_tree {
   /// Children per node above the groups: one cache line of doubles.
   static constexpr std::size_t fanout = 8;
   /// How many items ahead the batch operations prefetch.
-  static constexpr std::size_t prefetch_distance = 16;
+  static constexpr std::size_t prefetch_distance = detail::prefetch_distance;
 
   /// A tree over `leaves` items, all absent (leaf 0).
   explicit priority_tree(std::size_t leaves) : leaves_count_(leaves) {
@@ -106,22 +106,8 @@ class priority_tree {
     // The groups: each reads the leaf line written just above, still cached.
     // changed_ collects the groups whose minimum moved.
     changed_.resize(n);
-    std::size_t changed = 0;
-    double* group_sums = sums(depth());
-    float* group_mins = mins(depth());
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + prefetch_distance < n) {
-        const std::size_t ahead = idx[i + prefetch_distance] / leaf_fanout;
-        __builtin_prefetch(group_sums + ahead, 1);
-        __builtin_prefetch(group_mins + ahead, 1);
-      }
-      const std::size_t g = idx[i] / leaf_fanout;
-      const float old_min = group_mins[g];
-      refresh_group(g);
-      changed_[changed] = g;  // branch-free: whether it moved is a coin flip to the predictor
-      changed += group_mins[g] != old_min ? 1 : 0;
-    }
-    changed_.resize(changed);
+    changed_.resize(detail::refresh_groups(detail::best_isa(), leaves, sums(depth()), mins(depth()), idx.data(), n,
+                                           changed_.data()));
     std::size_t shift = fanout_bits;  // from a group index to its ancestor at level d - 1
     for (std::size_t d = depth(); d > 0; --d, shift += fanout_bits) {
       double* parent_sums = sums(d - 1);

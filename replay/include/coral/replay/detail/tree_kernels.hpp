@@ -307,6 +307,18 @@ enum class isa { baseline, avx2 };
 void descend(isa which, const double* level, std::size_t* nodes, double* masses, std::size_t n,
              const void* next) noexcept;
 
+/// How many items ahead the batch passes prefetch.
+inline constexpr std::size_t prefetch_distance = 16;
+
+/// The groups' pass of a batch update: for each i < n, the sum and the
+/// minimum of group idx[i] / 16 recomputed from its leaves (group_sum,
+/// group_min) into group_sums and group_mins, prefetching those of the
+/// group prefetch_distance items ahead; each group whose minimum moved is
+/// appended to `changed` (room for n). Returns how many were. Every isa
+/// gives the same bits.
+std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, float* group_mins,
+                           const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept;
+
 /// The last step: nodes[i] becomes the leaf of group nodes[i] where
 /// masses[i] falls, by group_pick (the last leaf with mass when it is at or
 /// past the group's end). Every isa gives the same leaves.
