@@ -166,29 +166,6 @@ struct avx2_kernels {
 
 #endif
 
-}  // namespace
-
-bool isa_available(isa which) noexcept {
-  switch (which) {
-    case isa::baseline:
-      return true;
-    case isa::avx2:
-#if defined(CORAL_TREE_AVX2)
-      return __builtin_cpu_supports("avx2") != 0;
-#else
-      return false;
-#endif
-  }
-  return false;
-}
-
-isa best_isa() noexcept {
-  static const isa best = isa_available(isa::avx2) ? isa::avx2 : isa::baseline;
-  return best;
-}
-
-namespace {
-
 [[gnu::flatten]] void descend_baseline(const double* level, std::size_t* nodes, double* masses, std::size_t n,
                                        const void* next) noexcept {
   descend_loop<baseline_kernels>(level, nodes, masses, n, next);

@@ -40,43 +40,58 @@ std::vector<float> normal_inputs(coral::envs::rng& r, std::size_t count) {
   return xs;
 }
 
+// Every instruction set this CPU runs: each is tested alike.
+std::vector<k::isa> available_isas() {
+  std::vector<k::isa> isas{k::isa::baseline};
+  if (k::isa_available(k::isa::avx2)) isas.push_back(k::isa::avx2);
+  return isas;
+}
+
 }  // namespace
 
 TEST_CASE("pow_many is within 2 ulp of the exact power for every normal x and y in [-1, 1]", "[replay][pow]") {
   coral::envs::rng r(11);
-  const std::vector<float> xs = normal_inputs(r, 200'003);  // not a multiple of 4: the plain tail runs too
+  const std::vector<float> xs = normal_inputs(r, 200'003);  // not a multiple of 8: the padded tail runs too
   std::vector<float> out(xs.size());
-  double worst = 0.0;
-  for (const float y : {0.6f, 0.4f, -0.4f, 1.0f, -1.0f, 0.5f, -0.5f, 0.999f, 1e-3f, -0.123456f, 0.0f, 0.7f, -0.9f}) {
-    INFO("y = " << y);
-    k::pow_many(xs.data(), y, out.data(), xs.size());
-    for (std::size_t i = 0; i < xs.size(); ++i) {
-      const double u = ulps(out[i], xs[i], y);
-      worst = std::max(worst, u);
-      if (!(u <= 2.0)) FAIL("x = " << xs[i] << ": " << out[i] << " is " << u << " ulp from the exact power");
+  for (const k::isa isa : available_isas()) {
+    INFO("isa " << static_cast<int>(isa));
+    double worst = 0.0;
+    for (const float y : {0.6f, 0.4f, -0.4f, 1.0f, -1.0f, 0.5f, -0.5f, 0.999f, 1e-3f, -0.123456f, 0.0f, 0.7f, -0.9f}) {
+      INFO("y = " << y);
+      k::pow_many(isa, xs.data(), y, out.data(), xs.size());
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        const double u = ulps(out[i], xs[i], y);
+        worst = std::max(worst, u);
+        if (!(u <= 2.0)) FAIL("x = " << xs[i] << ": " << out[i] << " is " << u << " ulp from the exact power");
+      }
+      CHECK(out[0] == 1.0f);  // 1^y
     }
-    CHECK(out[0] == 1.0f);  // 1^y
+    // Exact where the exact power is a float: y = 0, and 4^(1/2).
+    float x4 = 4.0f, root = 0.0f;
+    k::pow_many(isa, &x4, 0.5f, &root, 1);
+    CHECK(root == 2.0f);
+    k::pow_many(isa, xs.data(), 0.0f, out.data(), xs.size());
+    for (const float v : out) REQUIRE(v == 1.0f);
+    INFO("worst " << worst << " ulp");
+    CHECK(worst > 0.0);  // the measurement measured something
   }
-  // Exact where the exact power is a float: y = 0, and 4^(1/2).
-  float x4 = 4.0f, root = 0.0f;
-  k::pow_many(&x4, 0.5f, &root, 1);
-  CHECK(root == 2.0f);
-  k::pow_many(xs.data(), 0.0f, out.data(), xs.size());
-  for (const float v : out) REQUIRE(v == 1.0f);
-  INFO("worst " << worst << " ulp");
-  CHECK(worst > 0.0);  // the measurement measured something
 }
 
-TEST_CASE("pow_many's SSE2 lanes give the bits of its plain C++ twin", "[replay][pow]") {
+TEST_CASE("pow_many's SSE2 and AVX2 lanes give the bits of its plain C++ twin", "[replay][pow]") {
 #if defined(__FP_FAST_FMAF)
   WARN("this build may fuse a product and a sum in the plain version: bits are not compared");
 #else
   coral::envs::rng r(12);
-  const std::vector<float> xs = normal_inputs(r, 100'000);
+  const std::vector<float> xs = normal_inputs(r, 100'005);
   std::vector<float> out(xs.size());
-  for (const float y : {0.6f, -0.4f, 1.0f, -1.0f, 0.3f}) {
-    k::pow_many(xs.data(), y, out.data(), xs.size());
-    for (std::size_t i = 0; i < xs.size(); ++i) REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(k::scalar::pow_one(xs[i], y)));
+  for (const k::isa isa : available_isas()) {
+    INFO("isa " << static_cast<int>(isa));
+    for (const float y : {0.6f, -0.4f, 1.0f, -1.0f, 0.3f}) {
+      k::pow_many(isa, xs.data(), y, out.data(), xs.size());
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(k::scalar::pow_one(xs[i], y)));
+      }
+    }
   }
 #endif
 }
@@ -85,21 +100,25 @@ TEST_CASE("pow_many leaves zero, subnormal, infinite and NaN x to std::pow, lane
           "[replay][pow]") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const float subnormal = flt_min / 8.0f;
-  // Odd lanes among normal ones, in every position of a group of four.
-  std::vector<float> xs = {2.0f, 0.0f, 3.0f, subnormal, inf, 5.0f, nan, 7.0f, 0.25f, 9.0f, -1.0f, 11.0f, 0.0f};
-  const std::vector<float> in = xs;
-  for (const float y : {0.6f, -0.4f, 0.0f}) {
-    xs = in;
-    k::pow_many(xs.data(), y, xs.data(), xs.size());  // in place
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      INFO("x = " << in[i] << ", y = " << y);
-      const float expected = std::pow(in[i], y);
-      if (in[i] >= flt_min && in[i] <= flt_max) {
-        CHECK(ulps(xs[i], in[i], y) <= 2.0);
-      } else if (std::isnan(expected)) {
-        CHECK(std::isnan(xs[i]));
-      } else {
-        CHECK(xs[i] == expected);
+  // Odd lanes among normal ones in every position of a group of eight (and
+  // so of four), then in a padded tail.
+  const std::vector<float> in = {0.0f,  2.0f,  subnormal, 3.0f, inf,  5.0f,  nan,       7.0f,
+                                 0.25f, -1.0f, 9.0f,      0.0f, 11.0f, inf, 13.0f,     subnormal,
+                                 0.0f,  4.0f,  nan};
+  for (const k::isa isa : available_isas()) {
+    for (const float y : {0.6f, -0.4f, 0.0f}) {
+      std::vector<float> xs = in;
+      k::pow_many(isa, xs.data(), y, xs.data(), xs.size());  // in place
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        INFO("isa " << static_cast<int>(isa) << ", x = " << in[i] << ", y = " << y);
+        const float expected = std::pow(in[i], y);
+        if (in[i] >= flt_min && in[i] <= flt_max) {
+          CHECK(ulps(xs[i], in[i], y) <= 2.0);
+        } else if (std::isnan(expected)) {
+          CHECK(std::isnan(xs[i]));
+        } else {
+          CHECK(xs[i] == expected);
+        }
       }
     }
   }

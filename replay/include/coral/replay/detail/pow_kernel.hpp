@@ -15,17 +15,21 @@
 /// so that n up to +-252 never builds a bad exponent. The coefficients are
 /// near-minimax fits (Chebyshev nodes) rounded to float.
 ///
-/// The SSE2 kernel and its plain C++ twin do the same float operations in
+/// The SSE2 kernel, its AVX2 twin (eight lanes, src/pow_kernel.cpp, chosen
+/// at run time) and the plain C++ version do the same float operations in
 /// the same order, so they give the same bits (unless the compiler fuses a
 /// product and a sum into an FMA, which the plain version then rounds once
-/// less: the tests compare bits only where __FP_FAST_FMAF is not defined).
-/// Zero, subnormal, infinite and NaN x take std::pow, lane by lane.
+/// less: the tests compare bits only where __FP_FAST_FMAF is not defined;
+/// the AVX2 function's target does not include FMA). Zero, subnormal,
+/// infinite and NaN x take std::pow, lane by lane.
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+
+#include "coral/replay/detail/isa.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -41,6 +45,8 @@ inline constexpr float log_q[9] = {1.442694902420044f,   -0.7213473916053772f, 0
 // 2^f - 1 = f s(f), f in [-1/2, 1/2]; s0 first.
 inline constexpr float exp_s[6] = {0.6931471824645996f,    0.24022650718688965f,  0.055503398180007935f,
                                    0.009618036448955536f, 0.0013396881986409426f, 0.0001546734565636143f};
+// 1.5 * 2^23: t + this - this is t rounded to a whole number (|t| < 2^22).
+inline constexpr float round_shift = 12582912.0f;
 // The mantissa bits of sqrt(2): above them m is halved and e raised.
 inline constexpr std::int32_t sqrt2_mantissa = 0x3504f3;
 }  // namespace pow_coeff
@@ -100,43 +106,67 @@ inline float pow_one(float x, float y) noexcept {
 
 }  // namespace scalar
 
+/// pow_normal on every lane of a vector (GCC and Clang vector extensions):
+/// F holds the floats, I and U the int32 and uint32 lanes of the same count.
+/// Reads the lanes from `in`, writes them to `out`. The same operations in
+/// the same order as scalar::pow_normal, written once for every lane count,
+/// so that SSE2 and AVX2 give the same bits by construction; only operators
+/// and builtins, no call that passes a vector, so that an AVX2 caller can
+/// inline it whole. Lanes that are not normal positive floats come out as
+/// garbage (the callers replace them).
+template <class F, class I, class U>
+[[gnu::always_inline]] inline void pow_lanes(const float* in, float* out, float y, float y_hi, float y_lo) noexcept {
+  using namespace pow_coeff;
+  F x;
+  std::memcpy(&x, in, sizeof x);
+  const I bits = __builtin_bit_cast(I, x);
+  const I mantissa = bits & 0x7fffff;
+  const I big = mantissa > sqrt2_mantissa;  // -1 where big
+  // 0x3f800000 - (big & 0x00800000): exponent field of 1/2 where big, of 1 elsewhere.
+  const I one_or_half = 0x3f800000 - (big & 0x00800000);
+  const F m = __builtin_bit_cast(F, mantissa | one_or_half);
+  const I biased = __builtin_bit_cast(I, __builtin_bit_cast(U, bits) >> 23);
+  const F e = __builtin_convertvector((biased - 127) - big, F);
+  const F r = m - 1.0f;
+  F q = F{} + log_q[8];  // 0 + c: exact
+  for (int k = 7; k >= 0; --k) q = q * r + log_q[k];
+  const F l = r * q;
+  const F hi = y_hi * e;
+  const F lo = y_lo * e + y * l;
+  const F t = hi + lo;
+  // The nearest integer, ties to even, as nearbyint: adding and removing
+  // 1.5 * 2^23 rounds |t| < 2^22 to a whole number in the default rounding
+  // mode, which the truncating conversion then keeps.
+  const I n = __builtin_convertvector((t + round_shift) - round_shift, I);
+  const F f = (hi - __builtin_convertvector(n, F)) + lo;
+  F s = F{} + exp_s[5];
+  for (int k = 4; k >= 0; --k) s = s * f + exp_s[k];
+  const F p = 1.0f + f * s;
+  const I n1 = n >> 1, n2 = n - n1;
+  const F power = p * __builtin_bit_cast(F, (n1 + 127) << 23) * __builtin_bit_cast(F, (n2 + 127) << 23);
+  std::memcpy(out, &power, sizeof power);
+}
+
 #if defined(__SSE2__)
 
 namespace sse2 {
 
-// Four lanes of scalar::pow_normal, the same operations in the same order.
-inline __m128 pow_normal(__m128 x, float y, float y_hi, float y_lo) noexcept {
-  using namespace pow_coeff;
-  const __m128i bits = _mm_castps_si128(x);
-  const __m128i mantissa = _mm_and_si128(bits, _mm_set1_epi32(0x7fffff));
-  const __m128i big = _mm_cmpgt_epi32(mantissa, _mm_set1_epi32(sqrt2_mantissa));  // -1 where big
-  // 0x3f800000 - (big & 0x00800000): exponent field of 1/2 where big, of 1 elsewhere.
-  const __m128i one_or_half = _mm_sub_epi32(_mm_set1_epi32(0x3f800000), _mm_and_si128(big, _mm_set1_epi32(0x00800000)));
-  const __m128 m = _mm_castsi128_ps(_mm_or_si128(mantissa, one_or_half));
-  const __m128 e = _mm_cvtepi32_ps(_mm_sub_epi32(_mm_sub_epi32(_mm_srli_epi32(bits, 23), _mm_set1_epi32(127)), big));
-  const __m128 r = _mm_sub_ps(m, _mm_set1_ps(1.0f));
-  __m128 q = _mm_set1_ps(log_q[8]);
-  for (int k = 7; k >= 0; --k) q = _mm_add_ps(_mm_mul_ps(q, r), _mm_set1_ps(log_q[k]));
-  const __m128 l = _mm_mul_ps(r, q);
-  const __m128 hi = _mm_mul_ps(_mm_set1_ps(y_hi), e);
-  const __m128 lo = _mm_add_ps(_mm_mul_ps(_mm_set1_ps(y_lo), e), _mm_mul_ps(_mm_set1_ps(y), l));
-  const __m128 t = _mm_add_ps(hi, lo);
-  const __m128i n = _mm_cvtps_epi32(t);  // the MXCSR's rounding: to nearest, ties to even
-  const __m128 f = _mm_add_ps(_mm_sub_ps(hi, _mm_cvtepi32_ps(n)), lo);
-  __m128 s = _mm_set1_ps(exp_s[5]);
-  for (int k = 4; k >= 0; --k) s = _mm_add_ps(_mm_mul_ps(s, f), _mm_set1_ps(exp_s[k]));
-  const __m128 p = _mm_add_ps(_mm_set1_ps(1.0f), _mm_mul_ps(f, s));
-  const __m128i n1 = _mm_srai_epi32(n, 1), n2 = _mm_sub_epi32(n, n1);
-  const auto scale = [](__m128i k) { return _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k, _mm_set1_epi32(127)), 23)); };
-  return _mm_mul_ps(_mm_mul_ps(p, scale(n1)), scale(n2));
+using f32x4 = float __attribute__((vector_size(16)));
+using i32x4 = std::int32_t __attribute__((vector_size(16)));
+using u32x4 = std::uint32_t __attribute__((vector_size(16)));
+
+// Four lanes of scalar::pow_normal, from `in` to `out`.
+inline void pow_normal(const float* in, float* out, float y, float y_hi, float y_lo) noexcept {
+  pow_lanes<f32x4, i32x4, u32x4>(in, out, y, y_hi, y_lo);
 }
 
 }  // namespace sse2
 
 #endif
 
-/// out[i] = x[i]^y for i < n, y in [-1, 1] (unchecked); out may be x.
-inline void pow_many(const float* x, float y, float* out, std::size_t n) noexcept {
+/// out[i] = x[i]^y for i < n, y in [-1, 1] (unchecked); out may be x. The
+/// baseline instruction set's version.
+inline void pow_many_baseline(const float* x, float y, float* out, std::size_t n) noexcept {
   float y_hi, y_lo;
   scalar::split_exponent(y, y_hi, y_lo);
 #if defined(__SSE2__)
@@ -149,7 +179,7 @@ inline void pow_many(const float* x, float y, float* out, std::size_t n) noexcep
     const int odd = _mm_movemask_ps(_mm_or_ps(_mm_cmpnge_ps(v, lowest), _mm_cmpnle_ps(v, highest)));
     float kept[4];
     _mm_storeu_ps(kept, v);  // `to` may be `in`
-    _mm_storeu_ps(to, sse2::pow_normal(v, y, y_hi, y_lo));
+    sse2::pow_normal(kept, to, y, y_hi, y_lo);
     if (odd != 0) [[unlikely]] {
       for (int k = 0; k < 4; ++k) {
         if ((odd >> k & 1) != 0) to[k] = std::pow(kept[k], y);
@@ -174,6 +204,25 @@ inline void pow_many(const float* x, float y, float* out, std::size_t n) noexcep
                  : std::pow(v, y);
   }
 #endif
+}
+
+/// pow_many_baseline eight lanes at a time, the same bits; only where
+/// isa_available(isa::avx2) (elsewhere it runs the baseline).
+void pow_many_avx2(const float* x, float y, float* out, std::size_t n) noexcept;
+
+/// out[i] = x[i]^y for i < n, y in [-1, 1] (unchecked); out may be x; in
+/// the instruction set `which` (available, unchecked).
+inline void pow_many(isa which, const float* x, float y, float* out, std::size_t n) noexcept {
+  if (which == isa::avx2) {
+    pow_many_avx2(x, y, out, n);
+  } else {
+    pow_many_baseline(x, y, out, n);
+  }
+}
+
+/// The same in the widest instruction set this CPU has.
+inline void pow_many(const float* x, float y, float* out, std::size_t n) noexcept {
+  pow_many(best_isa(), x, y, out, n);
 }
 
 }  // namespace coral::replay::detail

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "coral/replay/detail/isa.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -287,15 +289,6 @@ using scalar::group_pick;
 using scalar::row_pick;
 
 #endif
-
-/// The instruction sets the batch kernels below come in.
-enum class isa { baseline, avx2 };
-
-/// Whether this CPU runs `which` (baseline: always).
-[[nodiscard]] bool isa_available(isa which) noexcept;
-
-/// The widest available; what the tree uses.
-[[nodiscard]] isa best_isa() noexcept;
 
 /// One level of a batch descent: for each i < n, the child of row
 /// nodes[i] of `level` where masses[i] falls, by row_pick, into nodes[i]

@@ -1,0 +1,19 @@
+#pragma once
+/// \file
+/// The instruction sets replay's batch kernels come in (the tree's passes in
+/// tree_kernels.hpp, the powers in pow_kernel.hpp), and the one this CPU
+/// runs. Each kernel gives the same bits in every set, so the choice changes
+/// speed only.
+
+namespace coral::replay::detail {
+
+/// baseline: SSE2 on x86-64 (every such CPU has it), plain C++ elsewhere.
+enum class isa { baseline, avx2 };
+
+/// Whether this CPU runs `which` (baseline: always).
+[[nodiscard]] bool isa_available(isa which) noexcept;
+
+/// The widest available, found once; what the buffers use.
+[[nodiscard]] isa best_isa() noexcept;
+
+}  // namespace coral::replay::detail

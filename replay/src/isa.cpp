@@ -1,0 +1,24 @@
+#include "coral/replay/detail/isa.hpp"
+
+namespace coral::replay::detail {
+
+bool isa_available(isa which) noexcept {
+  switch (which) {
+    case isa::baseline:
+      return true;
+    case isa::avx2:
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      return __builtin_cpu_supports("avx2") != 0;
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+isa best_isa() noexcept {
+  static const isa best = isa_available(isa::avx2) ? isa::avx2 : isa::baseline;
+  return best;
+}
+
+}  // namespace coral::replay::detail
