@@ -268,7 +268,13 @@ void training_run::start() {
   }
   if (o.resume) {
     const auto [c, file] = detail::read_for_resume(o, o.algo, algorithm_->signature(), *progress_);
-    const auto restored = algorithm_->restore(c);
+    std::string restored;
+    try {
+      restored = algorithm_->restore(c);
+    } catch (const config_error& e) {
+      // The saved replay refused this run's shape: a checkpoint of another run.
+      throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_replay_mismatch), file.string(), e.what()));
+    }
     start_steps_ = c.learner.env_steps;
     resumed_from_ = file.string();
     *progress_ << fmt::format("resumed from {} ({} env steps, {} updates{}{})\n", resumed_from_, start_steps_,

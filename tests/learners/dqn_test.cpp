@@ -18,6 +18,7 @@
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
+#include "coral/replay/errors.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "../support/watchdog.hpp"
 #include "test_envs.hpp"
@@ -265,6 +266,21 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   CHECK(r2.updates > r1.updates);
   // Updates went on from where the limiter stood: no second warm-up of 500 steps.
   CHECK(r2.updates - r1.updates >= (5000 - r1.env_steps) / 8 - 8);
+
+  // Another replay capacity is refused before anything starts, naming the
+  // checkpoint and what differs; nothing is written.
+  auto smaller = o;
+  smaller.dqn.replay_capacity = 2048;
+  std::ostringstream refused_progress;
+  try {
+    (void)train(smaller, refused_progress);
+    FAIL("resumed into a replay of another capacity");
+  } catch (const coral::learners::checkpoint_error& e) {
+    CHECK(std::string(e.what()) ==
+          fmt::format(fmt::runtime(lm::checkpoint_replay_mismatch), r2.checkpoint,
+                      fmt::format(fmt::runtime(coral::replay::errors::state_shape_mismatch), "capacity", 4096, 2048)));
+  }
+  CHECK(read_checkpoint(r2.checkpoint).learner.env_steps == r2.env_steps);
 
   // A PPO run refuses the DQN checkpoint (with DQN's settings at their
   // defaults: PPO refuses those first).

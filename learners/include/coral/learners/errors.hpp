@@ -18,6 +18,11 @@ inline constexpr std::string_view checkpoint_corrupted = "checkpoint '{}' is cor
 inline constexpr std::string_view checkpoint_bad_record = "checkpoint '{}' has a missing or malformed record '{}'";
 /// A checkpoint made for another network or env: path, what, its value, this run's.
 inline constexpr std::string_view checkpoint_mismatch = "checkpoint '{}' does not match this run: {} is {}, expected {}";
+/// A checkpoint whose saved replay has another shape than this run's (its
+/// capacity, streams or rows follow --replay-capacity, --num-envs, --n-step
+/// and R2D2's sequence flags): path, the replay's own message.
+inline constexpr std::string_view checkpoint_replay_mismatch =
+    "checkpoint '{}' does not match this run: {}; resume with the replay flags it was written with";
 /// A checkpoint that cannot be read or written: path, reason.
 inline constexpr std::string_view checkpoint_io = "checkpoint '{}': {}";
 /// `--resume` with no checkpoint in the directory: the directory.
