@@ -13,8 +13,9 @@
 ///
 /// The picks (row_pick, group_pick) count a line's running ends at or below
 /// a mass, and never stop in a zero child (the rule is spelled out above
-/// pick_walk). The batch descent (descend, pick_leaves) has an AVX2 twin,
-/// chosen at run time where the CPU has it, that gives the same bits.
+/// pick_walk). The batch passes (descend, pick_leaves, refresh_groups) have
+/// AVX2 twins in src/tree_kernels.cpp, chosen at run time where the CPU has
+/// it (isa.hpp), that give the same bits.
 
 #include <cstddef>
 #include <cstdint>
