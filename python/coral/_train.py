@@ -34,7 +34,10 @@ def _flag_args(flags):
         elif isinstance(value, (list, tuple)):
             args += [flag] + [str(v) for v in value]
         else:
-            args += [flag, str(value)]
+            # One token, so that a value given to a switch (keep_going=1,
+            # keep_going="maybe") is read or refused as that switch's value,
+            # naming it, not left over as a stray argument.
+            args.append(f"{flag}={value}")
     return args
 
 
@@ -43,7 +46,8 @@ def train(env="cartpole", algo="ppo", *, on_row=None, verbose=True, **flags):
     returns its final result (the JSON line) as a dict.
 
     Every flag of `coral train --help` is a keyword: underscores for dashes
-    (total_steps=100000, run_dir="runs/x"); True for a switch (keep_going=True);
+    (total_steps=100000, run_dir="runs/x"); True for a switch (keep_going=True;
+    1/0 and "true"/"false" are read as on the command line, `--keep-going=1`);
     env_arg={"key": value} for env settings; hidden=[64, 64] for lists.
     `on_row(row)` gets each metrics row as a dict of floats (the columns of
     metrics.csv); returning False stops the run. `verbose` prints progress lines.

@@ -66,6 +66,13 @@ def test_a_whole_number_given_as_a_float_is_taken():
         coral.train(total_steps=1500.5, no_run_dir=True, verbose=False)
 
 
+def test_a_switch_takes_a_number_as_on_the_command_line():
+    # keep_going=1 is --keep-going=1: the switch, on (it once failed as a
+    # stray argument "1"). Without it, cartpole-solved would end the run.
+    result = coral.train(total_steps=1500, keep_going=1, no_run_dir=True, verbose=False)
+    assert result["env_steps"] == 1500
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),
@@ -75,6 +82,8 @@ def test_a_whole_number_given_as_a_float_is_taken():
     (dict(resume=True), ValueError, "--resume"),
     (dict(spin_us="fast"), ValueError, "--spin-us"),
     (dict(spin_us=-1), ValueError, "--spin-us"),
+    # A value for a switch is read as the switch's value, and refused naming it.
+    (dict(keep_going="maybe"), ValueError, "--keep-going"),
     (dict(algo="dqn", gae_lambda=0.5), ValueError, "^--gae-lambda: PPO only; --algo dqn does not take it$"),
     # At its default value too: a keyword given is a flag given.
     (dict(algo="ppo", replay_capacity=100000), ValueError,
