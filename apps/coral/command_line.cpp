@@ -71,6 +71,15 @@ scanned_command_line scan_command_line(int argc, const char* const* argv, const 
       const std::string name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       s.given.back().insert(name);
       const flag_info* flag = command.find_flag(name);
+      if (flag != nullptr && flag->kind != value_kind::on_off && eq + 1 == token.size()) {
+        // `--name=`: an empty value. CLI11 reads it as the flag without its
+        // value and takes the next token for it (`--run-dir= --total-steps=100`
+        // made a directory of that name and ran to the default length), so it
+        // goes on as `--name ""`, as an empty value from a config file does.
+        tokens.back() = "--" + name;
+        tokens.emplace_back();
+        continue;
+      }
       if (flag == nullptr || flag->kind == value_kind::on_off || eq != std::string::npos) continue;
       // CLI11 takes the next token as the value whatever it looks like, then
       // more values for a flag such as --hidden up to the next flag or command.

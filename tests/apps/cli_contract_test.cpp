@@ -169,6 +169,9 @@ std::vector<bad_input> bad_inputs() {
        error_line("--spin-us: " + text(cm::number_too_large, "99999999999", "1000000"))},
       {{"bench", "--spin-us", "fast"}, error_line("--spin-us: " + text(cm::not_whole_number, "fast"))},
       {{"bench", "--spin-us", ""}, error_line("--spin-us: " + text(cm::not_whole_number, ""))},
+      // `--flag=` is the flag's empty value, not the flag taking the next token.
+      {{"train", "--seed=", "--total-steps", "100"}, error_line("--seed: " + text(cm::not_whole_number, ""))},
+      {{"train", "--hidden=", "--total-steps=100"}, error_line("--hidden: " + text(cm::not_whole_number, ""))},
       {{"train", "--spin-us", "-1"}, error_line("--spin-us: " + text(cm::negative_value, "-1"))},
       {{"bench", "--spin-us", "2.5"}, error_line("--spin-us: " + text(cm::not_whole_number, "2.5"))},
       {{"--config", "spin_word.toml", "bench"},
@@ -373,6 +376,28 @@ TEST_CASE("a config file works before or after the command, and typed flags win 
   CHECK(results[3].out.find(R"("step":2,)") != std::string::npos);
   CHECK(results[3].out.find(R"("truncated":true)") != std::string::npos);  // max_steps=1 from the file
   CHECK(results[4].out.find("--config") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("`--flag=` on the command line is the flag's empty value, as in a config file, not a flag that takes the next token",
+          "[apps][cli][contract]") {
+  // `coral train --run-dir= --total-steps=100` made a directory named
+  // `--total-steps=100` and trained to the default target: CLI11 read
+  // `--run-dir=` as --run-dir without its value and took the next token.
+  const auto dir = fresh_dir("empty-equals");
+  const auto results = run_all({{"train", "--run-dir=", "--total-steps=100"},
+                                {"envs", "rollout", "--env=cartpole", "--steps=2", "--actions="},
+                                {"envs", "--env="}},
+                               dir);
+  for (const auto& r : results) {
+    INFO(r.err);
+    CHECK_FALSE(r.killed);
+    CHECK(r.exit_code == ok);
+  }
+  CHECK(results[0].out.find(R"("env_steps":100,)") != std::string::npos);
+  CHECK(fs::is_empty(dir));                                          // no run directory, of any name
+  CHECK(results[1].out.find(R"("step":2,)") != std::string::npos);  // random actions: the empty --actions
+  CHECK(results[2].out.find("cartpole") != std::string::npos);      // every env: the empty --env
   fs::remove_all(dir);
 }
 
