@@ -68,9 +68,14 @@ def test_a_whole_number_given_as_a_float_is_taken():
 
 def test_a_switch_takes_a_number_as_on_the_command_line():
     # keep_going=1 is --keep-going=1: the switch, on (it once failed as a
-    # stray argument "1"). Without it, cartpole-solved would end the run.
-    result = coral.train(total_steps=1500, keep_going=1, no_run_dir=True, verbose=False)
-    assert result["env_steps"] == 1500
+    # stray argument "1"), and 0 is off. A target of 5 is reached within
+    # about 3,400 steps: off, the run ends there; on, it runs all 6,000.
+    flags = dict(target_return=5, total_steps=6000, no_run_dir=True, verbose=False)
+    on = coral.train(keep_going=1, **flags)
+    off = coral.train(keep_going=0, **flags)
+    assert on["solved"] and off["solved"]
+    assert on["env_steps"] == 6000
+    assert off["env_steps"] < 6000
 
 
 @pytest.mark.parametrize("flags, error, match", [
