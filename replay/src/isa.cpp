@@ -16,6 +16,12 @@ bool isa_available(isa which) noexcept {
   return false;
 }
 
+std::vector<isa> available_isas() {
+  std::vector<isa> all{isa::baseline};
+  if (isa_available(isa::avx2)) all.push_back(isa::avx2);
+  return all;
+}
+
 isa best_isa() noexcept {
   static const isa best = isa_available(isa::avx2) ? isa::avx2 : isa::baseline;
   return best;

@@ -102,20 +102,12 @@ CORAL_AVX2 inline unsigned row_pick_avx2(const double* c, double& mass) noexcept
   const __m256d m = _mm256_set1_pd(mass);
   const __m256d e0 = ends4(_mm256_load_pd(c), _mm256_setzero_pd());
   const __m256d e1 = ends4(_mm256_load_pd(c + 4), last_lane(e0));
-  alignas(32) double ends[12];
+  alignas(32) double ends[12];  // ends[3] = 0, then end i at ends[i + 4]
   ends[3] = 0.0;
   _mm256_store_pd(ends + 4, e0);
   _mm256_store_pd(ends + 8, e1);
   const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 4);
-  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
-  if (k < 8 && bits == (1u << k) - 1) [[likely]] {
-    const double rest = mass - ends[k + 3];
-    if (rest < c[k]) [[likely]] {
-      mass = rest;
-      return k;
-    }
-  }
-  return pick_walk(c, 8, mass);
+  return accept_count<true>(bits, 8, ends + 3, c, mass);
 }
 
 CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept {
@@ -125,9 +117,7 @@ CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept
   const __m256d e2 = ends4(_mm256_cvtps_pd(_mm_load_ps(l + 8)), last_lane(e1));
   const __m256d e3 = ends4(_mm256_cvtps_pd(_mm_load_ps(l + 12)), last_lane(e2));
   const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 4) | at_or_below(e2, m, 8) | at_or_below(e3, m, 12);
-  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
-  if (k < 16 && bits == (1u << k) - 1 && l[k] > 0.0f) [[likely]] return k;
-  return pick_walk(l, 16, mass);
+  return accept_count<false>(bits, 16, nullptr, l, mass);
 }
 
 // group_sum's sum in group_sum's order: per lane of two, ((l0 + l2) + (l4 +

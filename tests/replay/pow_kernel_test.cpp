@@ -40,20 +40,13 @@ std::vector<float> normal_inputs(coral::envs::rng& r, std::size_t count) {
   return xs;
 }
 
-// Every instruction set this CPU runs: each is tested alike.
-std::vector<k::isa> available_isas() {
-  std::vector<k::isa> isas{k::isa::baseline};
-  if (k::isa_available(k::isa::avx2)) isas.push_back(k::isa::avx2);
-  return isas;
-}
-
 }  // namespace
 
 TEST_CASE("pow_many is within 2 ulp of the exact power for every normal x and y in [-1, 1]", "[replay][pow]") {
   coral::envs::rng r(11);
   const std::vector<float> xs = normal_inputs(r, 200'003);  // not a multiple of 8: the padded tail runs too
   std::vector<float> out(xs.size());
-  for (const k::isa isa : available_isas()) {
+  for (const k::isa isa : k::available_isas()) {
     INFO("isa " << static_cast<int>(isa));
     double worst = 0.0;
     for (const float y : {0.6f, 0.4f, -0.4f, 1.0f, -1.0f, 0.5f, -0.5f, 0.999f, 1e-3f, -0.123456f, 0.0f, 0.7f, -0.9f}) {
@@ -84,7 +77,7 @@ TEST_CASE("pow_many's SSE2 and AVX2 lanes give the bits of its plain C++ twin", 
   coral::envs::rng r(12);
   const std::vector<float> xs = normal_inputs(r, 100'005);
   std::vector<float> out(xs.size());
-  for (const k::isa isa : available_isas()) {
+  for (const k::isa isa : k::available_isas()) {
     INFO("isa " << static_cast<int>(isa));
     for (const float y : {0.6f, -0.4f, 1.0f, -1.0f, 0.3f}) {
       k::pow_many(isa, xs.data(), y, out.data(), xs.size());
@@ -105,7 +98,7 @@ TEST_CASE("pow_many leaves zero, subnormal, infinite and NaN x to std::pow, lane
   const std::vector<float> in = {0.0f,  2.0f,  subnormal, 3.0f, inf,  5.0f,  nan,       7.0f,
                                  0.25f, -1.0f, 9.0f,      0.0f, 11.0f, inf, 13.0f,     subnormal,
                                  0.0f,  4.0f,  nan};
-  for (const k::isa isa : available_isas()) {
+  for (const k::isa isa : k::available_isas()) {
     for (const float y : {0.6f, -0.4f, 0.0f}) {
       std::vector<float> xs = in;
       k::pow_many(isa, xs.data(), y, xs.data(), xs.size());  // in place

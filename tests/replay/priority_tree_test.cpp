@@ -317,8 +317,7 @@ TEST_CASE("row_pick and group_pick find the child a linear scan finds, never a z
 TEST_CASE("every instruction set's descent gives the bits of the plain C++ picks, roundings included",
           "[replay][priority_tree]") {
   namespace k = coral::replay::detail;
-  std::vector<k::isa> isas{k::isa::baseline};
-  if (k::isa_available(k::isa::avx2)) isas.push_back(k::isa::avx2);
+  const std::vector<k::isa> isas = k::available_isas();
   INFO("AVX2 on this CPU: " << (isas.size() > 1 ? "yes" : "no, only the baseline is compared"));
   rng r(21);
   constexpr std::size_t rows = 64;
@@ -405,8 +404,7 @@ TEST_CASE("every instruction set's descent gives the bits of the plain C++ picks
 TEST_CASE("every instruction set's group refresh gives the bits of the plain C++ sums and minima",
           "[replay][priority_tree]") {
   namespace k = coral::replay::detail;
-  std::vector<k::isa> isas{k::isa::baseline};
-  if (k::isa_available(k::isa::avx2)) isas.push_back(k::isa::avx2);
+  const std::vector<k::isa> isas = k::available_isas();
   INFO("AVX2 on this CPU: " << (isas.size() > 1 ? "yes" : "no, only the baseline is compared"));
   rng r(23);
   constexpr std::size_t groups = 64;

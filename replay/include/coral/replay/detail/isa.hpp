@@ -5,6 +5,8 @@
 /// runs. Each kernel gives the same bits in every set, so the choice changes
 /// speed only.
 
+#include <vector>
+
 namespace coral::replay::detail {
 
 /// baseline: SSE2 on x86-64 (every such CPU has it), plain C++ elsewhere.
@@ -12,6 +14,9 @@ enum class isa { baseline, avx2 };
 
 /// Whether this CPU runs `which` (baseline: always).
 [[nodiscard]] bool isa_available(isa which) noexcept;
+
+/// Every set this CPU runs, baseline first (what the tests compare).
+[[nodiscard]] std::vector<isa> available_isas();
 
 /// The widest available, found once; what the buffers use.
 [[nodiscard]] isa best_isa() noexcept;

@@ -171,6 +171,29 @@ template <class T>
   return k;
 }
 
+/// The rule's last step, shared by every instruction set: `bits` has bit i
+/// set where end i is at or below `mass`; `ends[i + 1]` is end i and
+/// `ends[0]` is 0 (read for a row only; a group may pass nullptr). Row: the
+/// remainder must be below the child, and `mass` becomes it; otherwise the
+/// child must not be zero. Anything else goes to pick_walk.
+template <bool Row, class T>
+[[gnu::always_inline]] inline unsigned accept_count(unsigned bits, unsigned n, const double* ends, const T* c,
+                                                    double& mass) noexcept {
+  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
+  if (k < n && bits == (1u << k) - 1) [[likely]] {
+    if constexpr (Row) {
+      const double rest = mass - ends[k];
+      if (rest < static_cast<double>(c[k])) [[likely]] {
+        mass = rest;
+        return k;
+      }
+    } else if (c[k] > 0) [[likely]] {
+      return k;
+    }
+  }
+  return pick_walk(c, n, mass);
+}
+
 namespace scalar {
 
 /// The running ends of n children (n a multiple of 4), as the rule above.
@@ -197,19 +220,7 @@ inline unsigned pick(const T* c, double& mass) noexcept {
   ends[0] = 0.0;
   unsigned bits = 0;
   for (unsigned i = 0; i < N; ++i) bits |= (ends[i + 1] <= mass ? 1u : 0u) << i;
-  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
-  if (k < N && bits == (1u << k) - 1) {
-    if constexpr (Row) {
-      const double rest = mass - ends[k];
-      if (rest < static_cast<double>(c[k])) {
-        mass = rest;
-        return k;
-      }
-    } else if (c[k] > 0) {
-      return k;
-    }
-  }
-  return pick_walk(c, N, mass);
+  return accept_count<Row>(bits, N, ends, c, mass);
 }
 
 /// The child of a row of 8 where `mass` falls, by the rule above; `mass`
@@ -245,22 +256,14 @@ inline unsigned row_pick(const double* c, double& mass) noexcept {
   __m128d e0 = _mm_load_pd(c), e1 = _mm_load_pd(c + 2), e2 = _mm_load_pd(c + 4), e3 = _mm_load_pd(c + 6);
   ends4(e0, e1, _mm_setzero_pd());
   ends4(e2, e3, _mm_unpackhi_pd(e1, e1));
-  alignas(16) double ends[10];
+  alignas(16) double ends[10];  // ends[1] = 0, then end i at ends[i + 2]
   ends[1] = 0.0;
   _mm_store_pd(ends + 2, e0);
   _mm_store_pd(ends + 4, e1);
   _mm_store_pd(ends + 6, e2);
   _mm_store_pd(ends + 8, e3);
   const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 2) | at_or_below(e2, m, 4) | at_or_below(e3, m, 6);
-  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
-  if (k < 8 && bits == (1u << k) - 1) [[likely]] {
-    const double rest = mass - ends[k + 1];
-    if (rest < c[k]) [[likely]] {
-      mass = rest;
-      return k;
-    }
-  }
-  return pick_walk(c, 8, mass);
+  return accept_count<true>(bits, 8, ends + 1, c, mass);
 }
 
 inline unsigned group_pick(const float* l, double mass) noexcept {
@@ -274,9 +277,7 @@ inline unsigned group_pick(const float* l, double mass) noexcept {
     carry = _mm_unpackhi_pd(hi, hi);
     bits |= at_or_below(lo, m, b) | at_or_below(hi, m, b + 2);
   }
-  const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
-  if (k < 16 && bits == (1u << k) - 1 && l[k] > 0.0f) [[likely]] return k;
-  return pick_walk(l, 16, mass);
+  return accept_count<false>(bits, 16, nullptr, l, mass);
 }
 
 }  // namespace sse2
