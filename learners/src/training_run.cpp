@@ -272,7 +272,9 @@ void training_run::start() {
     try {
       restored = algorithm_->restore(c);
     } catch (const config_error& e) {
-      // The saved replay refused this run's shape: a checkpoint of another run.
+      // restore's config_error is the saved replay refusing this run's shape
+      // (algorithm.hpp): a checkpoint of another run. The learner's own state
+      // was matched by the signature above, and refuses with usage_error.
       throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_replay_mismatch), file.string(), e.what()));
     }
     start_steps_ = c.learner.env_steps;

@@ -59,7 +59,9 @@ class algorithm {
   /// Continues from `c`, which is a checkpoint of the same run (env, algo,
   /// signature and seed were checked). Returns what it restored beyond the
   /// counters, for the "resumed from" line (e.g. "5000 transitions in
-  /// replay"), or an empty text.
+  /// replay"), or an empty text. Throws config_error when the checkpoint's
+  /// replay does not fit this run's (another capacity, stream count or
+  /// sequence shape); training_run names the checkpoint and the replay flags.
   virtual std::string restore(const checkpoint& c) = 0;
 
   /// Builds the acting side and the learner for `run`, which starts at
