@@ -83,13 +83,14 @@ struct baseline_kernels {
 #define CORAL_AVX2 [[gnu::target("avx2")]]
 
 // The running ends of a block of four children plus `carry` (in every lane):
-// x0, x1 + x0, (x2 + x1) + x0, (x3 + x2) + (x1 + x0), the rule's order.
+// x0, x0 + x1, (x0 + x1) + x2, (x0 + x1) + (x2 + x3), the rule's order.
 CORAL_AVX2 inline __m256d ends4(__m256d x, __m256d carry) noexcept {
   const __m256d zero = _mm256_setzero_pd();
-  // x + [0, x0, x1, x2]
-  const __m256d s = _mm256_add_pd(x, _mm256_blend_pd(_mm256_permute4x64_pd(x, 0b10'01'00'00), zero, 0b0001));
-  // s + [0, 0, s0, s1]
-  return _mm256_add_pd(_mm256_add_pd(s, _mm256_permute2f128_pd(s, s, 0x08)), carry);
+  // x + [0, x0, 0, x2]: pairs p = [x0, x0 + x1, x2, x2 + x3]
+  const __m256d p = _mm256_add_pd(x, _mm256_unpacklo_pd(zero, x));
+  // p + [0, 0, p1, p1]
+  return _mm256_add_pd(_mm256_add_pd(p, _mm256_blend_pd(_mm256_permute4x64_pd(p, 0b01'01'00'00), zero, 0b0011)),
+                       carry);
 }
 
 CORAL_AVX2 inline __m256d last_lane(__m256d x) noexcept { return _mm256_permute4x64_pd(x, 0b11'11'11'11); }
@@ -107,7 +108,7 @@ CORAL_AVX2 inline unsigned row_pick_avx2(const double* c, double& mass) noexcept
   _mm256_store_pd(ends + 4, e0);
   _mm256_store_pd(ends + 8, e1);
   const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 4);
-  return accept_count<true>(bits, 8, ends + 3, c, mass);
+  return accept_count<true>(bits, 8, ends + 3, mass);
 }
 
 CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept {
@@ -117,7 +118,7 @@ CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept
   const __m256d e2 = ends4(_mm256_cvtps_pd(_mm_load_ps(l + 8)), last_lane(e1));
   const __m256d e3 = ends4(_mm256_cvtps_pd(_mm_load_ps(l + 12)), last_lane(e2));
   const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 4) | at_or_below(e2, m, 8) | at_or_below(e3, m, 12);
-  return accept_count<false>(bits, 16, nullptr, l, mass);
+  return accept_count<false>(bits, 16, nullptr, mass);
 }
 
 // group_sum's sum in group_sum's order: per lane of two, ((l0 + l2) + (l4 +

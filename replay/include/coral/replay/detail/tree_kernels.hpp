@@ -13,7 +13,7 @@
 ///
 /// The picks (row_pick, group_pick) count a line's running ends at or below
 /// a mass, and never stop in a zero child (the rule is spelled out above
-/// pick_walk). The batch passes (descend, pick_leaves, refresh_groups) have
+/// past_end). The batch passes (descend, pick_leaves, refresh_groups) have
 /// AVX2 twins in src/tree_kernels.cpp, chosen at run time where the CPU has
 /// it (isa.hpp), that give the same bits.
 
@@ -130,39 +130,25 @@ using scalar::row_sum;
 // The descent's picks. The rule (the same bits on every build and ISA):
 //
 // - A line's running ends are formed by blocks of four children x0..x3 as
-//   x0, x1 + x0, (x2 + x1) + x0, (x3 + x2) + (x1 + x0), each plus the last
-//   end of the block before (0 for the first): the order a vector scan adds
-//   in, so SSE2, AVX2 and plain C++ agree bit for bit.
-// - The child is k, the number of ends at or below the mass, when those are
-//   exactly the first k ends (rounding can make ends decrease by an ulp), k
-//   is inside the line, the child is not zero and, for a row, the remainder
-//   (mass minus end k - 1) is below it. Each is a compare, with no branch on
-//   where a draw goes.
-// - Otherwise (a mass at or past the line's end, or a rounding at a
-//   boundary; rare) the child comes from a walk that subtracts each child the
-//   remainder is not below (pick_walk).
-// A child returned is never zero and a remainder is never negative nor at or
-// past its child. Within a row, the remainder is the mass less end k - 1.
+//   x0, x0 + x1, (x0 + x1) + x2, (x0 + x1) + (x2 + x3), each plus the last
+//   end of the block before (0 for the first): an order a vector adds in,
+//   so SSE2, AVX2 and plain C++ agree bit for bit. Every end is a carry plus
+//   an end within its block, so the ends never decrease (adding a
+//   non-negative number never lowers a sum) and a child of 0 leaves its end
+//   equal to the one before, exactly.
+// - The child is k, the number of ends at or below the mass. For k inside
+//   the line, end k is above the mass and so above end k - 1: child k is
+//   not zero. In a row the remainder is the mass less end k - 1 (0 for
+//   k = 0): never negative. Rounding can put it past the child by an ulp of
+//   end k; the child's own line then finds it at or past its end, below.
+// - k = n, a mass at or past the line's end (by rounding, since a parent's
+//   sum adds in another order, or a remainder past its child):
+//   past_end.
+// So a pick is compares and a count, with no branch on where a draw goes,
+// and a child returned is never zero.
 
-/// The slow rule: the first child the remainder is below, subtracting each
-/// one it is not; n (mass untouched) when there is none.
-template <class T>
-[[gnu::noinline, gnu::cold]] inline unsigned pick_walk(const T* c, unsigned n, double& mass) noexcept {
-  double m = mass;
-  for (unsigned i = 0; i < n; ++i) {
-    const auto x = static_cast<double>(c[i]);
-    if (m < x) {
-      mass = m;
-      return i;
-    }
-    m -= x;
-  }
-  return n;
-}
-
-/// Where a pick found no child (a mass at or past the line's end, by
-/// rounding, since a parent's sum adds in another order): the last child
-/// with mass (the first when none has), the remainder half of it.
+/// Where a pick found no child (a mass at or past the line's end): the last
+/// child with mass (the first when none has), the remainder half of it.
 template <class T>
 [[gnu::noinline, gnu::cold]] inline unsigned past_end(const T* c, unsigned n, double& mass) noexcept {
   unsigned k = n - 1;
@@ -172,26 +158,18 @@ template <class T>
 }
 
 /// The rule's last step, shared by every instruction set: `bits` has bit i
-/// set where end i is at or below `mass`; `ends[i + 1]` is end i and
-/// `ends[0]` is 0 (read for a row only; a group may pass nullptr). Row: the
-/// remainder must be below the child, and `mass` becomes it; otherwise the
-/// child must not be zero. Anything else goes to pick_walk.
-template <bool Row, class T>
-[[gnu::always_inline]] inline unsigned accept_count(unsigned bits, unsigned n, const double* ends, const T* c,
+/// set where end i is at or below `mass` (the first k bits, the ends never
+/// decreasing); `ends[i + 1]` is end i and `ends[0]` is 0 (read for a row
+/// only; a group may pass nullptr). Row: `mass` becomes the remainder
+/// within the child. n, `mass` untouched, at or past the line's end.
+template <bool Row>
+[[gnu::always_inline]] inline unsigned accept_count(unsigned bits, unsigned n, const double* ends,
                                                     double& mass) noexcept {
   const auto k = static_cast<unsigned>(__builtin_ctz(~bits));
-  if (k < n && bits == (1u << k) - 1) [[likely]] {
-    if constexpr (Row) {
-      const double rest = mass - ends[k];
-      if (rest < static_cast<double>(c[k])) [[likely]] {
-        mass = rest;
-        return k;
-      }
-    } else if (c[k] > 0) [[likely]] {
-      return k;
-    }
+  if constexpr (Row) {
+    if (k < n) [[likely]] mass -= ends[k];
   }
-  return pick_walk(c, n, mass);
+  return k;
 }
 
 namespace scalar {
@@ -202,17 +180,16 @@ inline void running_ends(const T* c, unsigned n, double* ends) noexcept {
   double carry = 0.0;
   for (unsigned b = 0; b < n; b += 4) {
     const auto x = [&](unsigned i) { return static_cast<double>(c[b + i]); };
-    const double s0 = x(0), s1 = x(1) + x(0), s2 = x(2) + x(1), s3 = x(3) + x(2);
-    ends[b] = s0 + carry;
-    ends[b + 1] = s1 + carry;
-    ends[b + 2] = (s2 + s0) + carry;
-    ends[b + 3] = (s3 + s1) + carry;
+    const double s01 = x(0) + x(1);
+    ends[b] = x(0) + carry;
+    ends[b + 1] = s01 + carry;
+    ends[b + 2] = (s01 + x(2)) + carry;
+    ends[b + 3] = (s01 + (x(2) + x(3))) + carry;
     carry = ends[b + 3];
   }
 }
 
-// A row's pick (Row: with a remainder, which must be below the child) or a
-// group's (the child must not be zero).
+// A row's pick (Row: the mass becomes the remainder) or a group's.
 template <class T, unsigned N, bool Row>
 inline unsigned pick(const T* c, double& mass) noexcept {
   double ends[N + 1];
@@ -220,7 +197,7 @@ inline unsigned pick(const T* c, double& mass) noexcept {
   ends[0] = 0.0;
   unsigned bits = 0;
   for (unsigned i = 0; i < N; ++i) bits |= (ends[i + 1] <= mass ? 1u : 0u) << i;
-  return accept_count<Row>(bits, N, ends, c, mass);
+  return accept_count<Row>(bits, N, ends, mass);
 }
 
 /// The child of a row of 8 where `mass` falls, by the rule above; `mass`
@@ -240,10 +217,11 @@ namespace sse2 {
 // The running ends of a block of four, [x0, x1] and [x2, x3], plus `carry`
 // (in both lanes); the rule's order.
 inline void ends4(__m128d& lo, __m128d& hi, __m128d carry) noexcept {
-  const __m128d s01 = _mm_add_pd(lo, _mm_unpacklo_pd(_mm_setzero_pd(), lo));  // x0 + 0, x1 + x0
-  const __m128d s23 = _mm_add_pd(hi, _mm_shuffle_pd(lo, hi, 1));              // x2 + x1, x3 + x2
+  const __m128d zero = _mm_setzero_pd();
+  const __m128d s01 = _mm_add_pd(lo, _mm_unpacklo_pd(zero, lo));  // x0 + 0, x1 + x0
+  const __m128d s23 = _mm_add_pd(hi, _mm_unpacklo_pd(zero, hi));  // x2 + 0, x3 + x2
   lo = _mm_add_pd(s01, carry);
-  hi = _mm_add_pd(_mm_add_pd(s23, s01), carry);
+  hi = _mm_add_pd(_mm_add_pd(s23, _mm_unpackhi_pd(s01, s01)), carry);
 }
 
 // Bits i, i + 1 set where the ends of a pair are at or below the mass.
@@ -263,7 +241,7 @@ inline unsigned row_pick(const double* c, double& mass) noexcept {
   _mm_store_pd(ends + 6, e2);
   _mm_store_pd(ends + 8, e3);
   const unsigned bits = at_or_below(e0, m, 0) | at_or_below(e1, m, 2) | at_or_below(e2, m, 4) | at_or_below(e3, m, 6);
-  return accept_count<true>(bits, 8, ends + 1, c, mass);
+  return accept_count<true>(bits, 8, ends + 1, mass);
 }
 
 inline unsigned group_pick(const float* l, double mass) noexcept {
@@ -277,7 +255,7 @@ inline unsigned group_pick(const float* l, double mass) noexcept {
     carry = _mm_unpackhi_pd(hi, hi);
     bits |= at_or_below(lo, m, b) | at_or_below(hi, m, b + 2);
   }
-  return accept_count<false>(bits, 16, nullptr, l, mass);
+  return accept_count<false>(bits, 16, nullptr, mass);
 }
 
 }  // namespace sse2
