@@ -434,22 +434,27 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
 
 std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors) {
   check_size("td_errors", td_errors.size(), keys.size());
-  for (std::size_t i = 0; i < td_errors.size(); ++i) {
-    if (!std::isfinite(td_errors[i])) {
+  const std::size_t n = keys.size();
+  scratch_slots_.resize(n);
+  scratch_values_.resize(n);
+  // Random slots of a large buffer: their tree lines are cache misses
+  // unless a sample just read them. Each is asked for a few keys before its
+  // turn, so that the misses overlap with each other and with the work.
+  constexpr std::size_t ahead = priority_tree::prefetch_distance;
+  const auto ask = [this, keys](std::size_t i) {
+    if (keys[i].slot < config_.capacity) tree_.prefetch(keys[i].slot);
+  };
+  for (std::size_t i = 0; i < std::min(n, ahead); ++i) ask(i);
+  std::size_t applied = 0;
+  std::size_t top = n;  // the applied key whose priority first passes the largest seen, if any
+  double top_priority = max_priority_;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + ahead < n) ask(i + ahead);
+    // Checked before anything changes: only scratch is written until the
+    // loop ends.
+    if (!std::isfinite(td_errors[i])) [[unlikely]] {
       throw config_error(fmt::format(fmt::runtime(errors::bad_td_error), i, td_errors[i]));
     }
-  }
-  scratch_slots_.resize(keys.size());
-  scratch_values_.resize(keys.size());
-  scratch_priorities_.resize(keys.size());
-  // Random slots of a large buffer: their tree lines are cache misses
-  // unless a sample just read them. Ask for all of them first, so that the
-  // misses overlap with each other and with the work below.
-  for (const sample_key& key : keys) {
-    if (key.slot < config_.capacity) tree_.prefetch(key.slot);
-  }
-  std::size_t applied = 0;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
     const sample_key key = keys[i];
     // A present leaf is exactly a complete transition (its leaf is at least
     // FLT_MIN, every other slot's is 0), and its line is fetched for the
@@ -459,22 +464,24 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
     }
     const double priority = std::abs(static_cast<double>(td_errors[i])) + config_.epsilon;
     scratch_slots_[applied] = key.slot;
-    scratch_priorities_[applied] = priority;
     scratch_values_[applied] = static_cast<float>(priority);
+    if (priority > top_priority) {
+      top_priority = priority;
+      top = applied;
+    }
     ++applied;
   }
   // priority^alpha in single precision, four at a time (detail/pow_kernel.hpp):
   // ample for a sampling weight.
   detail::pow_many(scratch_values_.data(), static_cast<float>(config_.alpha), scratch_values_.data(), applied);
+  // Kept at least FLT_MIN: a zero leaf would make a complete transition
+  // unsampleable and the importance-weight normaliser zero.
   for (std::size_t k = 0; k < applied; ++k) {
-    // Kept at least FLT_MIN: a zero leaf would make a complete transition
-    // unsampleable and the importance-weight normaliser zero.
-    const float leaf = std::max(scratch_values_[k], std::numeric_limits<float>::min());
-    scratch_values_[k] = leaf;
-    if (scratch_priorities_[k] > max_priority_) {
-      max_priority_ = scratch_priorities_[k];
-      max_leaf_ = leaf;
-    }
+    scratch_values_[k] = std::max(scratch_values_[k], std::numeric_limits<float>::min());
+  }
+  if (top < n) {
+    max_priority_ = top_priority;
+    max_leaf_ = scratch_values_[top];
   }
   // priorities_ is read only when a pending transition completes; a complete
   // one's priority lives in its tree leaf, and skipping the write saves a

@@ -273,7 +273,6 @@ class replay_buffer {
   // Reused by sampling and updates; they grow only with the batch size.
   mutable std::vector<std::size_t> scratch_slots_;
   std::vector<float> scratch_values_;
-  std::vector<double> scratch_priorities_;
 };
 
 }  // namespace coral::replay
