@@ -78,6 +78,20 @@ def test_a_switch_takes_a_number_as_on_the_command_line():
     assert off["env_steps"] < 6000
 
 
+def test_a_list_goes_to_a_list_flag_and_is_refused_by_a_single_value_flag(capsys):
+    # hidden=[16, 8] is --hidden=16 --hidden=8: both widths reach the
+    # networks (cartpole's actor 4-16-8-2 and critic 4-16-8-1 have 459
+    # parameters; [16] alone would give 211). seed=[1, 2] once failed as
+    # "argument not expected: 2", naming no flag.
+    result = coral.train(hidden=[16, 8], total_steps=1000, no_run_dir=True)
+    assert result["env_steps"] == 1000
+    assert ", 459 parameters," in capsys.readouterr().out
+    with pytest.raises(ValueError, match="^--seed: "):
+        coral.train(seed=[1, 2], total_steps=1000, no_run_dir=True, verbose=False)
+    with pytest.raises(ValueError, match="^--hidden: "):
+        coral.train(hidden=[], total_steps=1000, no_run_dir=True, verbose=False)
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),
