@@ -219,6 +219,9 @@ class priority_tree {
  private:
   static constexpr float absent_min = detail::absent_min;
   static constexpr std::size_t fanout_bits = 3;  // log2(fanout)
+  // A row of 8 sums and a group of 16 leaves are each one cache line.
+  static constexpr std::size_t line_bytes = fanout * sizeof(double);
+  static_assert(line_bytes == leaf_fanout * sizeof(float));
 
   // Levels of sums and mins: 0 is the root, depth() the groups.
   [[nodiscard]] std::size_t depth() const noexcept { return offsets_.size() - 1; }
@@ -242,36 +245,61 @@ class priority_tree {
 
   // Level d by a merge instead of d descent steps: the node of level d
   // where each mass falls, by the running sum over the whole level, and the
-  // remainder within it; the same rule as a descent step (zero nodes skipped, rounding
-  // past the end lands in the last node with mass). Linear in the level's
-  // width plus n for sorted masses, as a stratified sample's are; an
-  // unsorted mass restarts the walk.
+  // remainder within it; the same rule as a descent step (zero nodes
+  // skipped, rounding past the end lands in the last node with mass). One
+  // pass over the level per run of masses that do not decrease: a
+  // stratified sample's are one run.
   void merge_level(std::size_t d, std::span<double> masses, std::span<std::size_t> nodes) const noexcept {
+    std::size_t i = 0;
+    while (i < masses.size()) i = merge_run(d, masses, nodes, i);
+  }
+
+  // One pass of merge_level from draw `first`: each node in turn takes the
+  // draws below its end, so the branch that ends a node's draws mispredicts
+  // about once a node, not once a draw. Returns the first draw whose mass
+  // is below the one before it (the next run), or the batch's size.
+  std::size_t merge_run(std::size_t d, std::span<double> masses, std::span<std::size_t> nodes,
+                        std::size_t first) const noexcept {
     const double* level = sums(d);
     const std::size_t width = widths_[d];
-    std::size_t j = 0;
+    const std::size_t n = masses.size();
+    // Each draw prefetches the line it reads next: its row of the next
+    // level, or its group of leaves.
+    const char* next = d < depth() ? reinterpret_cast<const char*>(sums(d + 1))
+                                   : reinterpret_cast<const char*>(leaves_.data());
+    const auto take = [&](std::size_t i, std::size_t node, double remainder) {
+      nodes[i] = node;
+      masses[i] = remainder;
+      __builtin_prefetch(next + node * line_bytes);
+    };
+    std::size_t i = first;
     double before = 0.0;  // sum of the nodes before j
-    double previous = 0.0;
-    for (std::size_t i = 0; i < masses.size(); ++i) {
-      const double mass = masses[i];
-      if (mass < previous) {
-        j = 0;
-        before = 0.0;
+    double previous = masses[first];
+    for (std::size_t j = 0; j + 1 < width && i < n; ++j) {
+      const double end = before + level[j];
+      for (; i < n && masses[i] < end; ++i) {
+        if (masses[i] < previous) [[unlikely]] return i;
+        previous = masses[i];
+        take(i, j, masses[i] - before);
       }
-      previous = mass;
-      while (j + 1 < width && before + level[j] <= mass) before += level[j++];
-      if (before + level[j] <= mass) [[unlikely]] {
-        std::size_t last = j;
-        while (last > 0 && !(level[last] > 0.0)) --last;
-        nodes[i] = last;
-        masses[i] = level[last] * 0.5;
+      before = end;
+    }
+    // The last node takes the rest of the run; at or past its end (by
+    // rounding), the last node with mass takes it, at half of it.
+    const std::size_t last = width - 1;
+    const double end = before + level[last];
+    for (; i < n; ++i) {
+      if (masses[i] < previous) [[unlikely]] return i;
+      previous = masses[i];
+      if (end <= masses[i]) [[unlikely]] {
+        std::size_t k = last;
+        while (k > 0 && !(level[k] > 0.0)) --k;
+        take(i, k, level[k] * 0.5);
         continue;
       }
-      nodes[i] = j;
-      masses[i] = mass - before;
-      __builtin_prefetch(d < depth() ? static_cast<const void*>(sums(d + 1) + j * fanout)
-                                     : static_cast<const void*>(leaves_.data() + j * leaf_fanout));
+      take(i, last, masses[i] - before);
     }
+    return n;
   }
 
   // One level of the descent: the child of `node` where `mass` falls;
