@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/actors/errors.hpp"
 #include "coral/actors/memory_budget.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/executor.hpp"
@@ -29,10 +30,11 @@ void add_sampler_flags(CLI::App& cmd, sampler_flags& f, const sampler_flag_defau
                  "--threads (docs/cli.md)")
       ->type_name(std::string(auto_or_count_type))
       ->capture_default_str();
-  cmd.add_option("--batch-size", o.batch_size,
-                 "envs per batch (default: all for sync, half for double-buffer, a quarter for pool)");
+  f.batch_size_flag = cmd.add_option("--batch-size", o.batch_size,
+                                     "envs per batch (default: all for sync, half for double-buffer, a quarter for "
+                                     "pool)");
   cmd.add_option("--min-batch-size", o.min_batch_size,
-                 "dynamic batching: act on this many envs once --batch-timeout-us passed (default off)");
+                 "dynamic batching: act on this many envs once --batch-timeout-us passed (0: off, the default)");
   f.batch_timeout_flag = cmd.add_option("--batch-timeout-us", f.batch_timeout_us,
                                         "dynamic batching timeout in microseconds (at most a minute)")
                              ->check(non_negative_whole())
@@ -59,6 +61,12 @@ actors::sampler_options to_sampler_options(const sampler_flags& f) {
   if (f.executor == "single" && f.threads_flag->count() > 0 && o.threads > 1) {
     fail(errors::conflicting_flags, fmt::format("--threads {}", o.threads), "--executor single",
          "the single executor runs every actor on one thread");
+  }
+  // 0 is how the options say "the topology's default": given, it would be
+  // taken silently as that.
+  if (f.batch_size_flag->count() > 0 && o.batch_size == 0) {
+    fail(actors::errors::flag_out_of_range, "--batch-size", 0,
+         "must be at least 1; leave it out for the topology's default");
   }
   if (f.batch_timeout_flag->count() > 0 && o.min_batch_size == 0) {
     fail(errors::flag_needs, "--batch-timeout-us", "--min-batch-size", "the timeout applies only to dynamic batching");

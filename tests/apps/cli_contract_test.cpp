@@ -149,6 +149,13 @@ std::vector<bad_input> bad_inputs() {
       {{"bench", "--envs-per-group", "0"},
        error_line(text(coral::errors::bad_value, "--envs-per-group", 0, "auto, or a whole number >= 1"))},
       {{"train", "--envs-per-group", "-2"}, error_line("--envs-per-group: " + text(cm::negative_value, "-2"))},
+      // 0 once meant the topology's default, taken silently.
+      {{"train", "--batch-size", "0"},
+       error_line(text(coral::actors::errors::flag_out_of_range, "--batch-size", 0,
+                       "must be at least 1; leave it out for the topology's default"))},
+      {{"bench", "--batch-size", "0"},
+       error_line(text(coral::actors::errors::flag_out_of_range, "--batch-size", 0,
+                       "must be at least 1; leave it out for the topology's default"))},
       {{"--config", "group_word.toml", "bench"},
        file_error(cm::config_wrong_type, "group_word.toml", 2, "[bench] envs-per-group",
                   "a whole number >= 0 or \"auto\"", "a string (\"four\")")},
