@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/actors/errors.hpp"
 #include "coral/actors/memory_budget.hpp"
 #include "coral/actors/sampler.hpp"
 #include "coral/cli.hpp"
@@ -72,6 +73,13 @@ void check_bench_flags(const bench_flags& f, const given_flags& g, const actors:
   if (g.baseline_steps->count() > 0 && f.no_baseline) {
     throw config_error(fmt::format(fmt::runtime(errors::conflicting_flags), "--baseline-steps", "--no-baseline",
                                    "the baseline is skipped"));
+  }
+  // 0 inside means "as many as --steps": given, it would be taken silently
+  // as that.
+  if (g.baseline_steps->count() > 0 && f.baseline_steps == 0) {
+    throw config_error(fmt::format(fmt::runtime(actors::errors::flag_out_of_range), "--baseline-steps", 0,
+                                   "must be at least 1; leave it out for as many as --steps, or give "
+                                   "--no-baseline"));
   }
   (void)actors::resolve_wiring(o);  // the flags' own errors first
   check_sampler_memory(o);
