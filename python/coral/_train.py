@@ -35,8 +35,8 @@ def _flag_args(flags):
             # One token per element (--hidden=64 --hidden=64, which a list
             # flag adds up): a list given to a single-value flag is then
             # refused naming that flag, not as a stray argument. An empty
-            # list is the bare flag, refused for its missing value.
-            args += [f"{flag}={v}" for v in value] if value else [flag]
+            # list is the flag's empty value (--hidden=), refused as such.
+            args += [f"{flag}={v}" for v in value] if value else [f"{flag}="]
         else:
             # One token, so that a value given to a switch (keep_going=1,
             # keep_going="maybe") is read or refused as that switch's value,

@@ -88,7 +88,7 @@ def test_a_list_goes_to_a_list_flag_and_is_refused_by_a_single_value_flag(capsys
     assert ", 459 parameters," in capsys.readouterr().out
     with pytest.raises(ValueError, match="^--seed: "):
         coral.train(seed=[1, 2], total_steps=1000, no_run_dir=True, verbose=False)
-    with pytest.raises(ValueError, match="^--hidden: "):
+    with pytest.raises(ValueError, match="^--hidden: '' is not a whole number$"):
         coral.train(hidden=[], total_steps=1000, no_run_dir=True, verbose=False)
 
 
