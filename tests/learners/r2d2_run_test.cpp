@@ -146,6 +146,13 @@ TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", 
   check([](train_options& o) { o.r2d2.seq_len = 1; }, "--seq-len");
   check([](train_options& o) { o.r2d2.burn_in = 8; }, "--burn-in");
   check([](train_options& o) { o.r2d2.overlap = 9; }, "--seq-overlap");
+  // Not given, the overlap is half a sequence; 0 is none (it once meant
+  // "not given").
+  CHECK(coral::learners::r2d2_config{}.effective_overlap() == 40);
+  CHECK(coral::learners::r2d2_config{.overlap = 0}.effective_overlap() == 0);
+  auto none = small_r2d2(3000);
+  none.r2d2.overlap = 0;
+  CHECK(refusal(none) == "(accepted)");
   check([](train_options& o) { o.r2d2.prefetch_batches = 0; }, "--prefetch-batches");
   check([](train_options& o) { o.r2d2.priority_eta = 1.5; }, "--priority-eta");
   check([](train_options& o) { o.r2d2.rescale_epsilon = 0; }, "--rescale-epsilon");

@@ -92,6 +92,14 @@ def test_a_list_goes_to_a_list_flag_and_is_refused_by_a_single_value_flag(capsys
         coral.train(hidden=[], total_steps=1000, no_run_dir=True, verbose=False)
 
 
+def test_r2d2_takes_an_overlap_of_zero(capsys):
+    # 0 once stood for "seq-len / 2" inside, so seq_overlap=0 ran with 40.
+    coral.train(algo="r2d2", seq_overlap=0, total_steps=1500, learning_starts=500, no_run_dir=True)
+    assert "(burn-in 40, overlap 0)" in capsys.readouterr().out
+    coral.train(algo="r2d2", total_steps=1500, learning_starts=500, no_run_dir=True)
+    assert "(burn-in 40, overlap 40)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),

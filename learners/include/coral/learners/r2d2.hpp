@@ -30,12 +30,16 @@ namespace coral::learners {
 struct r2d2_config {
   std::size_t seq_len = 80;       ///< slots per stored sequence, burn-in included
   std::size_t burn_in = 40;       ///< leading slots that only warm the state
-  std::size_t overlap = 0;        ///< slots shared by consecutive sequences; 0: seq_len / 2
+  /// `overlap` when not given: seq_len / 2. (0 is a real overlap, none.)
+  static constexpr std::size_t half_overlap = static_cast<std::size_t>(-1);
+  std::size_t overlap = half_overlap;  ///< slots shared by consecutive sequences; half_overlap: seq_len / 2
   std::size_t prefetch_batches = 1;  ///< batches the learner asks for per request (amortises the round trip)
   double priority_eta = 0.9;      ///< priority = η max|δ| + (1 − η) mean|δ|
   double rescale_epsilon = 1e-3;  ///< ε of h(x) = sign(x)(√(|x|+1) − 1) + εx
-  /// The overlap in effect (seq_len / 2 when 0 was given).
-  [[nodiscard]] std::size_t effective_overlap() const noexcept { return overlap == 0 ? seq_len / 2 : overlap; }
+  /// The overlap in effect (seq_len / 2 when none was given).
+  [[nodiscard]] std::size_t effective_overlap() const noexcept {
+    return overlap == half_overlap ? seq_len / 2 : overlap;
+  }
 };
 
 /// The parameter count of R2D2's network for `spec` (spec.lstm > 0, one
