@@ -20,7 +20,7 @@ void add_sampler_flags(CLI::App& cmd, sampler_flags& f, const sampler_flag_defau
   o.threads = defaults.threads;
   cmd.add_option("--env", o.env, "env name (see `coral envs`)")->capture_default_str();
   cmd.add_option("--env-arg", f.env_args, "env setting key=value (repeatable)");
-  cmd.add_option("--topology", f.topology, "sync, double-buffer or pool")->capture_default_str();
+  f.topology_flag = cmd.add_option("--topology", f.topology, "sync, double-buffer or pool")->capture_default_str();
   cmd.add_option("--executor", f.executor, "threads, or single (every actor on one thread; deterministic)")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, defaults.seed_help)->capture_default_str();

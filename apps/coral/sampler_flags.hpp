@@ -56,6 +56,7 @@ struct sampler_flags {
   // Set by add_sampler_flags: the options whose presence matters, not only
   // their value (a flag given counts, even at its default value).
   const CLI::Option* threads_flag = nullptr;        ///< `--threads`
+  const CLI::Option* topology_flag = nullptr;       ///< `--topology`
   const CLI::Option* batch_size_flag = nullptr;     ///< `--batch-size` (0 inside means the topology's default)
   const CLI::Option* batch_timeout_flag = nullptr;  ///< `--batch-timeout-us`
 };

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,30 +47,48 @@ std::string describe(const actors::sampler_options& o) {
 
 /// Every wiring of `base`'s envs and threads worth trying: each topology,
 /// group sizes that are powers of two dividing the envs, for pool a batch of
-/// a quarter, half or all but one of the groups, and three spin times.
-/// Wirings the sampler refuses (resolve_wiring) are left out; the sync
-/// wiring of one env per group is never refused when `base`'s envs and
-/// threads make a sampler, so the list is never empty.
-std::vector<candidate> candidates(const actors::sampler_options& base) {
+/// a quarter, half or all but one of the groups, and three spin times. A
+/// wiring flag the user gave (`given`: --topology, a number for
+/// --envs-per-group or --spin-us, --batch-size) is held at its value and
+/// the rest are swept. Wirings the sampler refuses (resolve_wiring) are left
+/// out; when that leaves none, the sampler's refusal of the first is thrown,
+/// naming the flag.
+std::vector<candidate> candidates(const actors::sampler_options& base, const sampler_flags& given) {
+  using actors::topology;
+  const bool topology_given = given.topology_flag->count() > 0;
+  const bool batch_given = given.batch_size_flag->count() > 0;
+  const bool spin_given = base.spin != actors::spin_auto;
+  std::vector<topology> topologies{topology::sync, topology::double_buffer, topology::pool};
+  if (topology_given) topologies = {base.topo};
+  std::vector<std::size_t> group_sizes;
+  for (std::size_t k = 1; k <= base.num_envs; k *= 2) {
+    if (base.num_envs % k == 0) group_sizes.push_back(k);
+  }
+  if (base.envs_per_group > 0) group_sizes = {base.envs_per_group};
+  std::vector<long> spins{0L, 50L, 500L};
+  if (spin_given) spins = {static_cast<long>(base.spin.count())};
   std::vector<candidate> all;
-  for (const auto topo : {actors::topology::sync, actors::topology::double_buffer, actors::topology::pool}) {
-    for (std::size_t k = 1; k <= base.num_envs; k *= 2) {
-      if (base.num_envs % k != 0) continue;
+  std::optional<actors::sampler_options> first;
+  for (const auto topo : topologies) {
+    for (const std::size_t k : group_sizes) {
       const std::size_t groups = base.num_envs / k;
       std::vector<std::size_t> batches{0};  // the topology's own
-      if (topo == actors::topology::pool) {
+      if (batch_given) {
+        batches = {base.batch_size};
+      } else if (topo == topology::pool) {
         batches = {};
         for (const std::size_t g : {groups / 4, groups / 2, groups - 1}) {
           if (g >= 1 && std::find(batches.begin(), batches.end(), g * k) == batches.end()) batches.push_back(g * k);
         }
       }
       for (const auto batch : batches) {
-        for (const long spin : {0L, 50L, 500L}) {
+        for (const long spin : spins) {
           auto o = base;
           o.topo = topo;
           o.envs_per_group = k;
           o.batch_size = batch;
           o.spin = std::chrono::microseconds(spin);
+          if (!first) first = o;
           try {
             (void)actors::resolve_wiring(o);
           } catch (const config_error&) {
@@ -80,6 +99,7 @@ std::vector<candidate> candidates(const actors::sampler_options& base) {
       }
     }
   }
+  if (all.empty() && first) (void)actors::resolve_wiring(*first);  // the flags given allow no wiring: say why
   return all;
 }
 
@@ -140,7 +160,7 @@ void run_tune(std::ostream& out, tune_flags& f) {
   plain.min_batch_size = 0;
   (void)actors::resolve_wiring(plain);
   check_sampler_memory(plain);  // a huge --num-envs is refused, not allocated
-  auto all = candidates(base);
+  auto all = candidates(base, f.sampler);
   if (all.empty()) throw usage_error("coral tune: no candidate although the sync wiring resolved");
   const auto path = f.out.empty() ? fmt::format("tune-{}-{}t.toml", base.env, base.threads) : f.out;
   {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -72,6 +73,34 @@ TEST_CASE("coral tune ranks every wiring it tried and writes the fastest as a co
   CHECK(out.starts_with(fmt::format("coral bench: env noop, topology {}, 8 envs in {} groups of {}, batch {}, 2 threads",
                                     best_topology, 8 / std::stoi(best_group), best_group, best_batch)));
   fs::remove_all(dir);
+}
+
+TEST_CASE("coral tune holds a wiring flag given at its value and sweeps the rest", "[apps][tune]") {
+  // Given flags were once ignored: --topology sync still ranked all three.
+  const auto file = (fs::temp_directory_path() / "coral-tune-held.toml").string();
+  std::string out, err;
+  REQUIRE(run_cli({"tune", "--env", "noop", "--num-envs", "8", "--threads", "2", "--seconds", "0.02", "--out", file,
+                   "--show", "100", "--topology", "pool", "--spin-us", "0"},
+                  out, err) == 0);
+  INFO(out << err);
+  const std::regex line(R"(\n *[0-9]+\. +[0-9]+ steps/s  [0-9.]+x  --topology (\S+) --envs-per-group ([0-9]+) --batch-size ([0-9]+) --spin-us ([0-9]+))");
+  std::set<std::string> topologies, spins, groups;
+  int ranked = 0;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it, ++ranked) {
+    topologies.insert((*it)[1].str());
+    groups.insert((*it)[2].str());
+    spins.insert((*it)[4].str());
+  }
+  CHECK(ranked > 1);
+  CHECK(topologies == std::set<std::string>{"pool"});
+  CHECK(spins == std::set<std::string>{"0"});
+  CHECK(groups.size() > 1);  // the group size, not given, is still swept
+  fs::remove(file);
+  // Flags that allow no wiring are refused with the sampler's reason.
+  CHECK(run_cli({"tune", "--env", "noop", "--num-envs", "8", "--batch-size", "8", "--topology", "pool", "--out", file},
+                out, err) == 1);
+  CHECK(err.starts_with("error: --batch-size: 8 is invalid: the pool topology batches the first envs to finish"));
+  CHECK_FALSE(fs::exists(file));
 }
 
 TEST_CASE("coral tune refuses bad flags before it samples anything", "[apps][tune]") {
