@@ -111,7 +111,7 @@ std::string found_text(const toml::node& n) {
   if (const auto* i = n.as_integer()) return fmt::format("{}", i->get());
   if (const auto* f = n.as_floating_point()) return fmt::format("{}", f->get());
   if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
-  if (n.is_array()) return "an array";
+  if (const auto* a = n.as_array()) return a->empty() ? "an empty array" : "an array";
   if (n.is_table()) return "a table";
   return "a date or time";
 }
@@ -193,6 +193,9 @@ struct reader {
     }
     if (const auto* a = n.as_array()) {
       if (!flag.repeatable) wrong_type(n, label, expected_text(flag.kind));
+      // No value at all would leave the flag at its default, silently (the
+      // command line has no way to say it either).
+      if (a->empty()) wrong_type(n, label, expected_text(flag.kind) + " or a non-empty array of them");
       for (std::size_t i = 0; i < a->size(); ++i) {
         add_value(out, scalar(*a->get(i), flag, fmt::format("{}[{}]", label, i)));
       }

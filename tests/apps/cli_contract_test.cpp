@@ -106,6 +106,7 @@ const std::vector<std::pair<std::string, std::string>> bad_files = {
     {"spin_word.toml", "[bench]\nspin-us = \"fast\"\n"},
     {"spin_auto.toml", "[bench]\nspin-us = \"auto\"\nsteps = 0\n"},
     {"array_element.toml", "[train]\nhidden = [64, \"wide\"]\n"},
+    {"empty_array.toml", "[train]\nhidden = []\n"},
     {"switch_number.toml", "[train]\nkeep-going = 1\n"},
     {"table_for_flag.toml", "[train.hidden]\nwidth = 64\n"},
     {"string_for_switch.toml", "[bench]\njson = \"yes\"\n"},
@@ -291,6 +292,10 @@ std::vector<bad_input> bad_inputs() {
       {{"--config", "array_element.toml", "train"},
        file_error(cm::config_wrong_type, "array_element.toml", 2, "[train] hidden[1]", "a whole number >= 0",
                   "a string (\"wide\")")},
+      // An empty array once left the flag at its default, silently.
+      {{"--config", "empty_array.toml", "train"},
+       file_error(cm::config_wrong_type, "empty_array.toml", 2, "[train] hidden",
+                  "a whole number >= 0 or a non-empty array of them", "an empty array")},
       {{"--config", "switch_number.toml", "train"},
        file_error(cm::config_wrong_type, "switch_number.toml", 2, "[train] keep-going", "true or false", "1")},
       {{"--config", "table_for_flag.toml", "train"},
