@@ -26,7 +26,10 @@ def _flag_args(flags):
         if value is None or value is False:
             continue
         if value is True:
-            args.append(flag)
+            # --flag=true: a switch reads it as on; a flag that takes a value
+            # refuses 'true' naming itself (a bare --total-steps would take
+            # the next token for its value).
+            args.append(f"{flag}=true")
         elif key == "env_arg" and isinstance(value, dict):
             for k, v in value.items():
                 text = ("true" if v else "false") if isinstance(v, bool) else str(v)

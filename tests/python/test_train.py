@@ -111,6 +111,9 @@ def test_r2d2_takes_an_overlap_of_zero(capsys):
     (dict(spin_us=-1), ValueError, "--spin-us"),
     # A value for a switch is read as the switch's value, and refused naming it.
     (dict(keep_going="maybe"), ValueError, "--keep-going"),
+    # True for a flag that takes a value is refused naming it (it once took
+    # the next flag for its value).
+    (dict(total_steps=True), ValueError, "^--total-steps: 'true' is not a whole number$"),
     (dict(algo="dqn", gae_lambda=0.5), ValueError, "^--gae-lambda: PPO only; --algo dqn does not take it$"),
     # At its default value too: a keyword given is a flag given.
     (dict(algo="ppo", replay_capacity=100000), ValueError,
