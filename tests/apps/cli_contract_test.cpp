@@ -61,6 +61,15 @@ void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// Every run ended by itself (not killed at the time limit) with exit 0.
+void check_all_ran(const std::vector<coral::test::outcome>& results) {
+  for (const auto& r : results) {
+    INFO(r.err);
+    CHECK_FALSE(r.killed);
+    CHECK(r.exit_code == ok);
+  }
+}
+
 std::vector<coral::test::outcome> run_all(const std::vector<std::vector<std::string>>& args, const fs::path& cwd) {
   std::vector<coral::test::invocation> all;
   for (const auto& a : args) {
@@ -378,11 +387,7 @@ TEST_CASE("a config file works before or after the command, and typed flags win 
                                 {"envs", "rollout", "--config", "run.toml"},
                                 {"train", "--help"}},
                                dir);
-  for (const auto& r : results) {
-    INFO(r.err);
-    CHECK_FALSE(r.killed);
-    CHECK(r.exit_code == ok);
-  }
+  check_all_ran(results);
   CHECK(last_line(results[0].out).starts_with(R"({"solved":false,"interrupted":false,"env":"bandit",)"));
   CHECK(results[0].out.find(" 221 parameters") != std::string::npos);  // hidden 8 8 from the file
   CHECK(last_line(results[1].out).find(R"("seed":7,)") != std::string::npos);
@@ -404,11 +409,7 @@ TEST_CASE("`--flag=` on the command line is the flag's empty value, as in a conf
                                 {"envs", "rollout", "--env=cartpole", "--steps=2", "--actions="},
                                 {"envs", "--env="}},
                                dir);
-  for (const auto& r : results) {
-    INFO(r.err);
-    CHECK_FALSE(r.killed);
-    CHECK(r.exit_code == ok);
-  }
+  check_all_ran(results);
   CHECK(results[0].out.find(R"("env_steps":100,)") != std::string::npos);
   CHECK(fs::is_empty(dir));                                          // no run directory, of any name
   CHECK(results[1].out.find(R"("step":2,)") != std::string::npos);  // random actions: the empty --actions
@@ -430,11 +431,7 @@ TEST_CASE("an empty string in a config file is the flag's empty value, not a fla
              "steps = 2\n"
              "actions = \"\"\n");
   const auto results = run_all({{"--config", "empty.toml", "envs", "rollout"}, {"--config", "empty.toml", "envs"}}, dir);
-  for (const auto& r : results) {
-    INFO(r.err);
-    CHECK_FALSE(r.killed);
-    CHECK(r.exit_code == ok);
-  }
+  check_all_ran(results);
   CHECK(results[0].out.find(R"("step":2,)") != std::string::npos);  // random actions: the empty --actions
   CHECK(results[1].out.find("cartpole") != std::string::npos);      // every env: the empty --env
   fs::remove_all(dir);
