@@ -1,5 +1,7 @@
 #include "coral/core/stall_watchdog.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 
 #include <asio/steady_timer.hpp>
@@ -44,6 +46,13 @@ std::string stall_watchdog::report() const {
                        std::chrono::duration<double>(now - c.changed).count());
   }
   for (const auto& d : describers_) d(out);
+  // Under `ulimit -v` an allocation can fail where memory is plentiful, and
+  // a library that retries it stalls instead of failing: a run of PPO's
+  // learner under 800 MB sat in OpenBLAS's allocation loop until this report.
+  rlimit address_space{};
+  if (::getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
+    out += fmt::format(fmt::runtime(errors::stall_address_space), address_space.rlim_cur >> 20);
+  }
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }

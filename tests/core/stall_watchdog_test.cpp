@@ -1,5 +1,8 @@
 #include "coral/core/stall_watchdog.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -7,9 +10,11 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "../support/watchdog.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/errors.hpp"
 #include "coral/core/runtime.hpp"
 
 using namespace std::chrono_literals;
@@ -60,4 +65,25 @@ TEST_CASE("the stall watchdog stays quiet while a counter moves, and is dismisse
   rt.spawn_daemon("stall-watchdog", rt.pool("watchdog"), stall.run());
   REQUIRE_NOTHROW(rt.run());  // returns: the daemon was dismissed when the worker ended
   CHECK(steps.load() == 25);
+}
+
+TEST_CASE("a stall report names a limit on the address space (ulimit -v), and only then", "[core][stall]") {
+  rlimit before{};
+  REQUIRE(::getrlimit(RLIMIT_AS, &before) == 0);
+  coral::stall_watchdog stall(100ms);
+  stall.watch("env steps", [] { return std::uint64_t{0}; });
+  const auto line = fmt::format(fmt::runtime(coral::errors::stall_address_space), 1ULL << 42);
+  if (before.rlim_cur == RLIM_INFINITY) CHECK_THAT(stall.report(), !Catch::Contains("ulimit -v"));
+  // 4 EiB: finite, yet past any address this process can map, so nothing
+  // here (a sanitizer's shadow included) can fail under it.
+  rlimit limited = before;
+  limited.rlim_cur = std::min<rlim_t>(before.rlim_max, rlim_t{1} << 62);
+  REQUIRE(::setrlimit(RLIMIT_AS, &limited) == 0);
+  const auto report = stall.report();
+  REQUIRE(::setrlimit(RLIMIT_AS, &before) == 0);
+  if (limited.rlim_cur == rlim_t{1} << 62) {
+    CHECK_THAT(report, Catch::EndsWith(line.substr(0, line.size() - 1)));
+  } else {
+    CHECK_THAT(report, Catch::Contains("(ulimit -v)"));
+  }
 }

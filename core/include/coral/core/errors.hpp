@@ -22,6 +22,11 @@ inline constexpr std::string_view duplicate_actor = "runtime: an actor named '{}
 inline constexpr std::string_view zero_threads = "executor '{}': thread count must be at least 1";
 /// The stall watchdog fired: seconds without progress; a picture of the run follows on the next lines.
 inline constexpr std::string_view run_stalled = "run stalled: nothing moved for {} s (--stall-seconds):\n";
+/// The last line of a stall report when the address space is limited
+/// (ulimit -v): the limit in MiB.
+inline constexpr std::string_view stall_address_space =
+    "  the address space is limited to {} MiB (ulimit -v): an allocation that fails under it can stall a thread "
+    "rather than fail it (OpenBLAS retries its buffer forever)\n";
 /// A channel made with capacity zero.
 inline constexpr std::string_view zero_capacity = "channel: capacity must be at least 1";
 }  // namespace errors
