@@ -20,6 +20,9 @@ inline constexpr std::string_view negative_value = "{} is negative: it must be >
 inline constexpr std::string_view not_whole_number = "'{}' is not a whole number";
 /// A whole number beyond the flag's type: the value, the largest allowed.
 inline constexpr std::string_view number_too_large = "{} is too large (at most {})";
+/// An empty value for a flag that names something (`--checkpoint-dir=`,
+/// often an unset shell variable): what the flag names.
+inline constexpr std::string_view empty_name = "expected {}, got an empty value";
 /// Not a number: the value.
 inline constexpr std::string_view not_a_number = "'{}' is not a number";
 /// NaN or infinite: the value.

@@ -120,6 +120,11 @@ std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, std::str
   return std::stoull(text);  // check_whole rewrote it in decimal
 }
 
+CLI::Validator non_empty(std::string what) {
+  return CLI::Validator([what](std::string& s) { return s.empty() ? text(errors::empty_name, what) : std::string(); },
+                        "");
+}
+
 CLI::Validator at_most(double limit) {
   return CLI::Validator(
       [limit](std::string& s) {

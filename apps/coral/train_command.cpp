@@ -282,14 +282,16 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                    ->capture_default_str(),
                [](learners::train_options& t) { t.lstm = 64; });
   cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end, on SIGINT, and every "
-                                                        "--checkpoint-every steps)");
+                                                        "--checkpoint-every steps)")
+      ->check(non_empty("a directory name"));
   auto* checkpoint_every =
       cmd->add_option("--checkpoint-every", o.checkpoint_every, "env steps between checkpoints (0: only at the end)")
           ->capture_default_str();
   cmd->add_option("--keep-checkpoints", o.keep_checkpoints, "checkpoints kept, the newest (0: all)")->capture_default_str();
   cmd->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
   auto* run_dir = cmd->add_option("--run-dir", f->run_dir,
-                                  "metrics.csv and learning_curve.png go here (default runs/<env>-<topology>-seed<S>)");
+                                  "metrics.csv and learning_curve.png go here (default runs/<env>-<topology>-seed<S>)")
+                      ->check(non_empty("a directory name"));
   cmd->add_flag("--no-run-dir", f->no_run_dir, "write no metrics files");
   cmd->add_option("--progress-seconds", o.progress_seconds, "seconds between progress lines (0: none; at most a day)")
       ->check(at_most(max_progress_seconds))

@@ -21,6 +21,7 @@
 #include "coral/core/json.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/errors.hpp"
+#include "coral/flag_checks.hpp"
 #include "coral/sampler_flags.hpp"
 
 namespace coral::cli {
@@ -231,7 +232,8 @@ void add_tune_command(CLI::App& app, std::ostream& out) {
               "them and write the fastest as a config file");
   add_sampler_flags(*cmd, flags->sampler, {.threads = 2});
   cmd->add_option("--seconds", flags->seconds, "about how long each wiring samples")->capture_default_str();
-  cmd->add_option("--out", flags->out, "the config file to write (default tune-<env>-<threads>t.toml)");
+  cmd->add_option("--out", flags->out, "the config file to write (default tune-<env>-<threads>t.toml)")
+      ->check(non_empty("a file name"));
   cmd->add_option("--show", flags->show, "how many of the ranking to print")->capture_default_str();
   cmd->callback([&out, flags] { run_tune(out, *flags); });
 }

@@ -94,6 +94,7 @@ std::string last_line(const std::string& text) {
 // Config files for the table, by name; each bad in one way.
 const std::vector<std::pair<std::string, std::string>> bad_files = {
     {"header.toml", "[train\ntotal-steps = 100\n"},
+    {"empty_checkpoint_dir.toml", "[train]\ncheckpoint-dir = \"\"\n"},
     {"double_equals.toml", "[train]\ntotal-steps = = 20000\n"},
     {"open_array.toml", "[train]\nhidden = [64, 64\n"},
     {"typo.toml", "[train]\nseed = 1\ntotal-stepz = 20000\n"},
@@ -325,6 +326,14 @@ std::vector<bad_input> bad_inputs() {
       {{"--config", ".", "train"}, file_error(cm::config_unreadable, ".", "Is a directory")},
       {{"--config", "/dev/zero", "train"}, file_error(cm::config_too_large, "/dev/zero", 1 << 20)},
       {{"train", "--config"}, error_line(std::string(cm::config_needs_file))},
+      // An empty file or directory name once meant no checkpoints, no run
+      // directory, and tune-<env>-<threads>t.toml: silently for the first
+      // two, which lose what a run writes (an unset shell variable does it).
+      {{"train", "--checkpoint-dir="}, error_line("--checkpoint-dir: " + text(cm::empty_name, "a directory name"))},
+      {{"--config", "empty_checkpoint_dir.toml", "train"},
+       error_line("--checkpoint-dir: " + text(cm::empty_name, "a directory name"))},
+      {{"train", "--run-dir", ""}, error_line("--run-dir: " + text(cm::empty_name, "a directory name"))},
+      {{"tune", "--out="}, error_line("--out: " + text(cm::empty_name, "a file name"))},
       {{"--config", "typo.toml", "train", "--config", "nan.toml"},
        error_line(text(cm::config_twice, "typo.toml", "nan.toml"))},
       // The run starts, then fails: exit 2 (a checkpoint that is not one).
@@ -404,14 +413,16 @@ TEST_CASE("`--flag=` on the command line is the flag's empty value, as in a conf
   // `coral train --run-dir= --total-steps=100` made a directory named
   // `--total-steps=100` and trained to the default target: CLI11 read
   // `--run-dir=` as --run-dir without its value and took the next token.
+  // The empty name is now refused as such, naming --run-dir.
   const auto dir = fresh_dir("empty-equals");
   const auto results = run_all({{"train", "--run-dir=", "--total-steps=100"},
                                 {"envs", "rollout", "--env=cartpole", "--steps=2", "--actions="},
                                 {"envs", "--env="}},
                                dir);
-  check_all_ran(results);
-  CHECK(results[0].out.find(R"("env_steps":100,)") != std::string::npos);
-  CHECK(fs::is_empty(dir));                                          // no run directory, of any name
+  CHECK(results[0].exit_code == 1);
+  CHECK(last_line(results[0].err) == "error: --run-dir: " + text(cm::empty_name, "a directory name"));
+  CHECK(fs::is_empty(dir));  // no run directory, of any name
+  check_all_ran({results[1], results[2]});
   CHECK(results[1].out.find(R"("step":2,)") != std::string::npos);  // random actions: the empty --actions
   CHECK(results[2].out.find("cartpole") != std::string::npos);      // every env: the empty --env
   fs::remove_all(dir);

@@ -119,6 +119,10 @@ def test_r2d2_takes_an_overlap_of_zero(capsys):
     (dict(algo="ppo", replay_capacity=100000), ValueError,
      "^--replay-capacity: DQN and R2D2 only; --algo ppo does not take it$"),
     (dict(env="faulty", env_arg={"throw_step": 50, "env": 1}, total_steps=5000), coral.EnvError, "env 1 in group"),
+    # An empty name once meant the flag's default, silently: for
+    # checkpoint_dir, no checkpoints at all.
+    (dict(checkpoint_dir=""), ValueError, "^--checkpoint-dir: expected a directory name, got an empty value$"),
+    (dict(run_dir="", no_run_dir=False), ValueError, "^--run-dir: expected a directory name, got an empty value$"),
 ])
 def test_train_errors_are_python_exceptions_with_coral_s_message(flags, error, match):
     flags.setdefault("no_run_dir", True)
