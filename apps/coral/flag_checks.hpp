@@ -38,8 +38,8 @@ void add_value_checks(CLI::App& app);
 [[nodiscard]] std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, std::string text);
 
 /// A value that is not empty (errors::empty_name, with `what`: "a
-/// directory name"), for a flag whose empty value would otherwise mean its
-/// default, silently: a path, a name to filter by.
+/// directory name"), for a flag naming a file or directory, whose empty
+/// value would otherwise mean its default or none, without a word.
 [[nodiscard]] CLI::Validator non_empty(std::string what);
 
 /// A number at most `limit` (errors::number_too_large); values that are
