@@ -2,7 +2,8 @@
 // and a mutex + condition-variable queue, in one process so the figures are
 // ratios taken on the same machine at the same time.
 //
-//   hop:        ping-pong between two parties over two channels of capacity 1;
+//   hop:        ping-pong between two parties over two channels of capacity 1
+//               (coral: async_send/async_receive, and the frame-free forms);
 //               ns_per_hop = wall time / (2 * round trips).
 //   throughput: one producer sends N messages to one consumer through a
 //               channel of capacity 1024; msgs_per_s.
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <asio/co_spawn.hpp>
@@ -88,31 +90,79 @@ class mutex_queue {
 // ----------------------------------------------------------------------------
 // one-hop latency
 
-void bm_hop_coral(benchmark::State& state) {
+// Ping-pong over two coral channels of capacity 1, `round_trips` round trips
+// per iteration: `side_a(ping, pong)` and `side_b(ping, pong)` make the two
+// coroutines. Reports ns per one-way hop.
+template <class SideA, class SideB>
+void coral_hops(benchmark::State& state, SideA side_a, SideB side_b) {
   const int threads = static_cast<int>(state.range(0));
   const long spin_us = state.range(1);
   for (auto _ : state) {
     coral::channel<std::int64_t> ping(1);
     coral::channel<std::int64_t> pong(1);
     run_pair(
-        threads,
-        [&]() -> asio::awaitable<void> {
-          for (std::int64_t i = 0; i < round_trips; ++i) {
-            (void)co_await ping.async_send(i);
-            (void)co_await pong.async_receive();
-          }
-        },
-        [&]() -> asio::awaitable<void> {
-          for (std::int64_t i = 0; i < round_trips; ++i) {
-            auto v = co_await ping.async_receive();
-            (void)co_await pong.async_send(*v);
-          }
-        },
-        spin_us);
+        threads, [&] { return side_a(ping, pong); }, [&] { return side_b(ping, pong); }, spin_us);
   }
   state.counters["ns_per_hop"] = benchmark::Counter(
       static_cast<double>(2 * round_trips * state.iterations()),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::OneK::kIs1000);
+}
+
+using hop_channel = coral::channel<std::int64_t>;
+
+void bm_hop_coral(benchmark::State& state) {
+  coral_hops(
+      state,
+      [](hop_channel& ping, hop_channel& pong) -> asio::awaitable<void> {
+        for (std::int64_t i = 0; i < round_trips; ++i) {
+          (void)co_await ping.async_send(i);
+          (void)co_await pong.async_receive();
+        }
+      },
+      [](hop_channel& ping, hop_channel& pong) -> asio::awaitable<void> {
+        for (std::int64_t i = 0; i < round_trips; ++i) {
+          auto v = co_await ping.async_receive();
+          (void)co_await pong.async_send(*v);
+        }
+      });
+}
+
+// The same ping-pong written with the channel's frame-free forms: try first,
+// and park in wait_for_item / wait_for_room only when the try fails (what
+// coral's env groups, gate and batcher do per step).
+void bm_hop_coral_frame_free(benchmark::State& state) {
+  coral_hops(
+      state,
+      [](hop_channel& ping, hop_channel& pong) -> asio::awaitable<void> {
+        for (std::int64_t i = 0; i < round_trips; ++i) {
+          while (!ping.try_send(i) && !ping.is_closed()) {
+            coral::channel_waiter w;
+            co_await ping.wait_for_room(w);
+            w.throw_if_aborted();
+          }
+          std::optional<std::int64_t> v;
+          while (!(v = pong.try_receive()) && !pong.is_drained()) {
+            coral::channel_waiter w;
+            co_await pong.wait_for_item(w);
+            w.throw_if_aborted();
+          }
+        }
+      },
+      [](hop_channel& ping, hop_channel& pong) -> asio::awaitable<void> {
+        for (std::int64_t i = 0; i < round_trips; ++i) {
+          std::optional<std::int64_t> v;
+          while (!(v = ping.try_receive()) && !ping.is_drained()) {
+            coral::channel_waiter w;
+            co_await ping.wait_for_item(w);
+            w.throw_if_aborted();
+          }
+          while (!pong.try_send(*v) && !pong.is_closed()) {
+            coral::channel_waiter w;
+            co_await pong.wait_for_room(w);
+            w.throw_if_aborted();
+          }
+        }
+      });
 }
 
 void bm_hop_asio(benchmark::State& state) {
@@ -258,6 +308,8 @@ void bm_throughput_mutex_cv(benchmark::State& state) {
 
 // spin_us: 0 = idle threads block at once; 50 = they poll 50 us first.
 BENCHMARK(bm_hop_coral)->ArgNames({"threads", "spin_us"})->Args({1, 0})->Args({2, 0})->Args({2, 50})
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_hop_coral_frame_free)->ArgNames({"threads", "spin_us"})->Args({1, 0})->Args({2, 0})->Args({2, 50})
     ->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_hop_asio)->ArgNames({"threads", "spin_us"})->Args({1, 0})->Args({2, 0})->Args({2, 50})
     ->UseRealTime()->Unit(benchmark::kMillisecond);

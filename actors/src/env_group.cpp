@@ -93,15 +93,25 @@ asio::awaitable<void> env_group::run() {
   reset_all();
   for (;;) {
     phase_.store(phase::announcing, std::memory_order_relaxed);
-    bool announced = false;
-    if (gate_ != nullptr) {
-      announced = co_await gate_->async_send(gate_msg(ready_msg{id_}));
-    } else {
-      announced = co_await ready_->async_send(ready_msg{id_});
+    // The channels' frame-free forms (channel::wait_for_item): a step costs
+    // no coroutine frame for a send that finds room (there is room for every
+    // group) or for the receive, which nearly always waits.
+    bool announced = gate_ != nullptr ? gate_->try_send(gate_msg(ready_msg{id_})) : ready_->try_send(ready_msg{id_});
+    if (!announced) {
+      if (gate_ != nullptr) {
+        announced = co_await gate_->async_send(gate_msg(ready_msg{id_}));
+      } else {
+        announced = co_await ready_->async_send(ready_msg{id_});
+      }
     }
     if (!announced) break;
     phase_.store(phase::waiting, std::memory_order_relaxed);
-    const auto token = co_await actions_.async_receive();
+    std::optional<std::uint64_t> token;
+    while (!(token = actions_.try_receive()) && !actions_.is_drained()) {
+      channel_waiter w;
+      co_await actions_.wait_for_item(w);
+      w.throw_if_aborted();
+    }
     if (!token) break;
     phase_.store(phase::stepping, std::memory_order_relaxed);
     step();

@@ -23,7 +23,12 @@ asio::awaitable<void> gate::run(gate_policy& policy, std::vector<channel<ready_m
   std::vector<waiting> held;  // in arrival order
   held.reserve(group_rows_.size());
   for (;;) {
-    auto msg = co_await inbox_.async_receive();
+    std::optional<gate_msg> msg;  // frame-free, as in env_group::run
+    while (!(msg = inbox_.try_receive()) && !inbox_.is_drained()) {
+      channel_waiter w;
+      co_await inbox_.wait_for_item(w);
+      w.throw_if_aborted();
+    }
     if (!msg) break;
     // A ready announcement joins the held groups; a note only makes the
     // gate ask again about the groups it holds.

@@ -67,8 +67,12 @@ asio::awaitable<bool> inference_batcher::collect(channel<ready_msg>& ch) {
         stats_.idle_ns.fetch_add(ns_since(waited_from), std::memory_order_relaxed);
         if (n == 0 && !ch.is_drained()) break;  // deadline passed; nothing taken, nothing lost
       } else {
-        n = co_await ch.async_receive_some(room);
+        if (ch.is_drained()) co_return false;  // closed
+        channel_waiter w;  // frame-free, as in env_group::run
+        co_await ch.wait_for_item(w);
+        w.throw_if_aborted();
         stats_.idle_ns.fetch_add(ns_since(waited_from), std::memory_order_relaxed);
+        continue;  // take what came, if no other receiver took it first
       }
       if (n == 0) co_return false;  // closed
     }

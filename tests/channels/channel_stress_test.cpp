@@ -75,7 +75,18 @@ TEST_CASE("8 producers and 8 consumers move 10 million messages, none lost or du
   for (std::uint64_t p = 0; p < producers; ++p) {
     asio::co_spawn(send_side.ctx, [&, p]() -> asio::awaitable<void> {
       for (std::uint64_t i = 0; i < per_producer; ++i) {
-        if (!co_await ch.async_send(p * per_producer + i)) throw std::runtime_error("send failed");
+        const std::uint64_t v = p * per_producer + i;
+        if (p % 2 == 0) {
+          if (!co_await ch.async_send(v)) throw std::runtime_error("send failed");
+          continue;
+        }
+        // Half the producers use the frame-free form.
+        while (!ch.try_send(v)) {
+          if (ch.is_closed()) throw std::runtime_error("send failed");
+          coral::channel_waiter w;
+          co_await ch.wait_for_room(w);
+          w.throw_if_aborted();
+        }
       }
       if (producers_left.fetch_sub(1) == 1) ch.close();
     }, rethrow);
@@ -85,20 +96,34 @@ TEST_CASE("8 producers and 8 consumers move 10 million messages, none lost or du
       std::array<std::uint64_t, 64> buf{};
       std::uint64_t local_sum = 0;
       std::uint64_t local_count = 0;
-      // Half the consumers take one at a time, half take batches.
-      if (c % 2 == 0) {
-        while (auto v = co_await ch.async_receive()) {
-          if (!seen.set(*v)) ++duplicates;
-          local_sum += *v;
-          ++local_count;
+      auto take = [&](std::uint64_t v) {
+        if (!seen.set(v)) ++duplicates;
+        local_sum += v;
+        ++local_count;
+      };
+      // Half the consumers take one at a time, half take batches; of each
+      // half, one in two uses the frame-free form (try, then wait_for_item).
+      if (c % 4 == 0) {
+        while (auto v = co_await ch.async_receive()) take(*v);
+      } else if (c % 4 == 1) {
+        while (auto n = co_await ch.async_receive_some(buf)) {
+          for (std::size_t i = 0; i < n; ++i) take(buf[i]);
         }
       } else {
-        while (auto n = co_await ch.async_receive_some(buf)) {
-          for (std::size_t i = 0; i < n; ++i) {
-            if (!seen.set(buf[i])) ++duplicates;
-            local_sum += buf[i];
+        for (;;) {
+          std::size_t n = 0;
+          if (c % 4 == 3) {
+            n = ch.try_receive_some(buf);
+          } else if (auto v = ch.try_receive()) {
+            buf[0] = *v;
+            n = 1;
           }
-          local_count += n;
+          for (std::size_t i = 0; i < n; ++i) take(buf[i]);
+          if (n > 0) continue;
+          if (ch.is_drained()) break;
+          coral::channel_waiter w;
+          co_await ch.wait_for_item(w);
+          w.throw_if_aborted();
         }
       }
       sum += local_sum;

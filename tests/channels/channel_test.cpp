@@ -408,6 +408,164 @@ TEST_CASE("messages are moved through a channel, never copied, and none leak", "
 
 namespace {
 
+/// The frame-free receive of channel.hpp's comment: try, wait, try again.
+asio::awaitable<std::optional<int>> frame_free_receive(channel<int>& ch, int* waits = nullptr) {
+  std::optional<int> v;
+  while (!(v = ch.try_receive()) && !ch.is_drained()) {
+    coral::channel_waiter w;
+    co_await ch.wait_for_item(w);
+    w.throw_if_aborted();
+    if (waits != nullptr) ++*waits;
+  }
+  co_return v;
+}
+
+/// The frame-free send: false once the channel is closed.
+asio::awaitable<bool> frame_free_send(channel<int>& ch, int x) {
+  bool sent = ch.try_send(x);
+  while (!sent && !ch.is_closed()) {
+    coral::channel_waiter w;
+    co_await ch.wait_for_room(w);
+    w.throw_if_aborted();
+    sent = ch.try_send(x);
+  }
+  co_return sent;
+}
+
+}  // namespace
+
+TEST_CASE("wait_for_item parks until a send, is woken by a post, and takes nothing", "[channels][frame_free]") {
+  asio::io_context ctx;
+  channel<int> ch(2);
+  bool woken = false;
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    coral::channel_waiter w;
+    co_await ch.wait_for_item(w);
+    w.throw_if_aborted();
+    woken = true;
+  });
+  ctx.poll();
+  CHECK_FALSE(woken);
+  CHECK(ch.waiting_receivers() == 1);
+  REQUIRE(ch.try_send(6));
+  CHECK_FALSE(woken);  // never inline in the sender
+  ctx.poll();
+  CHECK(woken);
+  CHECK(ch.waiting_receivers() == 0);
+  CHECK(ch.size() == 1);  // the wait took nothing
+  CHECK(ch.try_receive() == 6);
+}
+
+TEST_CASE("wait_for_item and wait_for_room go on at once when there is nothing to wait for",
+          "[channels][frame_free]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  REQUIRE(ch.try_send(1));
+  int passed = 0;
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    coral::channel_waiter item;
+    co_await ch.wait_for_item(item);  // an item is buffered
+    item.throw_if_aborted();
+    ++passed;
+    (void)ch.try_receive();
+    coral::channel_waiter room;
+    co_await ch.wait_for_room(room);  // the slot is free again
+    room.throw_if_aborted();
+    ++passed;
+  });
+  CHECK(ctx.run_one() == 1);  // the coroutine's whole run is one handler: nothing was parked
+  CHECK(passed == 2);
+  CHECK(ch.waiting_receivers() == 0);
+  CHECK(ch.waiting_senders() == 0);
+}
+
+TEST_CASE("frame-free receives: two wake for one item, the loser parks again", "[channels][frame_free]") {
+  asio::io_context ctx;
+  channel<int> ch(4);
+  std::vector<int> got;
+  int waits = 0;
+  for (int r = 0; r < 2; ++r) {
+    spawn(ctx, [&]() -> asio::awaitable<void> {
+      auto v = co_await frame_free_receive(ch, &waits);
+      if (v) got.push_back(*v);
+    });
+  }
+  ctx.poll();
+  REQUIRE(ch.waiting_receivers() == 2);
+  REQUIRE(ch.try_send(1));  // wakes the first receiver only
+  REQUIRE(ch.try_send(2));  // and the second
+  CHECK(ch.try_receive() == 1);  // an outsider takes one before either runs
+  ctx.poll();
+  CHECK(got == std::vector<int>{2});
+  CHECK(waits == 2);
+  CHECK(ch.waiting_receivers() == 1);  // the loser parked again
+  REQUIRE(ch.try_send(3));
+  ctx.poll();
+  CHECK(got == std::vector<int>{2, 3});
+  CHECK(ch.waiting_receivers() == 0);
+}
+
+TEST_CASE("frame-free waits end at close: a receive gets what was buffered, then nullopt; a send fails",
+          "[channels][frame_free][close]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  REQUIRE(ch.try_send(0));
+  std::optional<bool> sent;
+  spawn(ctx, [&]() -> asio::awaitable<void> { sent = co_await frame_free_send(ch, 1); });
+  ctx.poll();
+  REQUIRE(ch.waiting_senders() == 1);
+  ch.close();
+  ctx.poll();
+  CHECK(sent == false);
+  ctx.restart();  // poll() ran out of work, which stops the io_context
+  std::vector<std::optional<int>> got;
+  spawn(ctx, [&]() -> asio::awaitable<void> {
+    got.push_back(co_await frame_free_receive(ch));
+    got.push_back(co_await frame_free_receive(ch));
+  });
+  ctx.poll();
+  CHECK(got == std::vector<std::optional<int>>{0, std::nullopt});
+  CHECK(ch.waiting_receivers() == 0);
+
+  channel<int> empty(1);
+  ctx.restart();
+  std::optional<std::optional<int>> late;
+  spawn(ctx, [&]() -> asio::awaitable<void> { late = co_await frame_free_receive(empty); });
+  ctx.poll();
+  REQUIRE(empty.waiting_receivers() == 1);
+  empty.close();  // a parked frame-free receive is woken and sees the channel drained
+  ctx.poll();
+  REQUIRE(late.has_value());  // the receive ended
+  CHECK(*late == std::nullopt);
+}
+
+TEST_CASE("a cancelled frame-free receive ends with operation_aborted and takes no item", "[channels][cancel]") {
+  check_cancelled_receive_takes_nothing([](channel<int>& ch) -> asio::awaitable<void> {
+    coral::channel_waiter w;
+    co_await ch.wait_for_item(w);
+    w.throw_if_aborted();
+  });
+}
+
+TEST_CASE("a cancelled frame-free send ends with operation_aborted and sends nothing", "[channels][cancel]") {
+  asio::io_context ctx;
+  channel<int> ch(1);
+  REQUIRE(ch.try_send(1));
+  asio::cancellation_signal signal;
+  std::exception_ptr error;
+  spawn_cancellable(ctx, signal, [&]() -> asio::awaitable<void> { (void)co_await frame_free_send(ch, 2); }, error);
+  ctx.poll();
+  REQUIRE(ch.waiting_senders() == 1);
+  signal.emit(asio::cancellation_type::terminal);
+  ctx.poll();
+  check_operation_aborted(error);
+  CHECK(ch.waiting_senders() == 0);
+  CHECK(ch.try_receive() == 1);
+  CHECK(ch.try_receive() == std::nullopt);
+}
+
+namespace {
+
 using steady = std::chrono::steady_clock;
 
 /// Spins until `t` has passed: what the test waits for is the clock itself.
