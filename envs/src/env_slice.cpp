@@ -1,7 +1,9 @@
 #include "coral/envs/env_slice.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -15,17 +17,28 @@
 namespace coral::envs {
 namespace {
 
+constexpr std::uint32_t exponent_bits = 0x7f800000U;
+
 [[noreturn]] void mismatch(std::size_t index, std::string_view reason) {
   throw usage_error(fmt::format(fmt::runtime(errors::batch_mismatch), fmt::format("#{}", index), reason));
+}
+
+/// True when no element of `values` is a NaN or an infinity (all exponent
+/// bits set). Integer tests the compiler vectorises: a float sum of x * 0
+/// would be one long chain of dependent adds (humanoid's 376 elements took
+/// 231 ns that way, 32 ns this way).
+bool all_finite(std::span<const float> values) {
+  std::uint32_t bad = 0;
+  for (const float x : values) {
+    bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(x) & exponent_bits) == exponent_bits);
+  }
+  return bad == 0;
 }
 
 /// errors::non_finite_observation for the first NaN or infinite element of
 /// `obs`, if there is one.
 std::optional<std::string> non_finite_element(std::span<const float> obs) {
-  // x * 0 is 0 for every finite x and NaN otherwise: one branch per row.
-  float probe = 0.0F;
-  for (const float x : obs) probe += x * 0.0F;
-  if (probe == 0.0F) return std::nullopt;
+  if (all_finite(obs)) return std::nullopt;
   for (std::size_t k = 0; k < obs.size(); ++k) {
     if (!std::isfinite(obs[k])) return fmt::format(fmt::runtime(errors::non_finite_observation), k, obs[k]);
   }
@@ -81,6 +94,14 @@ void env_slice::reset_env(std::size_t i, const env_rows& rows) {
 }
 
 void env_slice::check_values(std::size_t i, const env_rows& rows) const {
+  // Every value finite, the case of every step: one pass without early
+  // exits. Only otherwise is the culprit looked for and named.
+  bool finite = true;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    finite &= was_active_[r] == 0 || std::isfinite(rows.reward(r));
+    finite &= rows.active(r) == 0 || all_finite(rows.observation(r));
+  }
+  if (finite) return;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (was_active_[r] != 0 && !std::isfinite(rows.reward(r))) {
       throw env_failed(i, fmt::format(fmt::runtime(errors::non_finite_reward), rows.reward(r)));

@@ -1,6 +1,8 @@
 #include "coral/envs/env_slice.hpp"
 
+#include <iterator>
 #include <limits>
+#include <string>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -234,6 +236,67 @@ TEST_CASE("a reset that writes a non-finite observation is a failure of that env
   }
   h.slice.check_finite(false);
   CHECK_NOTHROW(h.slice.reset_all());
+}
+
+namespace {
+// A wide observation (wider than any vector register) whose step writes, in
+// order: extreme but finite values everywhere, then `bad` at element `at`.
+class wide_obs final : public env {
+ public:
+  static constexpr std::size_t width = 37;
+  wide_obs(std::size_t at, float bad) : at_(at), bad_(bad) {}
+  void reset(const env_rows& rows) override { fill(rows); }
+  void step(const env_rows& rows) override {
+    fill(rows);
+    rows.observation()[at_] = bad_;
+  }
+  [[nodiscard]] const space& observation_space() const noexcept override { return obs_; }
+  [[nodiscard]] const space& action_space() const noexcept override { return act_; }
+
+ private:
+  static void fill(const env_rows& rows) {
+    const auto obs = rows.observation();
+    for (std::size_t k = 0; k < obs.size(); ++k) {
+      // The largest float, the smallest subnormal, -0 and a plain value.
+      constexpr float finite[] = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                                  std::numeric_limits<float>::denorm_min(), -0.0F, 1.5F};
+      obs[k] = finite[k % std::size(finite)];
+    }
+  }
+  std::size_t at_;
+  float bad_;
+  space obs_ = space::box({width}, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity());
+  space act_ = space::discrete(2);
+};
+
+std::string step_failure(std::size_t at, float bad) {
+  std::vector<std::unique_ptr<env>> made;
+  made.push_back(std::make_unique<wide_obs>(0, 0.0F));
+  made.push_back(std::make_unique<wide_obs>(at, bad));
+  harness h(std::move(made));
+  h.slice.reset_all();
+  try {
+    h.slice.step_all();
+  } catch (const env_failed& e) {
+    CHECK(e.index() == 1);
+    return e.what();
+  }
+  return "no failure";
+}
+}  // namespace
+
+TEST_CASE("a non-finite element anywhere in a wide observation is found and named; extreme finite values pass",
+          "[envs][slice][errors][finite]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Element 0 of env #1 is overwritten with 0: every value finite.
+  CHECK(step_failure(0, 0.0F) == "no failure");
+  for (const std::size_t at : {std::size_t{1}, std::size_t{31}, std::size_t{32}, wide_obs::width - 1}) {
+    for (const float bad : {inf, -inf, nan, -nan}) {
+      INFO("element " << at << " = " << bad);
+      CHECK(step_failure(at, bad) == fmt::format(fmt::runtime(errors::non_finite_observation), at, bad));
+    }
+  }
 }
 
 TEST_CASE("the envs of a slice own consecutive rows starting at its first row", "[envs][slice]") {
