@@ -155,6 +155,82 @@ struct avx2_kernels {
   CORAL_AVX2 static float min(const float* l) noexcept { return group_min_avx2(l); }
 };
 
+// The same picks on a whole line in one register of eight doubles
+// (AVX-512 F, DQ and VL). Each lane is formed by the same adds as ends4's:
+// within a block of four the pairs p = [x0, x0 + x1, x2, x2 + x3], then
+// p + [0, 0, p1, p1], then the carry (0 for a line's first block, the
+// block before's last end after it), so the ends are the AVX2 ends bit for
+// bit. Only adds of zero where ends4 adds a zero carry, which keep the
+// bits of a sum that is never negative.
+#define CORAL_AVX512 [[gnu::target("avx512f,avx512dq,avx512vl")]]
+
+// GCC 12's AVX-512 intrinsics pass an uninitialised "undefined" vector as
+// the unused source of their unmasked forms, and -Wmaybe-uninitialized
+// reports it once they are inlined; the value is never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// Two blocks of four in one register, each without its carry.
+CORAL_AVX512 inline __m512d pairs_then_quads(__m512d x) noexcept {
+  const __m512d p = _mm512_add_pd(x, _mm512_unpacklo_pd(_mm512_setzero_pd(), x));
+  // [0, 0, p1, p1, 0, 0, p5, p5]: within each half, lanes 2 and 3 take lane
+  // 1. Zeroed by an and with a constant rather than a mask register, which
+  // GCC reloads on every pass of a loop.
+  const __m512d keep = _mm512_castsi512_pd(_mm512_set_epi64(-1, -1, 0, 0, -1, -1, 0, 0));
+  return _mm512_add_pd(p, _mm512_and_pd(_mm512_permutex_pd(p, 0b01'01'00'00), keep));
+}
+
+// Lane `lane` of x in every lane.
+CORAL_AVX512 inline __m512d broadcast_lane(__m512d x, long long lane) noexcept {
+  return _mm512_permutexvar_pd(_mm512_set1_epi64(lane), x);
+}
+
+// The running ends of eight children: the first block plus a zero carry,
+// the second plus the first's last end.
+CORAL_AVX512 inline __m512d ends8(__m512d x) noexcept {
+  const __m512d q = pairs_then_quads(x);
+  const __m512d high = _mm512_castsi512_pd(_mm512_set_epi64(-1, -1, -1, -1, 0, 0, 0, 0));
+  return _mm512_add_pd(q, _mm512_and_pd(broadcast_lane(q, 3), high));
+}
+
+CORAL_AVX512 inline unsigned row_pick_avx512(const double* c, double& mass) noexcept {
+  const __m512d e = ends8(_mm512_load_pd(c));
+  const __m512d m = _mm512_set1_pd(mass);
+  // Every remainder accept_count can take, mass - [0, end 0, ..., end 6],
+  // formed beside the compare; the count then picks one.
+  const __m512d before =
+      _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(e), _mm512_setzero_si512(), 7));
+  alignas(64) double remainders[8];
+  _mm512_store_pd(remainders, _mm512_sub_pd(m, before));
+  const auto k = static_cast<unsigned>(__builtin_ctz(~static_cast<unsigned>(_mm512_cmp_pd_mask(e, m, _CMP_LE_OQ))));
+  if (k < 8) [[likely]] mass = remainders[k];
+  return k;
+}
+
+CORAL_AVX512 inline unsigned group_pick_avx512(const float* l, double mass) noexcept {
+  const __m512d m = _mm512_set1_pd(mass);
+  const __m512d low = ends8(_mm512_cvtps_pd(_mm256_load_ps(l)));  // ends 0-7
+  // Blocks three and four: the third plus end 7, the fourth plus the
+  // third's last end.
+  const __m512d q = pairs_then_quads(_mm512_cvtps_pd(_mm256_load_ps(l + 8)));
+  const __m512d third = _mm512_add_pd(q, broadcast_lane(low, 7));  // lanes 0-3 final
+  const __m512d high = _mm512_mask_add_pd(third, 0xf0, q, broadcast_lane(third, 3));
+  const unsigned bits = static_cast<unsigned>(_mm512_cmp_pd_mask(low, m, _CMP_LE_OQ)) |
+                        static_cast<unsigned>(_mm512_cmp_pd_mask(high, m, _CMP_LE_OQ)) << 8;
+  return accept_count<false>(bits, 16, nullptr, mass);
+}
+
+struct avx512_kernels {
+  CORAL_AVX512 static unsigned row(const double* c, double& mass) noexcept { return row_pick_avx512(c, mass); }
+  CORAL_AVX512 static unsigned group(const float* l, double mass) noexcept { return group_pick_avx512(l, mass); }
+};
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 #endif
 
 [[gnu::flatten]] void descend_baseline(const double* level, std::size_t* nodes, double* masses, std::size_t n,
@@ -189,6 +265,16 @@ CORAL_AVX2 [[gnu::flatten]] void pick_leaves_avx2(const float* leaves, std::size
                                                   std::size_t n) noexcept {
   pick_leaves_loop<avx2_kernels>(leaves, nodes, masses, n);
 }
+
+CORAL_AVX512 [[gnu::flatten]] void descend_avx512(const double* level, std::size_t* nodes, double* masses,
+                                                  std::size_t n, const void* next) noexcept {
+  descend_loop<avx512_kernels>(level, nodes, masses, n, next);
+}
+
+CORAL_AVX512 [[gnu::flatten]] void pick_leaves_avx512(const float* leaves, std::size_t* nodes, const double* masses,
+                                                      std::size_t n) noexcept {
+  pick_leaves_loop<avx512_kernels>(leaves, nodes, masses, n);
+}
 #endif
 
 }  // namespace
@@ -196,6 +282,7 @@ CORAL_AVX2 [[gnu::flatten]] void pick_leaves_avx2(const float* leaves, std::size
 void descend(isa which, const double* level, std::size_t* nodes, double* masses, std::size_t n,
              const void* next) noexcept {
 #if defined(CORAL_TREE_AVX2)
+  if (which == isa::avx512) return descend_avx512(level, nodes, masses, n, next);
   if (which == isa::avx2) return descend_avx2(level, nodes, masses, n, next);
 #endif
   (void)which;
@@ -205,7 +292,7 @@ void descend(isa which, const double* level, std::size_t* nodes, double* masses,
 std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, float* group_mins,
                            const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept {
 #if defined(CORAL_TREE_AVX2)
-  if (which == isa::avx2) return refresh_groups_avx2(leaves, group_sums, group_mins, idx, n, changed);
+  if (which == isa::avx2 || which == isa::avx512) return refresh_groups_avx2(leaves, group_sums, group_mins, idx, n, changed);
 #endif
   (void)which;
   return refresh_groups_baseline(leaves, group_sums, group_mins, idx, n, changed);
@@ -213,6 +300,7 @@ std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, f
 
 void pick_leaves(isa which, const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept {
 #if defined(CORAL_TREE_AVX2)
+  if (which == isa::avx512) return pick_leaves_avx512(leaves, nodes, masses, n);
   if (which == isa::avx2) return pick_leaves_avx2(leaves, nodes, masses, n);
 #endif
   (void)which;

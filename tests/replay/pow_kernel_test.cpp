@@ -70,7 +70,7 @@ TEST_CASE("pow_many is within 2 ulp of the exact power for every normal x and y 
   }
 }
 
-TEST_CASE("pow_many's SSE2 and AVX2 lanes give the bits of its plain C++ twin", "[replay][pow]") {
+TEST_CASE("pow_many's SSE2, AVX2 and AVX-512 lanes give the bits of its plain C++ twin", "[replay][pow]") {
 #if defined(__FP_FAST_FMAF)
   WARN("this build may fuse a product and a sum in the plain version: bits are not compared");
 #else

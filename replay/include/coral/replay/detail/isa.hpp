@@ -9,8 +9,10 @@
 
 namespace coral::replay::detail {
 
-/// baseline: SSE2 on x86-64 (every such CPU has it), plain C++ elsewhere.
-enum class isa { baseline, avx2 };
+/// baseline: SSE2 on x86-64 (every such CPU has it), plain C++ elsewhere;
+/// avx2: AVX2; avx512: AVX-512 F, DQ and VL (where it has no kernel of its
+/// own, a pass runs its AVX2 one: refresh_groups).
+enum class isa { baseline, avx2, avx512 };
 
 /// Whether this CPU runs `which` (baseline: always).
 [[nodiscard]] bool isa_available(isa which) noexcept;

@@ -15,12 +15,14 @@
 /// so that n up to +-252 never builds a bad exponent. The coefficients are
 /// near-minimax fits (Chebyshev nodes) rounded to float.
 ///
-/// The SSE2 kernel, its AVX2 twin (eight lanes, src/pow_kernel.cpp, chosen
-/// at run time) and the plain C++ version do the same float operations in
-/// the same order, so they give the same bits (unless the compiler fuses a
-/// product and a sum into an FMA, which the plain version then rounds once
-/// less: the tests compare bits only where __FP_FAST_FMAF is not defined;
-/// the AVX2 function's target does not include FMA). Zero, subnormal,
+/// The SSE2 kernel, its AVX2 and AVX-512 twins (eight and sixteen lanes,
+/// src/pow_kernel.cpp, chosen at run time) and the plain C++ version do the
+/// same float operations in the same order, so they give the same bits
+/// (unless the compiler fuses a product and a sum into an FMA, which the
+/// plain version then rounds once less: the tests compare bits only where
+/// __FP_FAST_FMAF is not defined; the AVX2 function's target does not
+/// include FMA, and src/pow_kernel.cpp, whose AVX-512 target does, is
+/// compiled with -ffp-contract=off). Zero, subnormal,
 /// infinite and NaN x take std::pow, lane by lane.
 
 #include <cmath>
@@ -110,10 +112,10 @@ inline float pow_one(float x, float y) noexcept {
 /// F holds the floats, I and U the int32 and uint32 lanes of the same count.
 /// Reads the lanes from `in`, writes them to `out`. The same operations in
 /// the same order as scalar::pow_normal, written once for every lane count,
-/// so that SSE2 and AVX2 give the same bits by construction; only operators
-/// and builtins, no call that passes a vector, so that an AVX2 caller can
-/// inline it whole. Lanes that are not normal positive floats come out as
-/// garbage (the callers replace them).
+/// so that SSE2, AVX2 and AVX-512 give the same bits by construction; only
+/// operators and builtins, no call that passes a vector, so that an AVX2 or
+/// AVX-512 caller can inline it whole. Lanes that are not normal positive
+/// floats come out as garbage (the callers replace them).
 template <class F, class I, class U>
 [[gnu::always_inline]] inline void pow_lanes(const float* in, float* out, float y, float y_hi, float y_lo) noexcept {
   using namespace pow_coeff;
@@ -210,10 +212,16 @@ inline void pow_many_baseline(const float* x, float y, float* out, std::size_t n
 /// isa_available(isa::avx2) (elsewhere it runs the baseline).
 void pow_many_avx2(const float* x, float y, float* out, std::size_t n) noexcept;
 
+/// The same sixteen lanes at a time (AVX-512 F); only where
+/// isa_available(isa::avx512).
+void pow_many_avx512(const float* x, float y, float* out, std::size_t n) noexcept;
+
 /// out[i] = x[i]^y for i < n, y in [-1, 1] (unchecked); out may be x; in
 /// the instruction set `which` (available, unchecked).
 inline void pow_many(isa which, const float* x, float y, float* out, std::size_t n) noexcept {
-  if (which == isa::avx2) {
+  if (which == isa::avx512) {
+    pow_many_avx512(x, y, out, n);
+  } else if (which == isa::avx2) {
     pow_many_avx2(x, y, out, n);
   } else {
     pow_many_baseline(x, y, out, n);

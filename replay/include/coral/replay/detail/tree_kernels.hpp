@@ -14,8 +14,9 @@
 /// The picks (row_pick, group_pick) count a line's running ends at or below
 /// a mass, and never stop in a zero child (the rule is spelled out above
 /// past_end). The batch passes (descend, pick_leaves, refresh_groups) have
-/// AVX2 twins in src/tree_kernels.cpp, chosen at run time where the CPU has
-/// it (isa.hpp), that give the same bits.
+/// AVX2 twins in src/tree_kernels.cpp, and the picks AVX-512 ones too,
+/// chosen at run time where the CPU has them (isa.hpp), that give the same
+/// bits.
 
 #include <cstddef>
 #include <cstdint>
@@ -132,7 +133,7 @@ using scalar::row_sum;
 // - A line's running ends are formed by blocks of four children x0..x3 as
 //   x0, x0 + x1, (x0 + x1) + x2, (x0 + x1) + (x2 + x3), each plus the last
 //   end of the block before (0 for the first): an order a vector adds in,
-//   so SSE2, AVX2 and plain C++ agree bit for bit. Every end is a carry plus
+//   so SSE2, AVX2, AVX-512 and plain C++ agree bit for bit. Every end is a carry plus
 //   an end within its block, so the ends never decrease (adding a
 //   non-negative number never lowers a sum) and a child of 0 leaves its end
 //   equal to the one before, exactly.
