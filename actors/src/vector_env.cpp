@@ -100,6 +100,10 @@ class vector_env::handoff final : public policy {
     }
   }
   void give_back() { set(phase::returned); }
+  /// Caller: waits until `deadline` for the run to end; true if it has.
+  bool wait_ended(clock::time_point deadline) {
+    return wait_for([this] { return ended_.load(); }, deadline, caller_spin_);
+  }
 
   /// Runner: the run is over (by `failure`, or null for a clean end).
   void end(std::exception_ptr failure) {
@@ -233,7 +237,23 @@ std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::n
   if (!running()) throw usage_error(std::string(errors::vector_env_not_running));
   if (holding_.load()) throw usage_error(std::string(errors::vector_env_holding));
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(timeout);
-  if (handoff_->take(deadline)) {
+  bool stopping = false;
+  {
+    // Under the lock: close() from another thread resets runtime_.
+    std::lock_guard lock(control_);
+    if (runtime_ == nullptr) throw usage_error(std::string(errors::vector_env_not_running));
+    stopping = runtime_->stop_requested();
+  }
+  if (stopping) {
+    // A stop was requested (an env failed, say): no batch is taken any
+    // more. The stop reaches the batcher through the runtime's control
+    // thread, which may not get a core for a while, and meanwhile the envs
+    // that did not fail go on filling batches. Releasing the batcher here
+    // also lets a single-threaded run, whose one thread the batcher blocks
+    // while it waits for the caller, get to its stop.
+    handoff_->stop();
+    (void)handoff_->wait_ended(deadline);
+  } else if (handoff_->take(deadline)) {
     holding_.store(true);
     return handoff_->ids();
   }
