@@ -110,6 +110,8 @@ bool of_kind(std::string_view value, cli::value_kind kind) {
     }
     case cli::value_kind::text:
       return value.find('\0') == std::string_view::npos;
+    case cli::value_kind::count_or_auto:
+      return value == "auto" || parses_as<std::uint64_t>(value);
     case cli::value_kind::on_off:
       return false;  // a switch has no value
   }
