@@ -70,6 +70,13 @@ class vector_env::handoff final : public policy {
   }
 
   void act(const policy_rows& rows) override {
+    // Once a stop was requested (an env failed, say), no batch is offered:
+    // the stop reaches this batcher through the runtime's control thread,
+    // which may not get a core for a while, and meanwhile the envs that did
+    // not fail would go on filling batches for the caller. On one thread
+    // the control handler even waits behind this batcher. The caller's
+    // take() then waits for the run's end and receive() reports it.
+    if (run_ != nullptr && run_->stop_requested()) throw asio::system_error(asio::error::operation_aborted);
     ids_.clear();
     for (const auto& r : rows.ranges) {
       for (std::size_t i = 0; i < r.count; ++i) ids_.push_back(static_cast<std::uint32_t>(r.first + i));
@@ -100,10 +107,6 @@ class vector_env::handoff final : public policy {
     }
   }
   void give_back() { set(phase::returned); }
-  /// Caller: waits until `deadline` for the run to end; true if it has.
-  bool wait_ended(clock::time_point deadline) {
-    return wait_for([this] { return ended_.load(); }, deadline, caller_spin_);
-  }
 
   /// Runner: the run is over (by `failure`, or null for a clean end).
   void end(std::exception_ptr failure) {
@@ -119,6 +122,8 @@ class vector_env::handoff final : public policy {
     stopping_.store(true);
     wake();
   }
+  /// start(): the run this batcher serves (act() runs only inside it).
+  void serve(const runtime* run) noexcept { run_ = run; }
   void reset() {
     state_.store(phase::idle);
     stopping_.store(false);
@@ -173,6 +178,7 @@ class vector_env::handoff final : public policy {
     return ok;
   }
 
+  const runtime* run_ = nullptr;  ///< set by start() before the run, read by act() inside it
   adaptive_spin batcher_spin_;  ///< the batcher's wait for the caller (its thread only)
   adaptive_spin caller_spin_;   ///< the caller's wait for a batch (its thread only)
   std::vector<std::uint32_t> ids_;  ///< written by the batcher before `offered`, read by the caller while held
@@ -218,6 +224,7 @@ void vector_env::start(std::optional<std::uint64_t> seed) {
   spawned_ = true;
   handoff_->reset();
   runtime_ = std::make_unique<runtime>(runtime_options{.mode = options_.executor});
+  handoff_->serve(runtime_.get());
   // Any stop (a failed env included) releases a batcher waiting for the caller.
   runtime_->on_stop([h = handoff_.get()] { h->stop(); });
   sampler_->spawn(*runtime_, *handoff_, 0);
@@ -237,23 +244,7 @@ std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::n
   if (!running()) throw usage_error(std::string(errors::vector_env_not_running));
   if (holding_.load()) throw usage_error(std::string(errors::vector_env_holding));
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(timeout);
-  bool stopping = false;
-  {
-    // Under the lock: close() from another thread resets runtime_.
-    std::lock_guard lock(control_);
-    if (runtime_ == nullptr) throw usage_error(std::string(errors::vector_env_not_running));
-    stopping = runtime_->stop_requested();
-  }
-  if (stopping) {
-    // A stop was requested (an env failed, say): no batch is taken any
-    // more. The stop reaches the batcher through the runtime's control
-    // thread, which may not get a core for a while, and meanwhile the envs
-    // that did not fail go on filling batches. Releasing the batcher here
-    // also lets a single-threaded run, whose one thread the batcher blocks
-    // while it waits for the caller, get to its stop.
-    handoff_->stop();
-    (void)handoff_->wait_ended(deadline);
-  } else if (handoff_->take(deadline)) {
+  if (handoff_->take(deadline)) {
     holding_.store(true);
     return handoff_->ids();
   }

@@ -180,9 +180,10 @@ TEST_CASE("once an env has failed, receive hands out no more batches of the othe
   // The stop a failure requests reaches the batcher through the runtime's
   // control context. On one thread that waits behind the batcher, which
   // went on forming batches of the envs that did not fail; with threads the
-  // control thread may not get a core for a while (a run of this test
-  // before the fix received 4,421 to 5,593 batches after the failure in 4
-  // runs of 20). receive now checks for a requested stop first.
+  // control thread may not get a core for a while (the same test on
+  // threads, before the fix, received 4,421 to 5,593 batches after the
+  // failure in 4 runs of 20). The batcher now offers none once a stop was
+  // requested.
   auto o = counter_options(topology::pool, 2, 8, 1);
   o.executor = executor_mode::single;
   o.env_args = {{"episode_length", "1000"}, {"fail_env", "5"}, {"fail_step", "4"}};

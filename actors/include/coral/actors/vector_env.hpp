@@ -100,9 +100,9 @@ class vector_env {
   /// rows in increasing order (valid until send()), or nullopt if none came
   /// in time. Throws what ended the run (actor_failed naming the env for an
   /// env fault), or usage_error if not started, closed, or a batch is in hand.
-  /// Once an actor has failed (or a stop was requested otherwise) it hands
-  /// out no further batch: it waits, within `timeout`, for the run to end and
-  /// throws what ended it.
+  /// Once an actor has failed (or a stop was requested otherwise) no batch
+  /// is formed for the caller any more: receive waits, within `timeout`, for
+  /// the run to end and throws what ended it.
   [[nodiscard]] std::optional<std::span<const std::uint32_t>> receive(std::chrono::nanoseconds timeout);
 
   /// Hands the batch in hand back: the groups step with the actions (and
