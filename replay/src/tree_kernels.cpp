@@ -1,11 +1,13 @@
 // The batch passes of priority_tree (detail::descend, detail::pick_leaves,
-// detail::refresh_groups) in the baseline instruction set and in AVX2,
-// chosen at run time. The AVX2 kernels form the same running ends and the
-// same group sums as tree_kernels.hpp's, adding in the same order, so the
-// tree stays a function of its leaves on every CPU;
-// tests/replay/priority_tree_test.cpp compares them bit for bit.
+// detail::refresh_groups, detail::search_level) in the baseline
+// instruction set, AVX2 and AVX-512, chosen at run time. The vector kernels
+// form the same running ends and the same group sums as tree_kernels.hpp's,
+// adding in the same order, so the tree stays a function of its leaves on
+// every CPU; tests/replay/priority_tree_test.cpp compares them bit for bit.
 
 #include "coral/replay/detail/tree_kernels.hpp"
+
+#include <limits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CORAL_TREE_AVX2 1
@@ -222,6 +224,53 @@ CORAL_AVX512 inline unsigned group_pick_avx512(const float* l, double mass) noex
   return accept_count<false>(bits, 16, nullptr, mass);
 }
 
+// merge_level's one pass as a search per draw: the level's running ends
+// (left to right, as the merge forms them) in a table, then for each draw
+// the number of rows of eight whose last end is at or below the mass (two
+// compares), and within that row the number of ends at or below it: no
+// branch on where a draw goes, and no draw waits for the one before.
+CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std::size_t width, std::size_t* nodes,
+                                                       double* masses, std::size_t n, const void* next) noexcept {
+  constexpr std::size_t most = 128;
+  if (width == 0 || width > most) return false;
+  // ends[j]: end of node j for j < width - 1; +inf from the last node on
+  // (it takes the rest). befores[j]: end of node j - 1 (0 for node 0).
+  alignas(64) double ends[most];
+  alignas(64) double befores[most];
+  alignas(64) double row_ends[16];
+  const std::size_t last = width - 1;
+  double before = 0.0;
+  for (std::size_t j = 0; j < last; ++j) {
+    befores[j] = before;
+    before += level[j];
+    ends[j] = before;
+  }
+  befores[last] = before;
+  const double last_end = before + level[last];
+  for (std::size_t j = last; j < most; ++j) ends[j] = std::numeric_limits<double>::infinity();
+  for (std::size_t r = 0; r < 16; ++r) row_ends[r] = ends[8 * r + 7];
+  const __m512d rows_low = _mm512_load_pd(row_ends), rows_high = _mm512_load_pd(row_ends + 8);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double mass = masses[i];
+    const __m512d m = _mm512_set1_pd(mass);
+    const unsigned rows = static_cast<unsigned>(_mm512_cmp_pd_mask(rows_low, m, _CMP_LE_OQ)) |
+                          static_cast<unsigned>(_mm512_cmp_pd_mask(rows_high, m, _CMP_LE_OQ)) << 8;
+    const std::size_t r = static_cast<std::size_t>(__builtin_popcount(rows));  // at most 15: ends[127] is +inf
+    const auto within = static_cast<unsigned>(_mm512_cmp_pd_mask(_mm512_load_pd(ends + 8 * r), m, _CMP_LE_OQ));
+    std::size_t j = 8 * r + static_cast<std::size_t>(__builtin_popcount(within));
+    double remainder = mass - befores[j];
+    if (j == last && last_end <= mass) [[unlikely]] {
+      // At or past the level's end (by rounding): the last node with mass.
+      while (j > 0 && !(level[j] > 0.0)) --j;
+      remainder = level[j] * 0.5;
+    }
+    nodes[i] = j;
+    masses[i] = remainder;
+    __builtin_prefetch(line(next, j));
+  }
+  return true;
+}
+
 struct avx512_kernels {
   CORAL_AVX512 static unsigned row(const double* c, double& mass) noexcept { return row_pick_avx512(c, mass); }
   CORAL_AVX512 static unsigned group(const float* l, double mass) noexcept { return group_pick_avx512(l, mass); }
@@ -300,6 +349,15 @@ std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, f
 #endif
   (void)which;
   return refresh_groups_baseline(leaves, group_sums, group_mins, idx, n, changed);
+}
+
+bool search_level(isa which, const double* level, std::size_t width, std::size_t* nodes, double* masses,
+                  std::size_t n, const void* next) noexcept {
+#if defined(CORAL_TREE_AVX2)
+  if (which == isa::avx512) return search_level_avx512(level, width, nodes, masses, n, next);
+#endif
+  (void)which, (void)level, (void)width, (void)nodes, (void)masses, (void)n, (void)next;
+  return false;
 }
 
 void pick_leaves(isa which, const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept {

@@ -186,26 +186,30 @@ class priority_tree {
   /// draws descend level by level, each prefetching the line it reads at the
   /// next level as soon as it knows it, so that a whole pass over the batch
   /// hides each miss; the top levels, where the draws outnumber the nodes,
-  /// are one merge pass (fastest for sorted masses, as a stratified sample's
-  /// are). The levels below run detail::descend in the widest instruction
-  /// set the CPU has (the same leaves in each). `masses` is used as scratch
-  /// and left unspecified. Same sizes, unchecked.
+  /// are one pass over the lowest of them by its running sums: a search per
+  /// draw (detail::search_level, where the CPU has AVX-512 and the level
+  /// at most 128 nodes), otherwise a merge (fastest for sorted masses, as a
+  /// stratified sample's are); both give the same bits. The levels below
+  /// run detail::descend in the widest instruction set the CPU has (the
+  /// same leaves in each). `masses` is used as scratch and left
+  /// unspecified. Same sizes, unchecked.
   template <class OnLeaf>
   void find_prefix_many(std::span<double> masses, std::span<std::size_t> leaves, OnLeaf&& on_leaf) const noexcept {
     const std::size_t n = masses.size();
     std::size_t start = 0;
     while (start < depth() && widths_[start + 1] * 2 <= n) ++start;
+    const detail::isa isa = detail::best_isa();
     if (start > 0) {
-      merge_level(start, masses, leaves);
+      if (!detail::search_level(isa, sums(start), widths_[start], leaves.data(), masses.data(), n, next_line(start))) {
+        merge_level(start, masses, leaves);
+      }
     } else {
       for (std::size_t i = 0; i < n; ++i) leaves[i] = 0;
     }
-    const detail::isa isa = detail::best_isa();
     for (std::size_t d = start + 1; d <= depth(); ++d) {
       // Each draw prefetches the line it reads next: the next level's row,
       // or its group of leaves.
-      const void* next = d < depth() ? static_cast<const void*>(sums(d + 1)) : static_cast<const void*>(leaves_.data());
-      detail::descend(isa, sums(d), leaves.data(), masses.data(), n, next);
+      detail::descend(isa, sums(d), leaves.data(), masses.data(), n, next_line(d));
     }
     detail::pick_leaves(isa, leaves_.data(), leaves.data(), masses.data(), n);
     for (std::size_t i = 0; i < n; ++i) on_leaf(leaves[i]);
@@ -228,6 +232,11 @@ class priority_tree {
   [[nodiscard]] double* sums(std::size_t d) noexcept { return sums_.data() + offsets_[d]; }
   [[nodiscard]] const double* sums(std::size_t d) const noexcept { return sums_.data() + offsets_[d]; }
   [[nodiscard]] float* mins(std::size_t d) noexcept { return mins_.data() + offsets_[d]; }
+  // What a draw at node i of level d reads next: line i of the level below
+  // (its row of children), or of the leaves (its group).
+  [[nodiscard]] const void* next_line(std::size_t d) const noexcept {
+    return d < depth() ? static_cast<const void*>(sums(d + 1)) : static_cast<const void*>(leaves_.data());
+  }
 
   void refresh_group(std::size_t g) noexcept {
     const float* c = leaves_.data() + g * leaf_fanout;
@@ -265,8 +274,7 @@ class priority_tree {
     const std::size_t n = masses.size();
     // Each draw prefetches the line it reads next: its row of the next
     // level, or its group of leaves.
-    const char* next = d < depth() ? reinterpret_cast<const char*>(sums(d + 1))
-                                   : reinterpret_cast<const char*>(leaves_.data());
+    const char* next = static_cast<const char*>(next_line(d));
     const auto take = [&](std::size_t i, std::size_t node, double remainder) {
       nodes[i] = node;
       masses[i] = remainder;

@@ -14,9 +14,9 @@
 /// The picks (row_pick, group_pick) count a line's running ends at or below
 /// a mass, and never stop in a zero child (the rule is spelled out above
 /// past_end). The batch passes (descend, pick_leaves, refresh_groups) have
-/// AVX2 twins in src/tree_kernels.cpp, and the picks AVX-512 ones too,
-/// chosen at run time where the CPU has them (isa.hpp), that give the same
-/// bits.
+/// AVX2 twins in src/tree_kernels.cpp, the picks AVX-512 ones too, and
+/// search_level an AVX-512 one, chosen at run time where the CPU has them
+/// (isa.hpp), that give the same bits.
 
 #include <cstddef>
 #include <cstdint>
@@ -280,6 +280,18 @@ using scalar::row_pick;
 /// row, or the group of leaves). Every isa gives the same bits.
 void descend(isa which, const double* level, std::size_t* nodes, double* masses, std::size_t n,
              const void* next) noexcept;
+
+/// The top of a batch descent in one pass over a level of `width` nodes:
+/// for each i < n, the node where masses[i] falls by the running sums over
+/// the whole level, formed left to right (end j = end j-1 + level[j]),
+/// into nodes[i], and masses[i] becomes the remainder (the mass less the
+/// end of the node before). Zero nodes are never chosen; at or past the
+/// level's end (by rounding), the last node with mass, at half of it.
+/// Prefetches line nodes[i] of `next`. false, with nothing written, where
+/// this isa or width has no kernel (the caller then merges: see
+/// priority_tree::merge_level, which gives the same bits).
+bool search_level(isa which, const double* level, std::size_t width, std::size_t* nodes, double* masses,
+                  std::size_t n, const void* next) noexcept;
 
 /// How many items ahead the batch passes prefetch.
 inline constexpr std::size_t prefetch_distance = 16;
