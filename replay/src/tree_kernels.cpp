@@ -271,9 +271,38 @@ CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std:
   return true;
 }
 
+// group_sum's sum in group_sum's order, the line in two registers of
+// eight doubles: with the 128-bit lanes (l0, l1), (l2, l3), ... named
+// L0..L7, the pairs are L0 + L1, L2 + L3, L4 + L5, L6 + L7 (one add of the
+// lanes gathered as [L0, L2, L4, L6] and [L1, L3, L5, L7]), then the quads
+// and the halves; each lane holds the even leaves' sum or the odd ones'.
+CORAL_AVX512 inline double group_sum_avx512(const float* l) noexcept {
+  const __m512d a = _mm512_cvtps_pd(_mm256_load_ps(l)), b = _mm512_cvtps_pd(_mm256_load_ps(l + 8));
+  const __m512d pairs =
+      _mm512_add_pd(_mm512_shuffle_f64x2(a, b, 0b10'00'10'00), _mm512_shuffle_f64x2(a, b, 0b11'01'11'01));
+  const __m512d quads = _mm512_add_pd(pairs, _mm512_shuffle_f64x2(pairs, pairs, 0b10'11'00'01));
+  const __m512d halves = _mm512_add_pd(quads, _mm512_shuffle_f64x2(quads, quads, 0b01'00'11'10));
+  const __m128d s = _mm512_castpd512_pd128(halves);
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+// The smallest leaf above zero, the line in one register.
+CORAL_AVX512 inline float group_min_avx512(const float* l) noexcept {
+  const __m512 v = _mm512_load_ps(l);
+  __m512 m = _mm512_mask_mov_ps(_mm512_set1_ps(absent_min), _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+  m = _mm512_min_ps(m, _mm512_shuffle_f32x4(m, m, 0b01'00'11'10));
+  m = _mm512_min_ps(m, _mm512_shuffle_f32x4(m, m, 0b10'11'00'01));
+  __m128 q = _mm512_castps512_ps128(m);
+  q = _mm_min_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_min_ss(q, _mm_shuffle_ps(q, q, 1));
+  return _mm_cvtss_f32(q);
+}
+
 struct avx512_kernels {
   CORAL_AVX512 static unsigned row(const double* c, double& mass) noexcept { return row_pick_avx512(c, mass); }
   CORAL_AVX512 static unsigned group(const float* l, double mass) noexcept { return group_pick_avx512(l, mass); }
+  CORAL_AVX512 static double sum(const float* l) noexcept { return group_sum_avx512(l); }
+  CORAL_AVX512 static float min(const float* l) noexcept { return group_min_avx512(l); }
 };
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -320,6 +349,12 @@ CORAL_AVX512 [[gnu::flatten]] void descend_avx512(const double* level, std::size
   descend_loop<avx512_kernels>(level, nodes, masses, n, next);
 }
 
+CORAL_AVX512 [[gnu::flatten]] std::size_t refresh_groups_avx512(const float* leaves, double* group_sums,
+                                                                float* group_mins, const std::size_t* idx,
+                                                                std::size_t n, std::size_t* changed) noexcept {
+  return refresh_groups_loop<avx512_kernels>(leaves, group_sums, group_mins, idx, n, changed);
+}
+
 CORAL_AVX512 [[gnu::flatten]] void pick_leaves_avx512(const float* leaves, std::size_t* nodes, const double* masses,
                                                       std::size_t n) noexcept {
   pick_leaves_loop<avx512_kernels>(leaves, nodes, masses, n);
@@ -341,11 +376,8 @@ void descend(isa which, const double* level, std::size_t* nodes, double* masses,
 std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, float* group_mins,
                            const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept {
 #if defined(CORAL_TREE_AVX2)
-  // No AVX-512 kernel of its own: a line's sum and minimum take about as
-  // many operations in either.
-  if (which == isa::avx2 || which == isa::avx512) {
-    return refresh_groups_avx2(leaves, group_sums, group_mins, idx, n, changed);
-  }
+  if (which == isa::avx512) return refresh_groups_avx512(leaves, group_sums, group_mins, idx, n, changed);
+  if (which == isa::avx2) return refresh_groups_avx2(leaves, group_sums, group_mins, idx, n, changed);
 #endif
   (void)which;
   return refresh_groups_baseline(leaves, group_sums, group_mins, idx, n, changed);

@@ -10,8 +10,8 @@
 namespace coral::replay::detail {
 
 /// baseline: SSE2 on x86-64 (every such CPU has it), plain C++ elsewhere;
-/// avx2: AVX2; avx512: AVX-512 F, DQ and VL (where it has no kernel of its
-/// own, a pass runs its AVX2 one: refresh_groups).
+/// avx2: AVX2; avx512: AVX-512 F, DQ and VL. search_level has an AVX-512
+/// kernel only; without it the caller does its work.
 enum class isa { baseline, avx2, avx512 };
 
 /// Whether this CPU runs `which` (baseline: always).

@@ -14,9 +14,9 @@
 /// The picks (row_pick, group_pick) count a line's running ends at or below
 /// a mass, and never stop in a zero child (the rule is spelled out above
 /// past_end). The batch passes (descend, pick_leaves, refresh_groups) have
-/// AVX2 twins in src/tree_kernels.cpp, the picks AVX-512 ones too, and
-/// search_level an AVX-512 one, chosen at run time where the CPU has them
-/// (isa.hpp), that give the same bits.
+/// AVX2 and AVX-512 twins in src/tree_kernels.cpp, and search_level an
+/// AVX-512 one, chosen at run time where the CPU has them (isa.hpp), that
+/// give the same bits.
 
 #include <cstddef>
 #include <cstdint>
