@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/replay/detail/key_kernels.hpp"
 #include "coral/replay/detail/pow_kernel.hpp"
 #include "coral/replay/detail/saved_state.hpp"
 #include "coral/replay/errors.hpp"
@@ -58,6 +60,14 @@ constexpr detail::blob_kind state_kind{
     .shape_mismatch = errors::state_shape_mismatch,
     .bad_magic = errors::state_bad_magic,
 };
+
+// The key kernels take slots below 2^32 (detail/key_kernels.hpp).
+constexpr std::size_t key_kernel_limit = std::size_t{1} << 32;
+
+// A key as the kernels write it: the slot's word, then the generation's.
+static_assert(sizeof(sample_key) == 2 * sizeof(std::uint64_t) && offsetof(sample_key, slot) == 0 &&
+              offsetof(sample_key, generation) == sizeof(std::uint64_t) && sizeof(std::size_t) == sizeof(std::uint64_t));
+std::uint64_t* key_words(std::vector<sample_key>& keys) noexcept { return reinterpret_cast<std::uint64_t*>(keys.data()); }
 
 // A priority^alpha leaf, as update_priorities computes it.
 double leaf_of(double priority, double alpha) {
@@ -429,7 +439,11 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
   // Single precision, four at a time (detail/pow_kernel.hpp): weights are
   // floats anyway.
   detail::pow_many(out.weights.data(), neg_beta, out.weights.data(), batch);
-  for (std::size_t i = 0; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generation(scratch_slots_[i])};
+  std::size_t done = 0;
+  if (config_.capacity <= key_kernel_limit) {
+    done = detail::make_keys(detail::best_isa(), heads_view(), scratch_slots_.data(), batch, key_words(out.keys));
+  }
+  for (std::size_t i = done; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generation(scratch_slots_[i])};
 }
 
 std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, std::span<const float> td_errors) {

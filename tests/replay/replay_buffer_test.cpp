@@ -1,5 +1,6 @@
 #include "coral/replay/replay_buffer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,8 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/replay/detail/divider.hpp"
+#include "coral/replay/detail/key_kernels.hpp"
 #include "coral/replay/errors.hpp"
 #include "coral/replay/nstep_assembler.hpp"
 
@@ -905,6 +908,77 @@ TEST_CASE("a slot's generation is 1 + the position in its stream of the item it 
     for (std::size_t slot = 0; slot < 10; ++slot) {
       const auto it = expected.find(slot);
       REQUIRE(b.generation(slot) == (it == expected.end() ? 0 : it->second));
+    }
+  }
+}
+
+TEST_CASE("the batch key kernel gives every slot the generation a simulation of the writes gives",
+          "[replay][buffer]") {
+  namespace k = coral::replay::detail;
+  rng r(41);
+  std::size_t compared = 0;
+  for (const k::isa isa : k::available_isas()) {
+    for (int round = 0; round < 300; ++round) {
+      INFO("isa " << static_cast<int>(isa) << ", round " << round);
+      const std::size_t streams = 1 + r.below(6);
+      // Small rings, and now and then one of a million slots (sampled).
+      const std::size_t capacity = round % 50 == 0 ? 1'000'000 + r.below(1000) : 3 + r.below(100);
+      std::vector<std::uint64_t> heads(streams);
+      std::vector<std::size_t> ring_heads(streams);
+      for (std::size_t s = 0; s < streams; ++s) {
+        // Never written, within the first lap, many laps on, or far on.
+        const std::size_t kind = r.below(4);
+        heads[s] = kind == 0   ? 0
+                   : kind == 1 ? r.below(capacity)
+                   : kind == 2 ? r.below(5 * capacity)
+                               : (std::uint64_t{1} << 40) + r.below(capacity);
+        ring_heads[s] = static_cast<std::size_t>(heads[s] % capacity);
+      }
+      const k::divider streams_of(capacity);
+      const k::stream_heads view{heads.data(), ring_heads.data(), capacity, streams_of.magic()};
+      std::vector<std::size_t> slots(capacity > 1000 ? 4000 : streams * capacity);
+      for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = capacity > 1000 ? r.below(streams * capacity) : i;
+      const std::size_t n = slots.size() - r.below(std::min<std::size_t>(8, slots.size()));  // a tail the caller derives
+      constexpr std::uint64_t untouched = 0xdeadbeef;
+      std::vector<std::uint64_t> keys(2 * n, untouched);
+      const std::size_t done = k::make_keys(isa, view, slots.data(), n, keys.data());
+      REQUIRE(done % 8 == 0);
+      REQUIRE(done <= n);
+      if (isa == k::isa::avx512) REQUIRE(done == n - n % 8);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i >= done) {
+          REQUIRE(keys[2 * i] == untouched);
+          REQUIRE(keys[2 * i + 1] == untouched);
+          continue;
+        }
+        // The item in place r of stream s is the last one written there:
+        // position r + capacity * laps, below the stream's head.
+        const std::size_t s = slots[i] / capacity, place = slots[i] % capacity;
+        const std::uint64_t expected = place < heads[s] ? place + capacity * ((heads[s] - 1 - place) / capacity) + 1 : 0;
+        REQUIRE(keys[2 * i] == slots[i]);
+        REQUIRE(keys[2 * i + 1] == expected);
+        ++compared;
+      }
+    }
+  }
+  INFO(compared << " generations compared (none without AVX-512: the buffer then derives them one at a time)");
+  if (k::isa_available(k::isa::avx512)) REQUIRE(compared > 0);
+}
+
+TEST_CASE("a prioritized draw's keys carry their slots' generations in every stream and lap", "[replay][buffer]") {
+  // Three streams at different paces, past several laps, so that the keys of
+  // a draw of 64 (eight-key steps) come from rings in different laps.
+  replay_buffer b(one_step(3 * 40, 3));
+  rng r(12);
+  sampled_batch out;
+  for (int step = 0; step < 600; ++step) {
+    const std::size_t stream = r.below(6) == 0 ? 2 : r.below(2);
+    insert_one(b, stream, static_cast<float>(step), r.below(5) == 0);
+    if (step % 7 != 0 || b.size() == 0) continue;
+    b.sample_prioritized(r, 64 + r.below(8), 0.5, out);
+    for (const sample_key& key : out.keys) {
+      REQUIRE(b.sampleable(key.slot));
+      REQUIRE(key.generation == b.generation(key.slot));
     }
   }
 }

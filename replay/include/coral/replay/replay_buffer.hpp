@@ -62,6 +62,7 @@
 #include "coral/core/slab.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/replay/detail/divider.hpp"
+#include "coral/replay/detail/key_kernels.hpp"
 #include "coral/replay/detail/saved_state.hpp"  // saved_state_checksum
 #include "coral/replay/priority_tree.hpp"
 #include "coral/replay/transition.hpp"
@@ -251,6 +252,10 @@ class replay_buffer {
   void advance(std::size_t stream, std::size_t count) noexcept;  // the stream's head, count slots on (not past the ring's end)
   void validate(std::size_t stream, const transition_batch& batch) const;
   void complete_and_refresh(std::size_t stream, std::uint64_t old_head);
+  // What generation() reads, for the batch kernels.
+  [[nodiscard]] detail::stream_heads heads_view() const noexcept {
+    return {heads_.data(), ring_heads_.data(), stream_capacity_, stream_of_.magic()};
+  }
 
   replay_config config_;
   std::size_t stream_capacity_;

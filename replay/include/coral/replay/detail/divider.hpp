@@ -16,6 +16,10 @@ class divider {
   /// Divides by d (>= 1).
   explicit divider(std::uint64_t d) noexcept : d_(d), c_(d > 1 && d <= limit ? ~std::uint64_t{0} / d + 1 : 0) {}
 
+  /// ceil(2^64 / d), for a kernel that forms quotients itself (of n and
+  /// d below 2^32, as quotient() does); 0 where quotient() divides.
+  [[nodiscard]] std::uint64_t magic() const noexcept { return c_; }
+
   /// n / d.
   [[nodiscard]] std::uint64_t quotient(std::uint64_t n) const noexcept {
     if (c_ != 0 && n <= limit) [[likely]] {

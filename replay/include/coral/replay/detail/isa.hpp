@@ -10,8 +10,8 @@
 namespace coral::replay::detail {
 
 /// baseline: SSE2 on x86-64 (every such CPU has it), plain C++ elsewhere;
-/// avx2: AVX2; avx512: AVX-512 F, DQ and VL. search_level has an AVX-512
-/// kernel only; without it the caller does its work.
+/// avx2: AVX2; avx512: AVX-512 F, DQ and VL. search_level and make_keys
+/// have AVX-512 kernels only; without them the caller does their work.
 enum class isa { baseline, avx2, avx512 };
 
 /// Whether this CPU runs `which` (baseline: always).

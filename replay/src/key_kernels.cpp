@@ -1,0 +1,76 @@
+// detail::make_keys in AVX-512 F/DQ (detail/key_kernels.hpp).
+
+#include "coral/replay/detail/key_kernels.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CORAL_KEYS_AVX512 1
+#include <immintrin.h>
+#endif
+
+namespace coral::replay::detail {
+
+namespace {
+
+#if defined(CORAL_KEYS_AVX512)
+
+#define CORAL_AVX512 [[gnu::target("avx512f,avx512dq,avx512vl")]]
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see tree_kernels.cpp
+#endif
+
+// The generations of eight slots (each below 2^32), as
+// replay_buffer::generation derives one: the stream is the high half of
+// magic * slot (formed from 32-bit products: magic = high * 2^32 + low),
+// the place in the ring the rest, and the generation counts from the
+// stream's lap.
+CORAL_AVX512 inline __m512i generations8(const stream_heads& s, __m512i slot) noexcept {
+  const __m512i low = _mm512_set1_epi64(static_cast<long long>(s.magic & 0xffffffffu));
+  const __m512i high = _mm512_set1_epi64(static_cast<long long>(s.magic >> 32));
+  const __m512i capacity = _mm512_set1_epi64(static_cast<long long>(s.stream_capacity));
+  const __m512i carry = _mm512_srli_epi64(_mm512_mul_epu32(slot, low), 32);
+  const __m512i stream = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epu32(slot, high), carry), 32);
+  const __m512i r = _mm512_sub_epi64(slot, _mm512_mul_epu32(stream, capacity));  // place in the ring
+  const __m512i head_r = _mm512_i64gather_epi64(stream, s.ring_heads, 8);
+  const __m512i lap = _mm512_sub_epi64(_mm512_i64gather_epi64(stream, s.heads, 8), head_r);
+  const __mmask8 this_lap = _mm512_cmplt_epu64_mask(r, head_r);
+  const __m512i gen = _mm512_add_epi64(_mm512_add_epi64(lap, r), _mm512_set1_epi64(1));
+  const __m512i aged = _mm512_mask_sub_epi64(gen, static_cast<__mmask8>(~this_lap), gen, capacity);
+  const __mmask8 written = this_lap | _mm512_test_epi64_mask(lap, lap);
+  return _mm512_maskz_mov_epi64(written, aged);
+}
+
+CORAL_AVX512 std::size_t make_keys_avx512(const stream_heads& s, const std::size_t* slots, std::size_t n,
+                                          std::uint64_t* keys) noexcept {
+  // [slot 0, gen 0, slot 1, gen 1, ...] from the two registers.
+  const __m512i first = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+  const __m512i second = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512i slot = _mm512_loadu_si512(slots + i);
+    const __m512i gen = generations8(s, slot);
+    _mm512_storeu_si512(keys + 2 * i, _mm512_permutex2var_epi64(slot, first, gen));
+    _mm512_storeu_si512(keys + 2 * i + 8, _mm512_permutex2var_epi64(slot, second, gen));
+  }
+  return i;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#endif
+
+}  // namespace
+
+std::size_t make_keys(isa which, const stream_heads& s, const std::size_t* slots, std::size_t n,
+                      std::uint64_t* keys) noexcept {
+#if defined(CORAL_KEYS_AVX512)
+  if (which == isa::avx512 && s.magic != 0) return make_keys_avx512(s, slots, n, keys);
+#endif
+  (void)which, (void)s, (void)slots, (void)n, (void)keys;
+  return 0;
+}
+
+}  // namespace coral::replay::detail
