@@ -233,8 +233,10 @@ CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std:
                                                        double* masses, std::size_t n, const void* next) noexcept {
   constexpr std::size_t most = 128;
   if (width == 0 || width > most) return false;
-  // ends[j]: end of node j for j < width - 1; +inf from the last node on
-  // (it takes the rest). befores[j]: end of node j - 1 (0 for node 0).
+  // ends[j]: end of node j for j < width - 1; from the last node on (it
+  // takes the rest) a NaN, which no compare counts, so that a draw's node
+  // is never past the last, whatever its mass. befores[j]: end of node
+  // j - 1 (0 for node 0).
   alignas(64) double ends[most];
   alignas(64) double befores[most];
   alignas(64) double row_ends[16];
@@ -247,7 +249,7 @@ CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std:
   }
   befores[last] = before;
   const double last_end = before + level[last];
-  for (std::size_t j = last; j < most; ++j) ends[j] = std::numeric_limits<double>::infinity();
+  for (std::size_t j = last; j < most; ++j) ends[j] = std::numeric_limits<double>::quiet_NaN();
   for (std::size_t r = 0; r < 16; ++r) row_ends[r] = ends[8 * r + 7];
   const __m512d rows_low = _mm512_load_pd(row_ends), rows_high = _mm512_load_pd(row_ends + 8);
   for (std::size_t i = 0; i < n; ++i) {
@@ -255,7 +257,7 @@ CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std:
     const __m512d m = _mm512_set1_pd(mass);
     const unsigned rows = static_cast<unsigned>(_mm512_cmp_pd_mask(rows_low, m, _CMP_LE_OQ)) |
                           static_cast<unsigned>(_mm512_cmp_pd_mask(rows_high, m, _CMP_LE_OQ)) << 8;
-    const std::size_t r = static_cast<std::size_t>(__builtin_popcount(rows));  // at most 15: ends[127] is +inf
+    const std::size_t r = static_cast<std::size_t>(__builtin_popcount(rows));  // at most 15: ends[127] is a NaN
     const auto within = static_cast<unsigned>(_mm512_cmp_pd_mask(_mm512_load_pd(ends + 8 * r), m, _CMP_LE_OQ));
     std::size_t j = 8 * r + static_cast<std::size_t>(__builtin_popcount(within));
     double remainder = mass - befores[j];
