@@ -455,8 +455,10 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
   // unless a sample just read them. Each is asked for a few keys before its
   // turn, so that the misses overlap with each other and with the work.
   constexpr std::size_t ahead = priority_tree::prefetch_distance;
-  const auto ask = [this, keys](std::size_t i) {
-    if (keys[i].slot < config_.capacity) tree_.prefetch(keys[i].slot);
+  const priority_tree::prefetcher fetch = tree_.line_prefetcher();
+  const std::size_t capacity = config_.capacity;
+  const auto ask = [fetch, capacity, keys](std::size_t i) {
+    if (keys[i].slot < capacity) fetch(keys[i].slot);
   };
   for (std::size_t i = 0; i < std::min(n, ahead); ++i) ask(i);
   std::size_t applied = 0;
