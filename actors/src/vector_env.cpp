@@ -217,7 +217,7 @@ void vector_env::build(std::uint64_t seed) {
 }
 
 void vector_env::start(std::optional<std::uint64_t> seed) {
-  close();
+  stop_run();
   std::lock_guard lock(control_);
   // A sampler runs once: after a run, or for another seed, the envs are built anew.
   if (spawned_ || (seed && *seed != options_.seed)) build(seed.value_or(options_.seed));
@@ -238,10 +238,11 @@ void vector_env::start(std::optional<std::uint64_t> seed) {
     handoff_->end(failure);
   });
   running_.store(true);
+  closed_.store(false);
 }
 
 std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::nanoseconds timeout) {
-  if (!running()) throw usage_error(std::string(errors::vector_env_not_running));
+  if (!running()) throw usage_error(std::string(closed() ? errors::vector_env_closed : errors::vector_env_not_running));
   if (holding_.load()) throw usage_error(std::string(errors::vector_env_holding));
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(timeout);
   if (handoff_->take(deadline)) {
@@ -250,13 +251,16 @@ std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::n
   }
   if (handoff_->ended()) {
     if (auto failure = handoff_->failure()) std::rethrow_exception(failure);
-    throw usage_error(std::string(errors::vector_env_not_running));  // stopped without a failure
+    // Stopped without a failure: by close(), from another thread.
+    throw usage_error(std::string(closed() ? errors::vector_env_closed : errors::vector_env_not_running));
   }
   return std::nullopt;
 }
 
 void vector_env::send() {
-  if (!holding_.exchange(false)) throw usage_error(std::string(errors::vector_env_not_holding));
+  if (!holding_.exchange(false)) {
+    throw usage_error(std::string(closed() ? errors::vector_env_closed : errors::vector_env_not_holding));
+  }
   handoff_->give_back();
 }
 
@@ -265,6 +269,13 @@ std::span<const std::uint32_t> vector_env::held() const noexcept {
 }
 
 void vector_env::close() noexcept {
+  // Before the batch in hand is dropped, so that a send() on another thread
+  // that finds none sees why.
+  closed_.store(true);
+  stop_run();
+}
+
+void vector_env::stop_run() noexcept {
   std::lock_guard lock(control_);
   holding_.store(false);
   if (runtime_ == nullptr) return;

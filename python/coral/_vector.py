@@ -191,6 +191,7 @@ class VectorEnv:
         self._check_open()
         self._check_sync("step")
         if not self._engine.holding:
+            self._check_open()  # closed meanwhile, from another thread
             raise RuntimeError("step: no batch in hand: reset() the env first (also after a KeyboardInterrupt "
                                "or an error inside step)")
         if self._simple_actions:
@@ -217,6 +218,7 @@ class VectorEnv:
         """Actions for the envs of the last recv(), in env_id's order (default: that batch's)."""
         self._check_open()
         if not self._engine.holding:
+            self._check_open()  # closed meanwhile, from another thread
             raise RuntimeError("send: no batch in hand; call recv() first")
         if self._simple_actions:
             self._engine.put_actions(actions, env_id)
@@ -269,7 +271,9 @@ class VectorEnv:
     # --- internals ----------------------------------------------------------
 
     def _check_open(self):
-        if self.closed:
+        # The engine's flag too: close() from another thread marks it
+        # before it drops the batch in hand, and self.closed only after.
+        if self.closed or self._engine.closed:
             raise RuntimeError("the vector env is closed")
 
     def _check_sync(self, what):

@@ -133,6 +133,7 @@ class vec {
   py::tuple fast_step(const py::handle& actions) {
     if (outputs_.size() != 4) throw std::runtime_error("fast_step: set_outputs() was not called");
     if (!v_.holding()) {
+      if (v_.closed()) throw std::runtime_error("the vector env is closed");
       throw std::runtime_error(
           "step: no batch in hand: reset() the env first (also after a KeyboardInterrupt or an error inside step)");
     }
@@ -493,6 +494,7 @@ PYBIND11_MODULE(_coral, m) {
       .def_property_readonly("num_envs", [](vec& v) { return v.engine().num_envs(); })
       .def_property_readonly("batch_size", [](vec& v) { return v.engine().batch_size(); })
       .def_property_readonly("holding", [](vec& v) { return v.engine().holding(); })
+      .def_property_readonly("closed", [](vec& v) { return v.engine().closed(); })
       .def_property_readonly("running", [](vec& v) { return v.engine().running(); })
       .def_property_readonly("env_steps", [](vec& v) { return v.engine().env_steps(); })
       .def_property_readonly("observation_space",

@@ -213,8 +213,14 @@ TEST_CASE("vector env misuse is refused with a clear error", "[actors][vector_en
   (void)next(v);
   CHECK_THROWS_WITH(v.receive(1ms), std::string(errors::vector_env_holding));
   v.close();
-  CHECK_THROWS_WITH(v.receive(1ms), std::string(errors::vector_env_not_running));
+  CHECK(v.closed());
+  CHECK_THROWS_WITH(v.receive(1ms), std::string(errors::vector_env_closed));
+  CHECK_THROWS_WITH(v.send(), std::string(errors::vector_env_closed));
   v.close();  // idempotent
+  v.start();
+  CHECK_FALSE(v.closed());
+  CHECK_THROWS_WITH(v.send(), std::string(errors::vector_env_not_holding));
+  v.close();
 
   auto multi = counter_options(topology::sync);
   multi.env = "race";
@@ -247,18 +253,22 @@ TEST_CASE("closing a vector env while a batch is out, or while the caller waits,
     while (rounds.load() < 100) std::this_thread::yield();
     v.close();
   });
-  // Whatever the closer's timing, this returns: a batch, nothing, or "stopped".
+  // Whatever the closer's timing, this returns: a batch, nothing, or the
+  // error that says the env was closed (not that no batch is in hand).
+  std::string error;
   try {
     while (v.running()) {
       auto got = v.receive(1ms);
       if (got) v.send();
       rounds.fetch_add(1);
     }
-  } catch (const coral::usage_error&) {
+  } catch (const coral::usage_error& e) {
+    error = e.what();
   }
   rounds.store(100);  // should the loop have ended some other way, the closer still goes
   closer.join();
   CHECK_FALSE(v.running());
+  if (!error.empty()) CHECK(error == errors::vector_env_closed);
 }
 
 TEST_CASE("a restarted vector env with a seed repeats a fresh one's trajectories", "[actors][vector_env]") {

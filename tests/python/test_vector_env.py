@@ -350,8 +350,33 @@ def test_closing_from_another_thread_ends_a_waiting_recv():
     env.send(np.zeros(1, dtype=np.int64), env._v["ids"][:1].copy())
     closer = threading.Timer(0.05, env._engine.close)
     closer.start()
-    with pytest.raises(RuntimeError, match="not running"):
+    with pytest.raises(RuntimeError, match="vector env: closed"):
         for _ in range(100):
             _, _, _, _, infos = env.recv()
             env.send(np.zeros(1, dtype=np.int64), infos["env_id"])
     closer.join()
+
+
+@pytest.mark.parametrize("topology", ["sync", "pool"])
+def test_close_from_another_thread_mid_loop_says_closed(topology):
+    # close() on another thread while this one steps: whichever call the
+    # close lands in (recv, send, step, or between them), the error says the
+    # env is closed, never that no batch is in hand; and nothing hangs.
+    import threading
+    for trial in range(20):
+        if topology == "pool":
+            env = coral.make_vec("cartpole", 8, batch_size=2, num_threads=2)
+            env.async_reset()
+        else:
+            env = coral.make_vec("cartpole", 8)
+            env.reset()
+        closer = threading.Timer(0.002 * (trial % 10), env.close)
+        closer.start()
+        with pytest.raises(RuntimeError, match="vector env: closed|the vector env is closed"):
+            for _ in range(10_000_000):
+                if topology == "pool":
+                    _, _, _, _, infos = env.recv()
+                    env.send(np.zeros(len(infos["env_id"]), dtype=np.int64), infos["env_id"])
+                else:
+                    env.step(np.zeros(8, dtype=np.int64))
+        closer.join()

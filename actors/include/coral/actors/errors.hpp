@@ -31,6 +31,10 @@ inline constexpr std::string_view vector_env_not_running = "vector env: not runn
 /// receive() with a batch in hand.
 inline constexpr std::string_view vector_env_holding =
     "vector env: a batch is in hand; send its actions before receiving the next";
+/// receive() or send() after close() (perhaps from another thread), before
+/// the next start().
+inline constexpr std::string_view vector_env_closed =
+    "vector env: closed (by close(), perhaps from another thread); start it again first";
 /// send() with no batch in hand.
 inline constexpr std::string_view vector_env_not_holding = "vector env: no batch in hand; receive one first";
 

@@ -121,6 +121,9 @@ class vector_env {
 
   /// True after start() until close().
   [[nodiscard]] bool running() const noexcept { return running_.load(); }
+  /// True from close() until the next start(): receive() and send() then
+  /// say so rather than that nothing runs or no batch is in hand.
+  [[nodiscard]] bool closed() const noexcept { return closed_.load(); }
 
   [[nodiscard]] const sampler_options& options() const noexcept { return options_; }
   [[nodiscard]] autoreset_mode autoreset() const noexcept { return mode_; }
@@ -142,6 +145,7 @@ class vector_env {
   class handoff;
 
   void build(std::uint64_t seed);
+  void stop_run() noexcept;  // close() without marking the env closed (start() runs it first)
 
   sampler_options options_;
   autoreset_mode mode_;
@@ -152,6 +156,7 @@ class vector_env {
   std::thread runner_;
   std::atomic<bool> holding_{false};
   std::atomic<bool> running_{false};
+  std::atomic<bool> closed_{false};  // set before close() drops the batch in hand
   std::mutex control_;  ///< start() and close(): runtime_, runner_, sampler_
   bool spawned_ = false;  ///< sampler_ ran (a sampler's actors run once)
 };
