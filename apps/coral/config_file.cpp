@@ -147,7 +147,7 @@ struct reader {
           const double v = f->get();
           const double limit = want_unsigned ? 18446744073709551616.0 : 9223372036854775808.0;
           if (std::isfinite(v) && v == std::floor(v) && v < limit && v >= (want_unsigned ? 0.0 : -limit)) {
-            return fmt::format("{:.0f}", v);
+            return fmt::format("{:.0f}", v + 0.0);  // + 0.0: -0.0 (-0e0 in a file) is written 0, not -0
           }
         }
         wrong_type(n, label, expected);
