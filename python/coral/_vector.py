@@ -191,7 +191,7 @@ class VectorEnv:
         self._check_open()
         self._check_sync("step")
         if not self._engine.holding:
-            self._check_open()  # closed meanwhile, from another thread
+            self._check_closed_meanwhile()
             raise RuntimeError("step: no batch in hand: reset() the env first (also after a KeyboardInterrupt "
                                "or an error inside step)")
         if self._simple_actions:
@@ -218,7 +218,7 @@ class VectorEnv:
         """Actions for the envs of the last recv(), in env_id's order (default: that batch's)."""
         self._check_open()
         if not self._engine.holding:
-            self._check_open()  # closed meanwhile, from another thread
+            self._check_closed_meanwhile()
             raise RuntimeError("send: no batch in hand; call recv() first")
         if self._simple_actions:
             self._engine.put_actions(actions, env_id)
@@ -271,9 +271,15 @@ class VectorEnv:
     # --- internals ----------------------------------------------------------
 
     def _check_open(self):
-        # The engine's flag too: close() from another thread marks it
-        # before it drops the batch in hand, and self.closed only after.
-        if self.closed or self._engine.closed:
+        if self.closed:
+            raise RuntimeError("the vector env is closed")
+
+    def _check_closed_meanwhile(self):
+        # No batch in hand: a close() from another thread may be why. The
+        # engine marks itself closed before it drops the batch, and
+        # self.closed is set only when close() returns. Read only here, off
+        # the path of every step.
+        if self._engine.closed:
             raise RuntimeError("the vector env is closed")
 
     def _check_sync(self, what):

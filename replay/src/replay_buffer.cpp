@@ -61,9 +61,6 @@ constexpr detail::blob_kind state_kind{
     .bad_magic = errors::state_bad_magic,
 };
 
-// The key kernels take slots below 2^32 (detail/key_kernels.hpp).
-constexpr std::size_t key_kernel_limit = std::size_t{1} << 32;
-
 // A key as the kernels write it: the slot's word, then the generation's.
 static_assert(sizeof(sample_key) == 2 * sizeof(std::uint64_t) && offsetof(sample_key, slot) == 0 &&
               offsetof(sample_key, generation) == sizeof(std::uint64_t) && sizeof(std::size_t) == sizeof(std::uint64_t));
@@ -439,10 +436,8 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
   // Single precision, four at a time (detail/pow_kernel.hpp): weights are
   // floats anyway.
   detail::pow_many(out.weights.data(), neg_beta, out.weights.data(), batch);
-  std::size_t done = 0;
-  if (config_.capacity <= key_kernel_limit) {
-    done = detail::make_keys(detail::best_isa(), heads_view(), scratch_slots_.data(), batch, key_words(out.keys));
-  }
+  const std::size_t done =
+      detail::make_keys(detail::best_isa(), heads_view(), scratch_slots_.data(), batch, key_words(out.keys));
   for (std::size_t i = done; i < batch; ++i) out.keys[i] = {scratch_slots_[i], generation(scratch_slots_[i])};
 }
 

@@ -252,9 +252,11 @@ class replay_buffer {
   void advance(std::size_t stream, std::size_t count) noexcept;  // the stream's head, count slots on (not past the ring's end)
   void validate(std::size_t stream, const transition_batch& batch) const;
   void complete_and_refresh(std::size_t stream, std::uint64_t old_head);
-  // What generation() reads, for the batch kernels.
+  // What generation() reads, for the batch kernels; no magic (so no kernel)
+  // for slots that need more than 32 bits.
   [[nodiscard]] detail::stream_heads heads_view() const noexcept {
-    return {heads_.data(), ring_heads_.data(), stream_capacity_, stream_of_.magic()};
+    const bool fits = config_.capacity <= (std::size_t{1} << 32);
+    return {heads_.data(), ring_heads_.data(), stream_capacity_, fits ? stream_of_.magic() : 0};
   }
 
   replay_config config_;

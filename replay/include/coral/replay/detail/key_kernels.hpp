@@ -17,13 +17,14 @@ struct stream_heads {
   const std::uint64_t* heads;       ///< items written to each stream
   const std::size_t* ring_heads;    ///< heads % stream_capacity: where each stream's next item goes
   std::uint64_t stream_capacity;    ///< slots per stream
-  std::uint64_t magic;              ///< divider::magic() of stream_capacity (0: no kernel)
+  std::uint64_t magic;              ///< divider::magic() of stream_capacity; 0: no kernel (also where a slot may not fit in 32 bits)
 };
 
 /// keys[2 i] = slots[i] and keys[2 i + 1] = its generation, for the first
 /// i of [0, n) this isa has a kernel for, in eight-slot steps; returns how
 /// many it wrote (the caller derives the rest one at a time). Every slot
-/// must be below the buffer's capacity, and the capacity at most 2^32.
+/// must be below the buffer's capacity, and with a magic the capacity at
+/// most 2^32.
 std::size_t make_keys(isa which, const stream_heads& s, const std::size_t* slots, std::size_t n,
                       std::uint64_t* keys) noexcept;
 
