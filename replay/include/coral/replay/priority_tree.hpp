@@ -91,10 +91,10 @@ class priority_tree {
   /// Sets leaf idx[i] to values[i] for every i and recomputes their
   /// ancestors, level by level across the whole batch so that the cache
   /// misses of distinct leaves overlap (with prefetches a few items ahead)
-  /// instead of following one another. A node shared by consecutive indices
-  /// is recomputed once per level (the indices of a stratified sample are
-  /// sorted, so near the root most are shared), and a minimum climbs only
-  /// while it changes. Indices may repeat; the last value written wins.
+  /// instead of following one another (two sparse levels share one pass:
+  /// see refresh_sums). Near the root, where the batch outnumbers a level's
+  /// nodes, the whole level is recomputed; a minimum climbs only while it
+  /// changes. Indices may repeat, in any order; the last value written wins.
   /// Unchecked. Allocates only when the batch is larger than any before.
   void set_many(std::span<const std::size_t> idx, std::span<const float> values) {
     const std::size_t n = idx.size();
@@ -108,28 +108,10 @@ class priority_tree {
     changed_.resize(n);
     changed_.resize(detail::refresh_groups(detail::best_isa(), leaves, sums(depth()), mins(depth()), idx.data(), n,
                                            changed_.data()));
-    std::size_t shift = fanout_bits;  // from a group index to its ancestor at level d - 1
-    for (std::size_t d = depth(); d > 0; --d, shift += fanout_bits) {
-      double* parent_sums = sums(d - 1);
-      if (widths_[d - 1] * 2 <= n) {
-        // Near the root the batch outnumbers the nodes: recompute them all.
-        for (std::size_t p = 0; p < widths_[d - 1]; ++p) parent_sums[p] = sum8(sums(d) + p * fanout);
-      } else {
-        std::size_t last = static_cast<std::size_t>(-1);
-        for (std::size_t i = 0; i < n; ++i) {
-          if (i + prefetch_distance < n) {
-            __builtin_prefetch(parent_sums + ((idx[i + prefetch_distance] / leaf_fanout) >> shift), 1);
-          }
-          // Recomputed from children that are final at this level: once is
-          // enough, and a sorted batch shares many ancestors.
-          const std::size_t p = (idx[i] / leaf_fanout) >> shift;
-          if (p == last) continue;
-          parent_sums[p] = sum8(sums(d) + p * fanout);
-          last = p;
-        }
-      }
-      // Minima: changed_ holds nodes of level d whose minimum moved; keep
-      // their parents whose minimum moves in turn.
+    refresh_sums(idx);
+    // Minima: changed_ holds nodes of level d whose minimum moved; keep
+    // their parents whose minimum moves in turn.
+    for (std::size_t d = depth(); d > 0 && !changed_.empty(); --d) {
       float* parent_mins = mins(d - 1);
       std::size_t kept = 0;
       std::size_t last = static_cast<std::size_t>(-1);
@@ -260,6 +242,60 @@ class priority_tree {
   void refresh_node(std::size_t d, std::size_t p) noexcept {
     sums(d)[p] = sum8(sums(d + 1) + p * fanout);
     mins(d)[p] = min8(mins(d + 1) + p * fanout);
+  }
+
+  // set_many's sums above the groups, whose sums are final: level by
+  // level from the bottom, each node recomputed from its children once they
+  // are final.
+  void refresh_sums(std::span<const std::size_t> idx) noexcept {
+    const std::size_t n = idx.size();
+    const auto ancestor = [&](std::size_t i, std::size_t shift) { return (idx[i] / leaf_fanout) >> shift; };
+    std::size_t d = depth();          // the level whose sums are final
+    std::size_t shift = fanout_bits;  // from a group index to its ancestor at level d - 1
+    while (d > 0) {
+      double* parents = sums(d - 1);
+      const double* children = sums(d);
+      if (widths_[d - 1] * 2 <= n) {
+        // Near the root the batch outnumbers the nodes: recompute them all.
+        for (std::size_t p = 0; p < widths_[d - 1]; ++p) parents[p] = sum8(children + p * fanout);
+        --d;
+        shift += fanout_bits;
+      } else if (d >= 2 && widths_[d - 2] * 2 > n) {
+        // Two levels in one pass: draw i's parent, and the grandparent of
+        // draw i - lag, whose parents were all recomputed at least lag
+        // draws before (their stores long done). Whatever the order of the
+        // batch, a grandparent's last recompute follows the last recompute
+        // of each of its children. Every draw recomputes both, shared or
+        // not (skipping shared ones saved nothing measurable).
+        constexpr std::size_t lag = prefetch_distance;
+        double* grandparents = sums(d - 2);
+        for (std::size_t i = 0; i < n + lag; ++i) {
+          if (i < n) {
+            if (i + prefetch_distance < n) __builtin_prefetch(parents + ancestor(i + prefetch_distance, shift), 1);
+            const std::size_t p = ancestor(i, shift);
+            parents[p] = sum8(children + p * fanout);
+          }
+          if (i >= lag) {
+            const std::size_t g = ancestor(i - lag, shift + fanout_bits);
+            grandparents[g] = sum8(parents + g * fanout);
+          }
+        }
+        d -= 2;
+        shift += 2 * fanout_bits;
+      } else {
+        std::size_t last = static_cast<std::size_t>(-1);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i + prefetch_distance < n) __builtin_prefetch(parents + ancestor(i + prefetch_distance, shift), 1);
+          // Once is enough, and a sorted batch shares many ancestors.
+          const std::size_t p = ancestor(i, shift);
+          if (p == last) continue;
+          parents[p] = sum8(children + p * fanout);
+          last = p;
+        }
+        --d;
+        shift += fanout_bits;
+      }
+    }
   }
 
   static double sum8(const double* c) noexcept { return detail::row_sum(c); }
