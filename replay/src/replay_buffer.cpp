@@ -14,6 +14,7 @@
 #include "coral/replay/detail/key_kernels.hpp"
 #include "coral/replay/detail/pow_kernel.hpp"
 #include "coral/replay/detail/saved_state.hpp"
+#include "coral/replay/detail/strata_kernel.hpp"
 #include "coral/replay/errors.hpp"
 
 namespace coral::replay {
@@ -421,7 +422,9 @@ void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double
   // w_i = (N P(i))^-beta / (N P_min)^-beta = (p_i / p_min)^-beta.
   const double min_leaf = tree_.min();
   const auto neg_beta = static_cast<float>(-beta);
-  for (std::size_t i = 0; i < batch; ++i) out.probabilities[i] = (static_cast<double>(i) + rng.uniform()) * stratum;
+  // One position in each stratum; the generator gives only the seed of
+  // the uniforms (detail/strata_kernel.hpp).
+  detail::stratified_masses(detail::best_isa(), rng(), stratum, out.probabilities.data(), batch);
   scratch_slots_.resize(batch);
   tree_.find_prefix_many(out.probabilities, scratch_slots_);
   // Products with the reciprocals: within an ulp of the quotients (the

@@ -10,6 +10,7 @@
 
 #include "coral/core/error.hpp"
 #include "coral/replay/detail/saved_state.hpp"
+#include "coral/replay/detail/strata_kernel.hpp"
 #include "coral/replay/errors.hpp"
 
 namespace coral::replay {
@@ -173,9 +174,9 @@ void sequence_buffer::sample(std::size_t count, double beta, envs::rng& rng, seq
   const double stratum = total / static_cast<double>(count);
   scratch_masses_.resize(count);
   scratch_slots_.resize(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    scratch_masses_[i] = (static_cast<double>(i) + rng.uniform()) * stratum;
-  }
+  // One position in each stratum; the generator gives only the seed of
+  // the uniforms (detail/strata_kernel.hpp).
+  detail::stratified_masses(detail::best_isa(), rng(), stratum, scratch_masses_.data(), count);
   tree_.find_prefix_many(scratch_masses_, scratch_slots_);
   // w_i = (N P(i))^-beta / (N P_min)^-beta = (leaf_i / leaf_min)^-beta.
   const double inv_min_leaf = 1.0 / static_cast<double>(tree_.min());
