@@ -7,6 +7,7 @@
 
 #include "coral/replay/detail/tree_kernels.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -51,14 +52,22 @@ inline void pick_leaves_loop(const float* leaves, std::size_t* nodes, const doub
 }
 
 // The groups' pass of set_many, for a set of line kernels (`Kernels::sum`,
-// `Kernels::min`).
+// `Kernels::min`): the leaves written `lag` draws ahead of the groups, so
+// that a group's line is read long after the stores into it.
 template <class Kernels>
-inline std::size_t refresh_groups_loop(const float* leaves, double* group_sums, float* group_mins,
+inline std::size_t refresh_groups_loop(float* leaves, const float* values, double* group_sums, float* group_mins,
                                        const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept {
+  constexpr std::size_t lag = prefetch_distance;
+  const auto write = [&](std::size_t i) {
+    if (i + lag < n) __builtin_prefetch(leaves + idx[i + lag], 1);
+    leaves[idx[i]] = values[i];
+  };
+  for (std::size_t i = 0; i < std::min(n, lag); ++i) write(i);
   std::size_t moved = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + prefetch_distance < n) {
-      const std::size_t ahead = idx[i + prefetch_distance] / 16;
+    if (i + lag < n) {
+      write(i + lag);
+      const std::size_t ahead = idx[i + lag] / 16;
       __builtin_prefetch(group_sums + ahead, 1);
       __builtin_prefetch(group_mins + ahead, 1);
     }
@@ -323,17 +332,17 @@ struct avx512_kernels {
   pick_leaves_loop<baseline_kernels>(leaves, nodes, masses, n);
 }
 
-[[gnu::flatten]] std::size_t refresh_groups_baseline(const float* leaves, double* group_sums, float* group_mins,
-                                                    const std::size_t* idx, std::size_t n,
+[[gnu::flatten]] std::size_t refresh_groups_baseline(float* leaves, const float* values, double* group_sums,
+                                                    float* group_mins, const std::size_t* idx, std::size_t n,
                                                     std::size_t* changed) noexcept {
-  return refresh_groups_loop<baseline_kernels>(leaves, group_sums, group_mins, idx, n, changed);
+  return refresh_groups_loop<baseline_kernels>(leaves, values, group_sums, group_mins, idx, n, changed);
 }
 
 #if defined(CORAL_TREE_AVX2)
-CORAL_AVX2 [[gnu::flatten]] std::size_t refresh_groups_avx2(const float* leaves, double* group_sums,
+CORAL_AVX2 [[gnu::flatten]] std::size_t refresh_groups_avx2(float* leaves, const float* values, double* group_sums,
                                                             float* group_mins, const std::size_t* idx,
                                                             std::size_t n, std::size_t* changed) noexcept {
-  return refresh_groups_loop<avx2_kernels>(leaves, group_sums, group_mins, idx, n, changed);
+  return refresh_groups_loop<avx2_kernels>(leaves, values, group_sums, group_mins, idx, n, changed);
 }
 
 CORAL_AVX2 [[gnu::flatten]] void descend_avx2(const double* level, std::size_t* nodes, double* masses, std::size_t n,
@@ -351,10 +360,11 @@ CORAL_AVX512 [[gnu::flatten]] void descend_avx512(const double* level, std::size
   descend_loop<avx512_kernels>(level, nodes, masses, n, next);
 }
 
-CORAL_AVX512 [[gnu::flatten]] std::size_t refresh_groups_avx512(const float* leaves, double* group_sums,
-                                                                float* group_mins, const std::size_t* idx,
-                                                                std::size_t n, std::size_t* changed) noexcept {
-  return refresh_groups_loop<avx512_kernels>(leaves, group_sums, group_mins, idx, n, changed);
+CORAL_AVX512 [[gnu::flatten]] std::size_t refresh_groups_avx512(float* leaves, const float* values,
+                                                                double* group_sums, float* group_mins,
+                                                                const std::size_t* idx, std::size_t n,
+                                                                std::size_t* changed) noexcept {
+  return refresh_groups_loop<avx512_kernels>(leaves, values, group_sums, group_mins, idx, n, changed);
 }
 
 CORAL_AVX512 [[gnu::flatten]] void pick_leaves_avx512(const float* leaves, std::size_t* nodes, const double* masses,
@@ -375,14 +385,14 @@ void descend(isa which, const double* level, std::size_t* nodes, double* masses,
   descend_baseline(level, nodes, masses, n, next);
 }
 
-std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, float* group_mins,
+std::size_t refresh_groups(isa which, float* leaves, const float* values, double* group_sums, float* group_mins,
                            const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept {
 #if defined(CORAL_TREE_AVX2)
-  if (which == isa::avx512) return refresh_groups_avx512(leaves, group_sums, group_mins, idx, n, changed);
-  if (which == isa::avx2) return refresh_groups_avx2(leaves, group_sums, group_mins, idx, n, changed);
+  if (which == isa::avx512) return refresh_groups_avx512(leaves, values, group_sums, group_mins, idx, n, changed);
+  if (which == isa::avx2) return refresh_groups_avx2(leaves, values, group_sums, group_mins, idx, n, changed);
 #endif
   (void)which;
-  return refresh_groups_baseline(leaves, group_sums, group_mins, idx, n, changed);
+  return refresh_groups_baseline(leaves, values, group_sums, group_mins, idx, n, changed);
 }
 
 bool search_level(isa which, const double* level, std::size_t width, std::size_t* nodes, double* masses,

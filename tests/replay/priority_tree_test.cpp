@@ -424,7 +424,7 @@ TEST_CASE("every instruction set's descent gives the bits of the plain C++ picks
   CHECK(parted > 0);
 }
 
-TEST_CASE("every instruction set's group refresh gives the bits of the plain C++ sums and minima",
+TEST_CASE("every instruction set's group refresh writes the leaves and gives the bits of the plain C++ sums and minima",
           "[replay][priority_tree]") {
   namespace k = coral::replay::detail;
   const std::vector<k::isa> isas = k::available_isas();
@@ -432,41 +432,63 @@ TEST_CASE("every instruction set's group refresh gives the bits of the plain C++
   rng r(23);
   constexpr std::size_t groups = 64;
   constexpr std::size_t n = 200;
-  k::huge_vector<float> leaves(groups * 16);
-  for (int round = 0; round < 300; ++round) {
+  constexpr std::size_t lag = k::prefetch_distance;  // how far the writes lead the groups
+  const auto random_leaf_value = [&] {
     // Whole numbers, magnitudes 2^-60 to 2^60 (sums round differently in
-    // every order), zeros, and now and then a group with nothing present.
-    for (float& x : leaves) {
-      const std::size_t kind = r.below(4);
-      x = kind == 0 ? 0.0f
-          : kind == 1 ? static_cast<float>(1 + r.below(1000))
-                      : static_cast<float>(std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(120)) - 60));
-    }
-    const std::size_t empty = r.below(groups);
-    std::fill_n(leaves.begin() + static_cast<std::ptrdiff_t>(empty * 16), 16, 0.0f);
+    // every order), and zeros.
+    const std::size_t kind = r.below(4);
+    return kind == 0   ? 0.0f
+           : kind == 1 ? static_cast<float>(1 + r.below(1000))
+                       : static_cast<float>(std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(120)) - 60));
+  };
+  for (int round = 0; round < 300; ++round) {
+    // The leaves before the call; the draws (with repeats, sorted or not)
+    // write new values, the last one for a leaf winning, and now and then
+    // empty a whole group.
+    std::vector<float> before(groups * 16);
+    for (float& x : before) x = random_leaf_value();
     std::vector<std::size_t> idx(n);
     for (std::size_t& i : idx) i = r.below(groups * 16);
-    idx[0] = empty * 16;
+    const std::size_t empty = r.below(groups);
+    for (std::size_t l = 0; l < 16; ++l) idx[l] = empty * 16 + l;
     if (round % 2 == 0) std::sort(idx.begin(), idx.end());
+    std::vector<float> values(n);
+    for (std::size_t i = 0; i < n; ++i) values[i] = idx[i] / 16 == empty ? 0.0f : random_leaf_value();
+    std::vector<float> after = before;
+    for (std::size_t i = 0; i < n; ++i) after[idx[i]] = values[i];
     // Minima that start at random values, so that some move and some do not.
     std::vector<float> start_mins(groups);
-    for (std::size_t g = 0; g < groups; ++g) start_mins[g] = r.below(2) == 0 ? k::scalar::group_min(&leaves[g * 16]) : 1.0f;
+    for (std::size_t g = 0; g < groups; ++g) start_mins[g] = r.below(2) == 0 ? k::scalar::group_min(&before[g * 16]) : 1.0f;
+    // Expected: the leaves as `after`; each group's sum and minimum those of
+    // its final leaves; and a group listed each time its recompute, which
+    // sees the writes of the draws up to `lag` ahead, found its minimum
+    // moved.
+    std::vector<float> want_mins = start_mins;
+    std::vector<std::size_t> want_changed;
+    {
+      std::vector<float> seen = before;
+      std::size_t written = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        for (; written < std::min(n, i + lag + 1); ++written) seen[idx[written]] = values[written];
+        const std::size_t g = idx[i] / 16;
+        const float m = k::scalar::group_min(&seen[g * 16]);
+        if (m != want_mins[g]) want_changed.push_back(g);
+        want_mins[g] = m;
+      }
+    }
     for (const k::isa isa : isas) {
       INFO("isa " << static_cast<int>(isa) << ", round " << round);
+      k::huge_vector<float> leaves(before.begin(), before.end());
       std::vector<double> sums(groups, -1.0);
       std::vector<float> mins = start_mins;
       std::vector<std::size_t> changed(n);
-      changed.resize(k::refresh_groups(isa, leaves.data(), sums.data(), mins.data(), idx.data(), n, changed.data()));
-      // Expected: the plain kernels, and a group listed each time an item
-      // of it found its minimum moved.
-      std::vector<float> want_mins = start_mins;
-      std::vector<std::size_t> want_changed;
+      changed.resize(
+          k::refresh_groups(isa, leaves.data(), values.data(), sums.data(), mins.data(), idx.data(), n, changed.data()));
+      REQUIRE(std::equal(leaves.begin(), leaves.end(), after.begin()));
       for (const std::size_t i : idx) {
         const std::size_t g = i / 16;
-        REQUIRE(std::bit_cast<std::uint64_t>(sums[g]) == std::bit_cast<std::uint64_t>(k::scalar::group_sum(&leaves[g * 16])));
-        const float m = k::scalar::group_min(&leaves[g * 16]);
-        if (m != want_mins[g]) want_changed.push_back(g);
-        want_mins[g] = m;
+        REQUIRE(std::bit_cast<std::uint64_t>(sums[g]) == std::bit_cast<std::uint64_t>(k::scalar::group_sum(&after[g * 16])));
+        REQUIRE(mins[g] == k::scalar::group_min(&after[g * 16]));
       }
       REQUIRE(mins == want_mins);
       REQUIRE(changed == want_changed);

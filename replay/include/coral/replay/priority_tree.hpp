@@ -98,16 +98,11 @@ class priority_tree {
   /// Unchecked. Allocates only when the batch is larger than any before.
   void set_many(std::span<const std::size_t> idx, std::span<const float> values) {
     const std::size_t n = idx.size();
-    float* leaves = leaves_.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + prefetch_distance < n) __builtin_prefetch(leaves + idx[i + prefetch_distance], 1);
-      leaves[idx[i]] = values[i];
-    }
-    // The groups: each reads the leaf line written just above, still cached.
-    // changed_ collects the groups whose minimum moved.
+    // The leaves and their groups; changed_ collects the groups whose
+    // minimum moved.
     changed_.resize(n);
-    changed_.resize(detail::refresh_groups(detail::best_isa(), leaves, sums(depth()), mins(depth()), idx.data(), n,
-                                           changed_.data()));
+    changed_.resize(detail::refresh_groups(detail::best_isa(), leaves_.data(), values.data(), sums(depth()),
+                                           mins(depth()), idx.data(), n, changed_.data()));
     refresh_sums(idx);
     // Minima: changed_ holds nodes of level d whose minimum moved; keep
     // their parents whose minimum moves in turn.

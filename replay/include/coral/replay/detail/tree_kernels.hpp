@@ -296,13 +296,15 @@ bool search_level(isa which, const double* level, std::size_t width, std::size_t
 /// How many items ahead the batch passes prefetch.
 inline constexpr std::size_t prefetch_distance = 16;
 
-/// The groups' pass of a batch update: for each i < n, the sum and the
-/// minimum of group idx[i] / 16 recomputed from its leaves (group_sum,
-/// group_min) into group_sums and group_mins, prefetching those of the
-/// group prefetch_distance items ahead; each group whose minimum moved is
-/// appended to `changed` (room for n). Returns how many were. Every isa
-/// gives the same bits.
-std::size_t refresh_groups(isa which, const float* leaves, double* group_sums, float* group_mins,
+/// The leaves and the groups of a batch update: for each i < n,
+/// leaves[idx[i]] = values[i] (in order: the last value for a leaf wins),
+/// and the sum and the minimum of group idx[i] / 16 recomputed from its
+/// final leaves (group_sum, group_min) into group_sums and group_mins. Each
+/// group whose minimum moved is appended to `changed` (room for n), once
+/// per recompute that moved it. Returns how many were. The leaves are
+/// written prefetch_distance draws ahead of the groups that read them, and
+/// the lines prefetched as far ahead. Every isa gives the same bits.
+std::size_t refresh_groups(isa which, float* leaves, const float* values, double* group_sums, float* group_mins,
                            const std::size_t* idx, std::size_t n, std::size_t* changed) noexcept;
 
 /// The last step: nodes[i] becomes the leaf of group nodes[i] where
