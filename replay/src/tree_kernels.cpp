@@ -31,10 +31,11 @@ const char* line(const void* base, std::size_t i) noexcept { return static_cast<
 template <class Kernels>
 inline void descend_loop(const double* level, std::size_t* nodes, double* masses, std::size_t n,
                          const void* next) noexcept {
+  typename Kernels::state s;
 #pragma GCC unroll 4
   for (std::size_t i = 0; i < n; ++i) {
     const double* row = level + nodes[i] * 8;
-    unsigned c = Kernels::row(row, masses[i]);
+    unsigned c = Kernels::row(row, masses[i], s);
     if (c == 8) [[unlikely]] c = past_end(row, 8, masses[i]);
     nodes[i] = nodes[i] * 8 + c;
     __builtin_prefetch(line(next, nodes[i]));
@@ -43,10 +44,11 @@ inline void descend_loop(const double* level, std::size_t* nodes, double* masses
 
 template <class Kernels>
 inline void pick_leaves_loop(const float* leaves, std::size_t* nodes, const double* masses, std::size_t n) noexcept {
+  typename Kernels::state s;
 #pragma GCC unroll 4
   for (std::size_t i = 0; i < n; ++i) {
     const float* group = leaves + nodes[i] * 16;
-    unsigned c = Kernels::group(group, masses[i]);
+    unsigned c = Kernels::group(group, masses[i], s);
     if (c == 16) [[unlikely]] {
       double unused = 0.0;
       c = past_end(group, 16, unused);
@@ -87,8 +89,9 @@ inline std::size_t refresh_groups_loop(float* leaves, const float* values, doubl
 }
 
 struct baseline_kernels {
-  static unsigned row(const double* c, double& mass) noexcept { return row_pick(c, mass); }
-  static unsigned group(const float* l, double mass) noexcept { return group_pick(l, mass); }
+  struct state {};
+  static unsigned row(const double* c, double& mass, state&) noexcept { return row_pick(c, mass); }
+  static unsigned group(const float* l, double mass, state&) noexcept { return group_pick(l, mass); }
   static double sum(const float* l) noexcept { return group_sum(l); }
   static float min(const float* l) noexcept { return group_min(l); }
 };
@@ -164,8 +167,11 @@ CORAL_AVX2 inline float group_min_avx2(const float* l) noexcept {
 }
 
 struct avx2_kernels {
-  CORAL_AVX2 static unsigned row(const double* c, double& mass) noexcept { return row_pick_avx2(c, mass); }
-  CORAL_AVX2 static unsigned group(const float* l, double mass) noexcept { return group_pick_avx2(l, mass); }
+  struct state {};
+  CORAL_AVX2 static unsigned row(const double* c, double& mass, state&) noexcept { return row_pick_avx2(c, mass); }
+  CORAL_AVX2 static unsigned group(const float* l, double mass, state&) noexcept {
+    return group_pick_avx2(l, mass);
+  }
   CORAL_AVX2 static double sum(const float* l) noexcept { return group_sum_avx2(l); }
   CORAL_AVX2 static float min(const float* l) noexcept { return group_min_avx2(l); }
 };
@@ -187,54 +193,92 @@ struct avx2_kernels {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-// Two blocks of four in one register, each without its carry.
-CORAL_AVX512 inline __m512d pairs_then_quads(__m512d x) noexcept {
-  const __m512d p = _mm512_add_pd(x, _mm512_unpacklo_pd(_mm512_setzero_pd(), x));
-  // [0, 0, p1, p1, 0, 0, p5, p5]: within each half, lanes 2 and 3 take lane
-  // 1. Zeroed by an and with a constant rather than a mask register, which
-  // GCC reloads on every pass of a loop.
-  const __m512d keep = _mm512_castsi512_pd(_mm512_set_epi64(-1, -1, 0, 0, -1, -1, 0, 0));
-  return _mm512_add_pd(p, _mm512_and_pd(_mm512_permutex_pd(p, 0b01'01'00'00), keep));
-}
-
 // Lane `lane` of x in every lane.
 CORAL_AVX512 inline __m512d broadcast_lane(__m512d x, long long lane) noexcept {
   return _mm512_permutexvar_pd(_mm512_set1_epi64(lane), x);
 }
 
-// The running ends of eight children: the first block plus a zero carry,
-// the second plus the first's last end.
-CORAL_AVX512 inline __m512d ends8(__m512d x) noexcept {
-  const __m512d q = pairs_then_quads(x);
-  const __m512d high = _mm512_castsi512_pd(_mm512_set_epi64(-1, -1, -1, -1, 0, 0, 0, 0));
-  return _mm512_add_pd(q, _mm512_and_pd(broadcast_lane(q, 3), high));
-}
+// The picks below are bound by the two ports that run 512-bit arithmetic
+// on Intel cores (one of them the only shuffle port), so they spend as few
+// uops there as they can: the lanes a sum skips are zeroed by the masks
+// of the shuffles that feed it (the AVX2 kernels' zero adds), not by ands
+// with constants; shifted and broadcast copies come from memory where the
+// line is there (a load uop); a row's remainder is the mass less one of
+// its ends read back from a store, not a vector of remainders.
+// On the Xeon (Emerald Rapids) host of 2026-11-26: descent
+// 6.4 -> 6.0, leaf step 12.3 -> 11.4 TSC ticks a draw (BENCHMARKS.md).
+//
+// What a pass keeps: the masks (odd lanes, lanes 2-3 of each block, the
+// second block) and a row's running ends. The masks are loaded into mask
+// registers from memory at each use (a load uop): GCC otherwise keeps them
+// in general registers and moves them over at each use, which takes the
+// shuffle port.
+struct line_state {
+  std::uint8_t odd = 0xaa, upper_pair = 0xcc, second_block = 0xf0;
+  alignas(64) double ends[16];  // ends[7] = 0, then end i at ends[i + 8]
+  line_state() noexcept { ends[7] = 0.0; }
+};
 
-CORAL_AVX512 inline unsigned row_pick_avx512(const double* c, double& mass) noexcept {
-  const __m512d e = ends8(_mm512_load_pd(c));
-  const __m512d m = _mm512_set1_pd(mass);
-  // Every remainder accept_count can take, mass - [0, end 0, ..., end 6],
-  // formed beside the compare; the count then picks one.
-  const __m512d before =
-      _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(e), _mm512_setzero_si512(), 7));
-  alignas(64) double remainders[8];
-  _mm512_store_pd(remainders, _mm512_sub_pd(m, before));
-  const auto k = static_cast<unsigned>(__builtin_ctz(~static_cast<unsigned>(_mm512_cmp_pd_mask(e, m, _CMP_LE_OQ))));
-  if (k < 8) [[likely]] mass = remainders[k];
+CORAL_AVX512 inline __mmask8 mask(const std::uint8_t& bits) noexcept {
+  __mmask8 k;
+  asm("kmovb %1, %0" : "=k"(k) : "m"(bits));
   return k;
 }
 
-CORAL_AVX512 inline unsigned group_pick_avx512(const float* l, double mass) noexcept {
-  const __m512d m = _mm512_set1_pd(mass);
-  const __m512d low = ends8(_mm512_cvtps_pd(_mm256_load_ps(l)));  // ends 0-7
+// [x0, x0, x2, x2, x4, x4, x6, x6] of the line at c, by the load unit
+// (vmovddup from memory is a load, not a shuffle).
+CORAL_AVX512 inline __m512d even_pairs(const double* c) noexcept {
+  __m512d d;
+  asm("vmovddup %1, %0" : "=v"(d) : "m"(*reinterpret_cast<const __m512d*>(c)));
+  return d;
+}
+
+// `x` in every lane, by the load unit (GCC turns a set1 of a value it
+// holds in a register into a shuffle).
+CORAL_AVX512 inline __m512d broadcast_from(const double& x) noexcept {
+  __m512d m;
+  asm("vbroadcastsd %1, %0" : "=v"(m) : "m"(x));
+  return m;
+}
+
+// Lane `lane` of x in the lanes of `k`, 0 in the others.
+CORAL_AVX512 inline __m512d lanes_of(__m512d x, long long lane, __mmask8 k) noexcept {
+  return _mm512_maskz_permutexvar_pd(k, _mm512_set1_epi64(lane), x);
+}
+
+// Within each block of four, p + [0, 0, p1, p1] of the pairs p: the
+// block's running ends without their carry.
+CORAL_AVX512 inline __m512d quads(__m512d p, const line_state& s) noexcept {
+  return _mm512_add_pd(p, _mm512_maskz_permutex_pd(mask(s.upper_pair), p, 0b01'01'00'00));
+}
+
+CORAL_AVX512 inline unsigned row_pick_avx512(const double* c, double& mass, line_state& s) noexcept {
+  const __m512d x = _mm512_load_pd(c);
+  const __m512d q = quads(_mm512_mask_add_pd(x, mask(s.odd), x, even_pairs(c)), s);
+  const __m512d e = _mm512_add_pd(q, lanes_of(q, 3, mask(s.second_block)));
+  _mm512_store_pd(s.ends + 8, e);
+  const auto bits = static_cast<unsigned>(_mm512_cmp_pd_mask(e, broadcast_from(mass), _CMP_LE_OQ));
+  return accept_count<true>(bits, 8, s.ends + 7, mass);
+}
+
+// The pairs of eight leaves as doubles: x + [0, x0, 0, x2, ...].
+CORAL_AVX512 inline __m512d leaf_pairs(__m512d x, const line_state& s) noexcept {
+  return _mm512_add_pd(x, _mm512_maskz_movedup_pd(mask(s.odd), x));
+}
+
+CORAL_AVX512 inline unsigned group_pick_avx512(const float* l, const double& mass, line_state& s) noexcept {
+  const __m512d ql = quads(leaf_pairs(_mm512_cvtps_pd(_mm256_load_ps(l)), s), s);
+  const __m512d qh = quads(leaf_pairs(_mm512_cvtps_pd(_mm256_load_ps(l + 8)), s), s);
+  const __m512d low = _mm512_add_pd(ql, lanes_of(ql, 3, mask(s.second_block)));  // ends 0-7
   // Blocks three and four: the third plus end 7, the fourth plus the
   // third's last end.
-  const __m512d q = pairs_then_quads(_mm512_cvtps_pd(_mm256_load_ps(l + 8)));
-  const __m512d third = _mm512_add_pd(q, broadcast_lane(low, 7));  // lanes 0-3 final
-  const __m512d high = _mm512_mask_add_pd(third, 0xf0, q, broadcast_lane(third, 3));
+  const __m512d third = _mm512_add_pd(qh, broadcast_lane(low, 7));  // lanes 0-3 final
+  const __m512d high = _mm512_mask_add_pd(third, mask(s.second_block), qh, broadcast_lane(third, 3));
+  const __m512d m = broadcast_from(mass);
   const unsigned bits = static_cast<unsigned>(_mm512_cmp_pd_mask(low, m, _CMP_LE_OQ)) |
                         static_cast<unsigned>(_mm512_cmp_pd_mask(high, m, _CMP_LE_OQ)) << 8;
-  return accept_count<false>(bits, 16, nullptr, mass);
+  double unused = mass;
+  return accept_count<false>(bits, 16, nullptr, unused);
 }
 
 // merge_level's one pass as a search per draw: the level's running ends
@@ -314,8 +358,13 @@ CORAL_AVX512 inline float group_min_avx512(const float* l) noexcept {
 }
 
 struct avx512_kernels {
-  CORAL_AVX512 static unsigned row(const double* c, double& mass) noexcept { return row_pick_avx512(c, mass); }
-  CORAL_AVX512 static unsigned group(const float* l, double mass) noexcept { return group_pick_avx512(l, mass); }
+  using state = line_state;
+  CORAL_AVX512 static unsigned row(const double* c, double& mass, state& s) noexcept {
+    return row_pick_avx512(c, mass, s);
+  }
+  CORAL_AVX512 static unsigned group(const float* l, const double& mass, state& s) noexcept {
+    return group_pick_avx512(l, mass, s);
+  }
   CORAL_AVX512 static double sum(const float* l) noexcept { return group_sum_avx512(l); }
   CORAL_AVX512 static float min(const float* l) noexcept { return group_min_avx512(l); }
 };
