@@ -80,7 +80,11 @@ TEST_CASE("R2D2's policy computes the Q values of the learner's network, state c
   r2d2_config rc;
   r2d2_learner learner(spec, d, rc, 1);
   const auto w = random_weights(r2d2_parameter_count(spec), 5);
-  learner.restore({.parameters = w, .adam_m = std::vector<float>(w.size()), .adam_v = std::vector<float>(w.size())}, w);
+  learner_state state;  // the rest (counters, normalisers) as a fresh learner has them
+  state.parameters = w;
+  state.adam_m.assign(w.size(), 0.0f);
+  state.adam_v.assign(w.size(), 0.0f);
+  learner.restore(state, w);
   constexpr std::size_t rows = 3, steps = 10;
   r2d2_policy policy(spec, rows, 7, d, 0);
   policy.load_weights(learner.weights());
