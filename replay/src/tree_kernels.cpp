@@ -198,15 +198,15 @@ CORAL_AVX512 inline __m512d broadcast_lane(__m512d x, long long lane) noexcept {
   return _mm512_permutexvar_pd(_mm512_set1_epi64(lane), x);
 }
 
-// The picks below are bound by the two ports that run 512-bit arithmetic
-// on Intel cores (one of them the only shuffle port), so they spend as few
-// uops there as they can: the lanes a sum skips are zeroed by the masks
+// The picks below behave as bound by their uops on the two ports that run
+// 512-bit arithmetic on Intel cores (one of them the only shuffle port),
+// so they spend as few uops there as they can: the lanes a sum skips are zeroed by the masks
 // of the shuffles that feed it (the AVX2 kernels' zero adds), not by ands
 // with constants; shifted and broadcast copies come from memory where the
 // line is there (a load uop); a row's remainder is the mass less one of
 // its ends read back from a store, not a vector of remainders.
 // On the Xeon (Emerald Rapids) host of 2026-11-26: descent
-// 6.4 -> 6.0, leaf step 12.3 -> 11.4 TSC ticks a draw (BENCHMARKS.md).
+// 6.4 -> 6.1, leaf step 12.3 -> 11.4 TSC ticks a draw (BENCHMARKS.md).
 //
 // What a pass keeps: the masks (odd lanes, lanes 2-3 of each block, the
 // second block) and a row's running ends. The masks are loaded into mask
