@@ -200,9 +200,9 @@ CORAL_AVX512 inline __m512d broadcast_lane(__m512d x, long long lane) noexcept {
 
 // The picks below behave as bound by their uops on the two ports that run
 // 512-bit arithmetic on Intel cores (one of them the only shuffle port),
-// so they spend as few uops there as they can: the lanes a sum skips are zeroed by the masks
-// of the shuffles that feed it (the AVX2 kernels' zero adds), not by ands
-// with constants; shifted and broadcast copies come from memory where the
+// so they spend as few uops there as they can: the lanes a sum skips are
+// zeroed by the masks of the shuffles that feed it (the AVX2 kernels' zero
+// adds), not by ands with constants; shifted and broadcast copies come from memory where the
 // line is there (a load uop); a row's remainder is the mass less one of
 // its ends read back from a store, not a vector of remainders.
 // On the Xeon (Emerald Rapids) host of 2026-11-26: descent
