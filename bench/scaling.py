@@ -42,8 +42,10 @@ def bench(coral, mean_us, std_us, threads, seconds, envs_per_group):
            "--steps", str(steps), "--baseline-steps", str(max(1000, steps // threads)), "--json"]
     if envs_per_group is not None:
         cmd += ["--envs-per-group", envs_per_group]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    r = json.loads(out)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"scaling.py: {' '.join(cmd)} failed (exit {done.returncode}):\n{done.stderr.strip()}")
+    r = json.loads(done.stdout.strip().splitlines()[-1])
     return r["steps_per_second"], r["baseline_steps_per_second"], r["envs_per_group"]
 
 
