@@ -202,9 +202,10 @@ CORAL_AVX512 inline __m512d broadcast_lane(__m512d x, long long lane) noexcept {
 // 512-bit arithmetic on Intel cores (one of them the only shuffle port),
 // so they spend as few uops there as they can: the lanes a sum skips are
 // zeroed by the masks of the shuffles that feed it (the AVX2 kernels' zero
-// adds), not by ands with constants; shifted and broadcast copies come from memory where the
-// line is there (a load uop); a row's remainder is the mass less one of
-// its ends read back from a store, not a vector of remainders.
+// adds), not by ands with constants; shifted and broadcast copies come
+// from memory where the line is there (a load uop); a row's remainder is
+// the mass less one of its ends read back from a store, not a vector of
+// remainders.
 // On the Xeon (Emerald Rapids) host of 2026-11-26: descent
 // 6.4 -> 6.1, leaf step 12.3 -> 11.4 TSC ticks a draw (BENCHMARKS.md).
 //
