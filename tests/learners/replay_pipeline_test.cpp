@@ -394,7 +394,7 @@ void check_liveness(executor_mode mode) {
 }  // namespace
 
 TEST_CASE("the sampling side or the learner can always move: no setup of the grid deadlocks (single executor)",
-          "[learners][replay][pipeline][liveness]") {
+          "[learners][replay][pipeline][liveness][one-thread]") {
   check_liveness(executor_mode::single);
 }
 
