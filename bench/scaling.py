@@ -3,8 +3,8 @@
 
 For each workload and each thread count T (1..N, or the --threads list),
 `coral bench` samples the `delay` env (pool topology, 8*T envs, a batch of 4*T,
-random policy; the group size is the command's default, `auto`, unless
---envs-per-group names one) and, in the same process, steps the same envs in a
+random policy; the group size and the shard count are the command's defaults,
+`auto`, unless --envs-per-group or --shards names one) and, in the same process, steps the same envs in a
 plain loop on one thread. The physical limit with T threads is T times that
 loop's rate, so
 
@@ -18,7 +18,7 @@ Writes scaling.dat (a table) and, when gnuplot is there, scaling.png into
 --out, and prints a markdown table and one JSON line.
 
 Usage: bench/scaling.py [--coral build/release/apps/coral] [--max-threads N | --threads 1,2,4,8,16]
-                        [--envs-per-group auto|K] [--rounds 3] [--seconds 1] [--out docs]
+                        [--envs-per-group auto|K] [--shards auto|S] [--rounds 3] [--seconds 1] [--out docs]
 """
 import argparse
 import json
@@ -32,8 +32,8 @@ from pathlib import Path
 WORKLOADS = [("delay 10 us", 10.0, 0.0), ("delay 100 +- 100 us", 100.0, 100.0)]
 
 
-def bench(coral, mean_us, std_us, threads, seconds, envs_per_group):
-    """(sampled steps/s, plain-loop steps/s, envs per group) of one run."""
+def bench(coral, mean_us, std_us, threads, seconds, envs_per_group, shards):
+    """(sampled steps/s, plain-loop steps/s, envs per group, shards) of one run."""
     ideal = threads * 1e6 / mean_us
     steps = max(2000, int(ideal * seconds))
     envs = 8 * threads
@@ -42,11 +42,13 @@ def bench(coral, mean_us, std_us, threads, seconds, envs_per_group):
            "--steps", str(steps), "--baseline-steps", str(max(1000, steps // threads)), "--json"]
     if envs_per_group is not None:
         cmd += ["--envs-per-group", envs_per_group]
+    if shards is not None:
+        cmd += ["--shards", shards]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"scaling.py: {' '.join(cmd)} failed (exit {done.returncode}):\n{done.stderr.strip()}")
     r = json.loads(done.stdout.strip().splitlines()[-1])
-    return r["steps_per_second"], r["baseline_steps_per_second"], r["envs_per_group"]
+    return r["steps_per_second"], r["baseline_steps_per_second"], r["envs_per_group"], r.get("shards", 1)
 
 
 def main():
@@ -55,6 +57,7 @@ def main():
     p.add_argument("--max-threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--threads", help="comma-separated thread counts to measure instead of 1..--max-threads")
     p.add_argument("--envs-per-group", help="passed to coral bench (default: the command's own, auto)")
+    p.add_argument("--shards", help="passed to coral bench (default: the command's own, auto)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=1.0, help="seconds of sampling per run, at the ideal rate")
     p.add_argument("--out", default="docs")
@@ -73,14 +76,14 @@ def main():
     rows = []
     for name, mean, std in WORKLOADS:
         for t in counts:
-            runs = [bench(a.coral, mean, std, t, a.seconds, a.envs_per_group) for _ in range(a.rounds)]
-            eff = statistics.median(s / (t * b) for s, b, _ in runs)
-            rate = statistics.median(s for s, _, _ in runs)
-            base = statistics.median(b for _, b, _ in runs)
-            group = runs[0][2]
-            rows.append({"workload": name, "threads": t, "envs_per_group": group, "steps_per_second": rate,
-                         "plain_loop_steps_per_second": base, "efficiency": eff})
-            print(f"{name:>20} | {t:>3} threads | groups of {group:>3} | {rate:>12,.0f} steps/s | "
+            runs = [bench(a.coral, mean, std, t, a.seconds, a.envs_per_group, a.shards) for _ in range(a.rounds)]
+            eff = statistics.median(r[0] / (t * r[1]) for r in runs)
+            rate = statistics.median(r[0] for r in runs)
+            base = statistics.median(r[1] for r in runs)
+            group, shards = runs[0][2], runs[0][3]
+            rows.append({"workload": name, "threads": t, "envs_per_group": group, "shards": shards,
+                         "steps_per_second": rate, "plain_loop_steps_per_second": base, "efficiency": eff})
+            print(f"{name:>20} | {t:>3} threads | groups of {group:>3} | {shards:>3} shards | {rate:>12,.0f} steps/s | "
                   f"plain loop {base:>10,.0f} | efficiency {eff:.3f}", flush=True)
 
     out = Path(a.out)
@@ -91,10 +94,10 @@ def main():
         for t in counts:
             effs = [r["efficiency"] for r in rows if r["threads"] == t]
             f.write(f"{t} " + " ".join(f"{e:.4f}" for e in effs) + "\n")
-    print("\n| workload | threads | envs per group | steps/s | plain loop, 1 thread | efficiency |")
-    print("|---|---|---|---|---|---|")
+    print("\n| workload | threads | envs per group | shards | steps/s | plain loop, 1 thread | efficiency |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['workload']} | {r['threads']} | {r['envs_per_group']} | {r['steps_per_second']:,.0f} | "
+        print(f"| {r['workload']} | {r['threads']} | {r['envs_per_group']} | {r['shards']} | {r['steps_per_second']:,.0f} | "
               f"{r['plain_loop_steps_per_second']:,.0f} | {r['efficiency']:.3f} |")
     if shutil.which("gnuplot"):
         script = (f"set terminal pngcairo size 800,500; set output '{out / 'scaling.png'}';"

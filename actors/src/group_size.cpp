@@ -129,16 +129,57 @@ std::chrono::microseconds choose_spin(double group_step_seconds, std::size_t thr
   return threads > 1 && group_step_seconds < auto_spin_below_seconds ? std::chrono::microseconds{0} : auto_spin;
 }
 
+std::size_t choose_shards(const sampler_options& options) {
+  if (options.executor == executor_mode::single) return 1;  // one thread, whatever --threads says
+  // --inference-thread asks for one batcher thread; shards would each get one.
+  if (options.inference_thread) return 1;
+  auto o = options;
+  if (o.envs_per_group == 0) o.envs_per_group = 1;  // an auto group size is then chosen per shard
+  for (std::size_t shards = o.threads; shards > 1; --shards) {
+    if (o.threads % shards != 0) continue;
+    o.shards = shards;
+    try {
+      (void)resolve_wiring(o);
+      return shards;
+    } catch (const config_error&) {
+      // the envs, groups or batch do not split this many ways
+    }
+  }
+  return 1;
+}
+
+namespace {
+
+/// Shard 0's options: a shard of `o` (whose shard count is resolved) as a
+/// sampler of its own.
+sampler_options one_shard(sampler_options o) {
+  const std::size_t shards = o.shards;
+  o.num_envs /= shards;
+  o.batch_size /= shards;
+  o.min_batch_size /= shards;
+  o.threads /= shards;
+  o.shards = 1;
+  return o;
+}
+
+}  // namespace
+
 sampler_options resolve_auto(sampler_options o) {
+  auto logger = log::get("sampler");
+  if (o.shards == shards_auto) {
+    o.batch_size = resolve_wiring(o).batch_size;  // the flags' own errors first; the batch of all shards
+    o.shards = choose_shards(o);
+    logger->debug("--shards auto: {}", o.shards);
+  }
   const bool auto_group = o.envs_per_group == 0;
   const bool auto_spin_asked = o.spin == spin_auto;
   if (!auto_group && !auto_spin_asked) return o;
-  const auto batch = resolve_wiring(o).batch_size;  // the flags' own errors first
+  const auto w = resolve_wiring(o);  // the flags' own errors first
+  const auto batch = w.batch_size * w.shards;
   const auto step = measure_step_seconds(o);
-  auto logger = log::get("sampler");
   if (auto_group) {
-    o.envs_per_group = step ? choose_group_size(o, *step) : 1;
     o.batch_size = batch;
+    o.envs_per_group = step ? choose_group_size(one_shard(o), *step) : 1;
     if (step) {
       logger->debug("--envs-per-group auto: {} (an env step took {:.3g} us)", o.envs_per_group, *step * 1e6);
     } else {
@@ -146,7 +187,7 @@ sampler_options resolve_auto(sampler_options o) {
     }
   }
   if (auto_spin_asked) {
-    const std::size_t threads = o.executor == executor_mode::single ? 1 : o.threads;
+    const std::size_t threads = o.executor == executor_mode::single ? 1 : o.threads / w.shards;
     o.spin = step ? choose_spin(static_cast<double>(o.envs_per_group) * *step, threads) : auto_spin;
     logger->debug("--spin-us auto: {}", o.spin.count());
   }

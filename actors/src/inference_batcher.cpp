@@ -25,8 +25,12 @@ inference_batcher::inference_batcher(std::vector<channel<ready_msg>*> ready, std
       options_(opts),
       consumer_(consumer),
       weights_(weights),
-      group_size_(groups_.empty() ? 1 : groups_.front()->size()) {
+      group_size_(groups_.empty() ? 1 : groups_.front()->size()),
+      first_group_(groups_.empty() ? 0 : groups_.front()->id()) {
   if (ready_.empty() || groups_.empty()) throw usage_error("inference_batcher: no ready channel or no group");
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    if (groups_[i]->id() != first_group_ + i) throw usage_error("inference_batcher: group ids are not consecutive");
+  }
   received_.resize(groups_.size());
   in_hand_.reserve(groups_.size());
   ranges_.reserve(groups_.size());
@@ -76,7 +80,7 @@ asio::awaitable<bool> inference_batcher::collect(channel<ready_msg>& ch) {
       }
       if (n == 0) co_return false;  // closed
     }
-    for (std::size_t i = 0; i < n; ++i) in_hand_.push_back(received_[i].group);
+    for (std::size_t i = 0; i < n; ++i) in_hand_.push_back(received_[i].group - first_group_);
   }
   co_return true;
 }

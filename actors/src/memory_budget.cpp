@@ -147,7 +147,10 @@ env_shape probe_env_shape(const sampler_options& o) {
 
 void add_sampler_memory(memory_estimate& estimate, const sampler_options& o, const env_shape& shape) {
   const double env_count = static_cast<double>(o.num_envs);
-  const double rows = env_count * static_cast<double>(shape.agents);
+  // Shards pad their rows apart (shard_row_alignment); an auto count may be one per thread.
+  const double shards = static_cast<double>(o.shards == shards_auto ? o.threads : o.shards);
+  const double padding = shards > 1 ? shards * static_cast<double>(shard_row_alignment - 1) : 0.0;
+  const double rows = env_count * static_cast<double>(shape.agents) + padding;
   const double row_bytes = 2 * 4 * static_cast<double>(shape.obs_dim) +
                            4 * static_cast<double>(shape.discrete_action_dim + shape.continuous_action_dim) +
                            row_scalar_bytes;

@@ -1,5 +1,6 @@
 #include "coral/actors/sampler.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -31,9 +32,16 @@ sampler::sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows)
   observation_space_ = probe.observation_space();
   action_space_ = probe.action_space();
   const std::size_t agents = probe.max_agents();
+  const std::size_t per_shard = wiring_.groups / wiring_.shards;
+  const std::size_t shard_rows = per_shard * k * agents;
+  // Shard s's rows start at s × stride (see shard_row_alignment).
+  const std::size_t stride = wiring_.shards == 1
+                                 ? shard_rows
+                                 : (shard_rows + shard_row_alignment - 1) / shard_row_alignment * shard_row_alignment;
+  const std::size_t batch_rows = (wiring_.shards - 1) * stride + shard_rows;
   if (rows == nullptr) {
-    batch_ = std::make_shared<envs::env_batch>(options_.num_envs * agents, observation_space_, action_space_);
-  } else if (rows->rows() != options_.num_envs * agents || rows->obs_dim() != observation_space_.flat_size() ||
+    batch_ = std::make_shared<envs::env_batch>(batch_rows, observation_space_, action_space_);
+  } else if (rows->rows() != batch_rows || rows->obs_dim() != observation_space_.flat_size() ||
              rows->discrete_action_dim() != action_space_.discrete_size() ||
              rows->continuous_action_dim() != action_space_.continuous_size()) {
     throw usage_error("sampler: the rows given do not fit this env's spaces and count");
@@ -41,16 +49,18 @@ sampler::sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows)
     batch_ = std::move(rows);
   }
 
-  for (std::size_t c = 0; c < wiring_.ready_channels; ++c) {
-    // Room for every group: a ready announcement never waits.
-    ready_.push_back(std::make_unique<channel<ready_msg>>(wiring_.groups));
+  for (std::size_t c = 0; c < wiring_.ready_channels * wiring_.shards; ++c) {
+    // Room for every group of its shard: a ready announcement never waits.
+    ready_.push_back(std::make_unique<channel<ready_msg>>(per_shard));
   }
   for (std::size_t g = 0; g < wiring_.groups; ++g) {
-    envs::env_slice slice(*batch_, g * k * agents, std::move(envs_by_group[g]));
+    const std::size_t first_row = (g / per_shard) * stride + (g % per_shard) * k * agents;
+    envs::env_slice slice(*batch_, first_row, std::move(envs_by_group[g]));
     slice.check_finite(options_.check_finite);
     slice.set_next_step_autoreset(options_.next_step_autoreset);
+    const std::size_t channel = (g / per_shard) * wiring_.ready_channels + (g % per_shard) % wiring_.ready_channels;
     groups_.push_back(std::make_unique<env_group>("env-group-" + std::to_string(g), static_cast<std::uint32_t>(g),
-                                                  g * k, std::move(slice), *ready_[g % ready_.size()],
+                                                  g * k, std::move(slice), *ready_[channel],
                                                   options_.on_env_error));
   }
 }
@@ -61,7 +71,7 @@ void sampler::spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_
                     const latest<std::vector<float>>* weights) {
   inference_batcher::options bo;
   bo.batch_size = wiring_.batch_size;
-  bo.min_batch_size = options_.min_batch_size;
+  bo.min_batch_size = options_.min_batch_size / wiring_.shards;  // resolve_wiring checked it divides
   bo.batch_timeout = options_.batch_timeout;
   bo.max_env_steps = max_env_steps;
   spawn(rt, pol, bo, consumer, weights);
@@ -69,31 +79,60 @@ void sampler::spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_
 
 void sampler::spawn(runtime& rt, policy& pol, const inference_batcher::options& batcher_options,
                     step_consumer* consumer, const latest<std::vector<float>>* weights) {
-  if (batcher_) throw usage_error("sampler::spawn() called twice");
-  std::vector<env_group*> groups;
-  for (auto& g : groups_) groups.push_back(g.get());
-  batcher_ = std::make_unique<inference_batcher>(ready_channels(), std::move(groups), pol, *batch_,
-                                                 batcher_options, consumer, weights);
-
-  auto ex = rt.pool(pool_options{.name = "sampling",
-                                 .threads = options_.threads,
-                                 .pin = options_.pin,
-                                 .first_core = 0,
-                                 .spin = options_.spin});
-  auto* b = batcher_.get();
-  rt.on_stop([b] { b->close_all(); });
-  // Env groups await their channels only, and close_all() closes every one
-  // of them at a stop: no strand (see actor_waits).
-  for (auto& g : groups_) rt.spawn(g->name(), ex, g->run(), actor_waits::channels_only);
-  auto batcher_ex = ex;
-  if (options_.inference_thread) {
-    batcher_ex = rt.pool(pool_options{.name = "inference", .threads = 1, .spin = options_.spin});
+  if (!batchers_.empty()) throw usage_error("sampler::spawn() called twice");
+  const std::size_t shards = wiring_.shards;
+  if (shards > 1) {
+    auto refuse = [shards](std::string_view what) {
+      throw usage_error(fmt::format("sampler: {} shards run {} batchers at once, {}", shards, shards, what));
+    };
+    if (!pol.acts_concurrently()) refuse("and this policy acts on one batch at a time (use one shard)");
+    if (consumer != nullptr && !consumer->consumes_concurrently()) {
+      refuse("and this step consumer takes the batches of one at a time");
+    }
+    if (weights != nullptr) refuse("and a policy that loads weights serves one");
+    if (gated_) refuse("and a gate holds back the groups of one");
   }
-  rt.spawn("inference-batcher", batcher_ex, b->run(),
-           b->waits_with_deadline() ? actor_waits::anything : actor_waits::channels_only);
+  const std::size_t per_shard = groups_.size() / shards;
+  const std::size_t threads = options_.threads / shards;
+  auto bo = batcher_options;
+  if (shards > 1 && bo.max_env_steps != 0) bo.max_env_steps = (bo.max_env_steps + shards - 1) / shards;
+  for (std::size_t s = 0; s < shards; ++s) {
+    const auto first = ready_.begin() + static_cast<std::ptrdiff_t>(s * wiring_.ready_channels);
+    std::vector<channel<ready_msg>*> ready;
+    for (auto it = first; it != first + static_cast<std::ptrdiff_t>(wiring_.ready_channels); ++it) {
+      ready.push_back(it->get());
+    }
+    std::vector<env_group*> groups;
+    for (std::size_t g = s * per_shard; g < (s + 1) * per_shard; ++g) groups.push_back(groups_[g].get());
+    batchers_.push_back(
+        std::make_unique<inference_batcher>(std::move(ready), std::move(groups), pol, *batch_, bo, consumer, weights));
+  }
+
+  for (std::size_t s = 0; s < shards; ++s) {
+    const std::string suffix = shards == 1 ? "" : "-" + std::to_string(s);
+    auto ex = rt.pool(pool_options{.name = "sampling" + suffix,
+                                   .threads = threads,
+                                   .pin = options_.pin,
+                                   .first_core = s * threads,
+                                   .spin = options_.spin});
+    auto* b = batchers_[s].get();
+    rt.on_stop([b] { b->close_all(); });
+    // Env groups await their channels only, and close_all() closes every one
+    // of them at a stop: no strand (see actor_waits).
+    for (std::size_t g = s * per_shard; g < (s + 1) * per_shard; ++g) {
+      rt.spawn(groups_[g]->name(), ex, groups_[g]->run(), actor_waits::channels_only);
+    }
+    auto batcher_ex = ex;
+    if (options_.inference_thread) {
+      batcher_ex = rt.pool(pool_options{.name = "inference" + suffix, .threads = 1, .spin = options_.spin});
+    }
+    rt.spawn("inference-batcher" + suffix, batcher_ex, b->run(),
+             b->waits_with_deadline() ? actor_waits::anything : actor_waits::channels_only);
+  }
 }
 
 void sampler::announce_to(channel<gate_msg>& gate_inbox) noexcept {
+  gated_ = true;
   for (auto& g : groups_) g->announce_to(gate_inbox);
 }
 
@@ -109,9 +148,22 @@ std::vector<row_range> sampler::group_rows() const {
   return out;
 }
 
-const batcher_stats& sampler::stats() const {
-  if (!batcher_) throw usage_error("sampler::stats() before spawn()");
-  return batcher_->stats();
+sampler_stats sampler::stats() const {
+  if (batchers_.empty()) throw usage_error("sampler::stats() before spawn()");
+  sampler_stats out;
+  std::int64_t idle = 0;
+  std::int64_t run = 0;
+  for (const auto& b : batchers_) {
+    const auto& st = b->stats();
+    out.env_steps += st.env_steps.load(std::memory_order_relaxed);
+    out.batches += st.batches.load(std::memory_order_relaxed);
+    const auto r = st.run_ns.load(std::memory_order_relaxed);
+    out.run_ns = std::max(out.run_ns, r);
+    run += r;
+    idle += st.idle_ns.load(std::memory_order_relaxed);
+  }
+  out.idle_fraction = run > 0 ? static_cast<double>(idle) / static_cast<double>(run) : 0.0;
+  return out;
 }
 
 std::uint64_t sampler::env_failures() const noexcept {
@@ -121,7 +173,7 @@ std::uint64_t sampler::env_failures() const noexcept {
 }
 
 void sampler::watch_by(stall_watchdog& watchdog) const {
-  watchdog.watch("env steps", [this] { return stats().env_steps.load(); });
+  watchdog.watch("env steps", [this] { return stats().env_steps; });
   watchdog.describe([this](std::string& out) { describe(out); });
 }
 
@@ -133,9 +185,10 @@ void sampler::describe(std::string& out) const {
     out += fmt::format("  ready channel {}: {} of {} buffered, {} receiver(s) parked\n", c, ready_[c]->size(),
                        ready_[c]->capacity(), ready_[c]->waiting_receivers());
   }
-  if (batcher_) {
-    const auto& st = batcher_->stats();
-    out += fmt::format("  actor 'inference-batcher': {} batches, {} env steps\n", st.batches.load(),
+  for (std::size_t s = 0; s < batchers_.size(); ++s) {
+    const auto& st = batchers_[s]->stats();
+    out += fmt::format("  actor 'inference-batcher{}': {} batches, {} env steps\n",
+                       batchers_.size() == 1 ? "" : "-" + std::to_string(s), st.batches.load(),
                        st.env_steps.load());
   }
 }

@@ -37,7 +37,10 @@ env_error_policy parse_env_error_policy(std::string_view text) {
   throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--on-env-error", text, "fail, reset"));
 }
 
-wiring resolve_wiring(const sampler_options& o) {
+namespace {
+
+/// The wiring of `o` as one shard.
+wiring resolve_one(const sampler_options& o) {
   if (o.threads == 0) reject("--threads", o.threads, "at least 1 sampling thread is needed");
   if (o.threads > 1024) reject("--threads", o.threads, "at most 1024");
   if (o.num_envs == 0) reject("--num-envs", o.num_envs, "at least 1 env is needed");
@@ -95,6 +98,49 @@ wiring resolve_wiring(const sampler_options& o) {
            "a minimum batch size needs a positive timeout");
   }
   return w;
+}
+
+}  // namespace
+
+wiring resolve_wiring(const sampler_options& o) {
+  auto whole = o;
+  whole.shards = 1;
+  wiring w = resolve_one(whole);  // the flags' own errors first, as for one shard
+  const std::size_t shards = o.shards == shards_auto ? 1 : o.shards;
+  if (shards == 1) return w;
+  if (o.threads % shards != 0) {
+    reject("--shards", shards, fmt::format("it must divide --threads ({}): each shard has threads of its own", o.threads));
+  }
+  if (w.groups % shards != 0) {
+    reject("--shards", shards,
+           fmt::format("it must divide the groups ({} of {} envs): each shard has whole groups", w.groups,
+                       w.envs_per_group));
+  }
+  if (w.batch_size % (shards * w.envs_per_group) != 0) {
+    reject("--shards", shards,
+           fmt::format("each shard's batch is the batch ({}) / the shards, in whole groups of {}", w.batch_size,
+                       w.envs_per_group));
+  }
+  if (o.min_batch_size % shards != 0) {
+    reject("--shards", shards,
+           fmt::format("it must divide --min-batch-size ({}): each shard's batcher takes its share", o.min_batch_size));
+  }
+  auto one = whole;
+  one.num_envs = o.num_envs / shards;
+  one.batch_size = w.batch_size / shards;
+  one.min_batch_size = o.min_batch_size / shards;
+  one.threads = o.threads / shards;
+  wiring s;
+  try {
+    s = resolve_one(one);
+  } catch (const config_error& e) {
+    reject("--shards", shards,
+           fmt::format("one shard ({} envs, batch {}, {} thread{}) is no wiring of its own: {}", one.num_envs,
+                       one.batch_size, one.threads, one.threads == 1 ? "" : "s", e.what()));
+  }
+  s.groups = w.groups;
+  s.shards = shards;
+  return s;
 }
 
 }  // namespace coral::actors

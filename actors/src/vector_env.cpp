@@ -297,7 +297,7 @@ const envs::space& vector_env::observation_space() const noexcept { return sampl
 const envs::space& vector_env::action_space() const noexcept { return sampler_->action_space(); }
 envs::env_batch& vector_env::batch() noexcept { return *batch_; }
 std::uint64_t vector_env::env_steps() const noexcept {
-  return running() ? sampler_->stats().env_steps.load(std::memory_order_relaxed) : 0;
+  return running() ? sampler_->stats().env_steps : 0;
 }
 
 }  // namespace coral::actors

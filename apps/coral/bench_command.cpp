@@ -21,7 +21,9 @@
 #include "coral/core/runtime.hpp"
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/core/exit_codes.hpp"
+#include "coral/config_file.hpp"
 #include "coral/errors.hpp"
+#include "coral/flag_checks.hpp"
 #include "coral/sampler_flags.hpp"
 #ifdef CORAL_HAVE_TRAIN
 #include "coral/learners/mlp_policy.hpp"
@@ -54,6 +56,7 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
 
 struct bench_flags {
   sampler_flags sampler;
+  std::string shards = "auto";  // a count, or auto
   std::string policy = "random";
   std::uint64_t steps = 2'000'000;
   std::uint64_t baseline_steps = 0;  // 0: as many as --steps
@@ -85,8 +88,26 @@ void check_bench_flags(const bench_flags& f, const given_flags& g, const actors:
   check_sampler_memory(o);
 }
 
+/// The shard count `--shards` asks for: a count, or auto (actors::shards_auto)
+/// where the policy acts on disjoint rows at once (random, constant), else
+/// one. Throws config_error for 0, or more than one with the mlp policy.
+std::size_t shards_of(const bench_flags& f) {
+  const auto n = count_or_auto_value("--shards", f.shards);
+  if (n && *n == 0) {
+    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--shards", 0, "auto, or a whole number >= 1"));
+  }
+  const bool concurrent_policy = f.policy != "mlp";
+  if (!n) return concurrent_policy ? actors::shards_auto : 1;
+  if (*n > 1 && !concurrent_policy) {
+    throw config_error(fmt::format(fmt::runtime(actors::errors::flag_out_of_range), "--shards", *n,
+                                   "the mlp policy acts on one batch at a time: one shard (or auto)"));
+  }
+  return static_cast<std::size_t>(*n);
+}
+
 void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given) {
-  const actors::sampler_options o = to_sampler_options(f.sampler);
+  actors::sampler_options o = to_sampler_options(f.sampler);
+  o.shards = shards_of(f);
   if (!(f.stall_seconds >= 0 && f.stall_seconds <= 1e6)) {
     throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--stall-seconds", f.stall_seconds,
                                    "0 (no watchdog) to 1000000"));
@@ -100,11 +121,16 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   const auto& so = s.options();  // with the group size auto chose
   auto pol = make_bench_policy(f.policy, s, o.seed);
   const auto& w = s.wires();
+  const std::string sharding =
+      w.shards == 1 ? std::string()
+                    : fmt::format(" in {} shards (each {} envs, batch {}, {} thread{})", w.shards,
+                                  o.num_envs / w.shards, w.batch_size, o.threads / w.shards,
+                                  o.threads / w.shards == 1 ? "" : "s");
   out << fmt::format(
-             "coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}, {} executor, "
+             "coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}{}, {} executor, "
              "spin {} us\n",
-             o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.batch_size, o.threads,
-             o.threads == 1 ? "" : "s", f.sampler.executor, so.spin.count())
+             o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.batch_size * w.shards,
+             o.threads, o.threads == 1 ? "" : "s", sharding, f.sampler.executor, so.spin.count())
       << std::flush;  // a line to watch while a long run goes on
 
   // A first SIGINT/SIGTERM stops whichever loop runs (the sampler's runtime
@@ -136,14 +162,14 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   s.watch_by(stall);
   stall.spawn(rt);
   rt.run();
-  const auto& st = s.stats();
-  const double seconds = static_cast<double>(st.run_ns.load()) * 1e-9;
-  const double sps = seconds > 0 ? static_cast<double>(st.env_steps.load()) / seconds : 0.0;
-  const double bps = seconds > 0 ? static_cast<double>(st.batches.load()) / seconds : 0.0;
+  const auto st = s.stats();
+  const double seconds = static_cast<double>(st.run_ns) * 1e-9;
+  const double sps = seconds > 0 ? static_cast<double>(st.env_steps) / seconds : 0.0;
+  const double bps = seconds > 0 ? static_cast<double>(st.batches) / seconds : 0.0;
   {
     std::lock_guard lock(said_mutex);
     sampler_line = fmt::format("sampler:  {} env steps in {:.3f} s = {:.0f} steps/s, {:.0f} batches/s, batcher idle {:.1f}%{}\n",
-                               st.env_steps.load(), seconds, sps, bps, 100.0 * st.idle_fraction(),
+                               st.env_steps, seconds, sps, bps, 100.0 * st.idle_fraction,
                                interrupted() ? " (interrupted)" : "");
     out << sampler_line << std::flush;
   }
@@ -163,14 +189,14 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   if (f.json) {
     out << fmt::format(
         R"({{"env":{},"topology":{},"executor":{},"policy":{},"num_envs":{},"envs_per_group":{},"groups":{},)"
-        R"("batch_size":{},"threads":{},"spin_us":{},"env_steps":{},"seconds":{},"steps_per_second":{},)"
+        R"("batch_size":{},"threads":{},"shards":{},"spin_us":{},"env_steps":{},"seconds":{},"steps_per_second":{},)"
         R"("batches_per_second":{},)"
         R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},"interrupted":{}}})"
         "\n",
         json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.sampler.executor), json::quote(f.policy),
-        o.num_envs, so.envs_per_group, w.groups, w.batch_size, o.threads, so.spin.count(), st.env_steps.load(),
-        json::number(seconds),
-        json::number(sps), json::number(bps), json::number(st.idle_fraction()),
+        o.num_envs, so.envs_per_group, w.groups, w.batch_size * w.shards, o.threads, w.shards, so.spin.count(),
+        st.env_steps, json::number(seconds),
+        json::number(sps), json::number(bps), json::number(st.idle_fraction),
         run_baseline ? json::number(baseline_sps) : "null",
         run_baseline && baseline_sps > 0 ? json::number(sps / baseline_sps) : "null", s.env_failures(),
         interrupted());
@@ -183,6 +209,11 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
   auto flags = std::make_shared<bench_flags>();
   auto* cmd = app.add_subcommand("bench", "measure sampling throughput of a topology against a plain for-loop");
   add_sampler_flags(*cmd, flags->sampler, {.threads = 2});
+  cmd->add_option("--shards", flags->shards,
+                  "independent samplers, each with its own threads, envs, share of the batch and batcher, or auto: "
+                  "one per thread where the envs and batch split evenly and the policy allows (docs/cli.md)")
+      ->type_name(std::string(auto_or_count_type))
+      ->capture_default_str();
   cmd->add_option("--policy", flags->policy, "random, constant, or mlp (an untrained actor-critic)")
       ->capture_default_str();
   cmd->add_option("--steps", flags->steps, "env steps to sample")->capture_default_str();

@@ -111,9 +111,9 @@ double measure(const actors::sampler_options& o, std::uint64_t steps) {
   runtime rt({.mode = o.executor, .handle_signals = true});
   s.spawn(rt, *pol, steps);
   rt.run();
-  const auto& st = s.stats();
-  const double seconds = static_cast<double>(st.run_ns.load()) * 1e-9;
-  return seconds > 0 ? static_cast<double>(st.env_steps.load()) / seconds : 0.0;
+  const auto st = s.stats();
+  const double seconds = static_cast<double>(st.run_ns) * 1e-9;
+  return seconds > 0 ? static_cast<double>(st.env_steps) / seconds : 0.0;
 }
 
 /// Whether this `coral` has the train command (a build without libtorch

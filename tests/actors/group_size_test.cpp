@@ -158,3 +158,54 @@ TEST_CASE("a sampler built with the default options picks its group size itself"
   CHECK(s.wires().groups == 2);
   CHECK(s.options().spin != spin_auto);  // and its spin
 }
+
+TEST_CASE("auto shards: one per thread where the envs and the batch split evenly, else the largest count that does",
+          "[actors][group_size][shards]") {
+  CHECK(choose_shards(opts(topology::pool, 8, 4, 2)) == 2);
+  CHECK(choose_shards(opts(topology::pool, 128, 64, 16)) == 16);
+  CHECK(choose_shards(opts(topology::sync, 16, 0, 4)) == 4);
+  CHECK(choose_shards(opts(topology::double_buffer, 16, 0, 2)) == 2);
+  // The default pool batch of 8 envs is 2: two shards of a batch of one.
+  CHECK(choose_shards(opts(topology::pool, 8, 0, 4)) == 2);
+  // 6 envs on 4 threads: 2 shards of 3 envs, 2 threads each.
+  CHECK(choose_shards(opts(topology::pool, 6, 2, 4)) == 2);
+  // Nothing splits: one shard.
+  CHECK(choose_shards(opts(topology::pool, 7, 3, 2)) == 1);
+  CHECK(choose_shards(opts(topology::pool, 8, 4, 1)) == 1);
+  // An explicit group size is kept: 2 groups of 4 cannot feed 2 shards' batches of 2.
+  auto groups_of_4 = opts(topology::pool, 8, 4, 2);
+  groups_of_4.envs_per_group = 4;
+  CHECK(choose_shards(groups_of_4) == 1);
+  // The single executor has one thread.
+  auto single = opts(topology::pool, 8, 4, 2);
+  single.executor = coral::executor_mode::single;
+  CHECK(choose_shards(single) == 1);
+  // --inference-thread asks for one batcher thread.
+  auto inference = opts(topology::pool, 8, 4, 2);
+  inference.inference_thread = true;
+  CHECK(choose_shards(inference) == 1);
+}
+
+TEST_CASE("auto resolves the shards first and then picks the group size and spin for one shard",
+          "[actors][group_size][shards]") {
+  auto o = opts(topology::pool, 8, 4, 2);
+  o.env = "noop";
+  o.shards = shards_auto;
+  const auto r = resolve_auto(o);
+  CHECK(r.shards == 2);
+  CHECK(r.batch_size == 4);  // the batch of all shards, as given
+  // A shard has 4 envs and a batch of 2: at most groups of 2 (a noop step is far below 50 us).
+  CHECK(r.envs_per_group == 2);
+  CHECK(r.spin == auto_spin);  // a shard's lone thread: nothing to hand work to
+  const auto w = resolve_wiring(r);
+  CHECK(w.shards == 2);
+  CHECK(w.batch_size == 2);
+  auto defaults = opts(topology::pool, 8, 0, 2);
+  defaults.env = "noop";
+  defaults.shards = shards_auto;
+  CHECK(resolve_auto(defaults).batch_size == 2);  // the default, made explicit: a shard's batch is 1
+  CHECK(resolve_auto(defaults).shards == 2);
+  auto one = o;
+  one.shards = 1;
+  CHECK(resolve_auto(one).shards == 1);  // given: kept
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,9 +43,17 @@ sampler_options counter_options(topology t, executor_mode mode, std::size_t thre
 /// Checks every row of every batch against what the counter env reports:
 /// one env step per action, in order, the action it was given, and
 /// auto-reset with the final observation and the episode totals.
+///
+/// With `env_of_row` (a sampler of several shards, whose rows are padded
+/// apart) row r holds env env_of_row[r] (-1: a row no env uses); otherwise
+/// env r. It then says it consumes concurrently: the shards' batchers call
+/// it at once, on disjoint rows.
 class checking_consumer final : public step_consumer {
  public:
-  explicit checking_consumer(std::size_t rows) : last_total_(rows, -1), last_action_(rows, -1), seen_(rows, 0) {}
+  explicit checking_consumer(std::size_t rows, std::vector<std::int64_t> env_of_row = {})
+      : last_total_(rows, -1), last_action_(rows, -1), seen_(rows, 0), env_of_row_(std::move(env_of_row)) {}
+
+  [[nodiscard]] bool consumes_concurrently() const noexcept override { return !env_of_row_.empty(); }
 
   void consume(const step_batch& s) override {
     for (const auto& range : s.ranges) {
@@ -57,19 +66,26 @@ class checking_consumer final : public step_consumer {
   std::vector<std::int64_t> last_total_;
   std::vector<std::int32_t> last_action_;
   std::vector<std::uint64_t> seen_;
-  std::string first_error;
-  long errors = 0;
-  long episodes_ended = 0;
+  std::string first_error;  // read after the run
+  std::atomic<long> errors{0};
+  std::atomic<long> episodes_ended{0};
 
  private:
+  std::vector<std::int64_t> env_of_row_;
+  std::mutex first_error_mutex_;
+
   void fail(std::string what) {
-    if (errors++ == 0) first_error = std::move(what);
+    if (errors.fetch_add(1) == 0) {
+      std::lock_guard lock(first_error_mutex_);
+      first_error = std::move(what);
+    }
   }
 
   void check_row(const step_batch& s, std::uint32_t r) {
     const auto obs = s.batch.observations().row(r);
     const auto total = static_cast<std::int64_t>(obs[1]);
-    if (static_cast<std::uint32_t>(obs[0]) != r) fail("row " + std::to_string(r) + " holds another env");
+    const auto env = env_of_row_.empty() ? static_cast<std::int64_t>(r) : env_of_row_[r];
+    if (static_cast<std::int64_t>(obs[0]) != env) fail("row " + std::to_string(r) + " holds another env");
     const bool ended = s.batch.terminated()[r] != 0 || s.batch.truncated()[r] != 0;
     if (seen_[r] == 0) {
       if (total != 0) fail("row " + std::to_string(r) + ": first batch is not the reset");
@@ -120,6 +136,19 @@ class hashing_consumer final : public step_consumer {
   }
 };
 
+/// Runs `s` for 40,000 env steps with a random policy, `check` consuming,
+/// and checks that every row was right and some episodes ended.
+void run_checked(sampler& s, executor_mode mode, checking_consumer& check) {
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  coral::runtime rt({.mode = mode});
+  s.spawn(rt, *pol, 40'000, &check);
+  rt.run();
+  INFO(check.first_error);
+  CHECK(check.errors.load() == 0);
+  CHECK(s.stats().env_steps >= 40'000);
+  CHECK(check.episodes_ended.load() > 0);
+}
+
 std::uint64_t run_hash(sampler_options o, std::uint64_t steps) {
   sampler s(o);
   auto pol = make_builtin_policy("random", s.action_space(), s.rows(), o.seed);
@@ -140,16 +169,8 @@ TEST_CASE("every topology delivers each env's step exactly once per action, in o
   CAPTURE(to_string(t), mode == executor_mode::single ? "single" : "threads");
   auto o = counter_options(t, mode);
   sampler s(o);
-  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
   checking_consumer check(s.rows());
-  coral::runtime rt({.mode = mode});
-  s.spawn(rt, *pol, 40'000, &check);
-  rt.run();
-
-  INFO(check.first_error);
-  CHECK(check.errors == 0);
-  CHECK(s.stats().env_steps.load() >= 40'000);
-  CHECK(check.episodes_ended > 0);
+  run_checked(s, mode, check);
   std::uint64_t total = 0;
   std::uint64_t least = ~std::uint64_t{0};
   for (auto n : check.seen_) {
@@ -187,8 +208,8 @@ TEST_CASE("a stop in the middle of a run ends it cleanly in every topology", "[a
   s.spawn(rt, *pol, 0, &check);  // no step limit: only the stop ends it
   rt.run();
   CHECK(rt.stop_requested());
-  CHECK(s.stats().batches.load() >= 200);
-  CHECK(check.errors == 0);
+  CHECK(s.stats().batches >= 200);
+  CHECK(check.errors.load() == 0);
 }
 
 TEST_CASE("a failing env stops the run with an error naming the env and its group", "[actors][sampler][errors]") {
@@ -225,7 +246,7 @@ TEST_CASE("with --on-env-error reset a failing env is reset, counted, and the ru
   rt.run();
   group_log->sinks().pop_back();
   CHECK(s.env_failures() == 1);
-  CHECK(s.stats().env_steps.load() >= 20'000);
+  CHECK(s.stats().env_steps >= 20'000);
   CHECK(warnings.str() == fmt::format(fmt::runtime(coral::actors::errors::env_reset), 3, "env-group-1", 1, "boom") + "\n");
 }
 
@@ -329,9 +350,118 @@ TEST_CASE("under dynamic batching every env keeps stepping: no ready message is 
   s.spawn(rt, *pol, 200'000, &check);
   rt.run();
   INFO(check.first_error);
-  CHECK(check.errors == 0);
+  CHECK(check.errors.load() == 0);
   const auto [least, most] = std::minmax_element(check.seen_.begin(), check.seen_.end());
   // Every env stepped, and none fell far behind the busiest.
   CHECK(*least > 0);
   CHECK(*least * 4 >= *most);
+}
+
+namespace {
+
+/// Row r's env under `s`'s padded rows (-1 for rows no env uses).
+std::vector<std::int64_t> env_of_row(const sampler& s) {
+  std::vector<std::int64_t> out(s.rows(), -1);
+  std::int64_t env = 0;
+  for (const auto& range : s.group_rows()) {
+    for (auto r = range.first; r < range.first + range.count; ++r) out[r] = env++;
+  }
+  return out;
+}
+
+/// A policy that acts on one batch at a time (as a network policy does).
+class one_batch_policy final : public policy {
+ public:
+  void act(const policy_rows&) override {}
+  void load_weights(std::span<const float>) override {}
+};
+
+/// A consumer that takes the batches of one batcher at a time.
+class plain_consumer final : public step_consumer {
+ public:
+  void consume(const step_batch&) override {}
+};
+
+}  // namespace
+
+TEST_CASE("shards: each has its own rows, a cache line apart, and its own batcher; every env's step arrives once "
+          "per action, in every topology",
+          "[actors][sampler][shards]") {
+  coral::test::watchdog dog("sharded delivery", 60s);
+  auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  CAPTURE(to_string(t), mode == executor_mode::single ? "single" : "threads");
+  auto o = counter_options(t, mode);  // 8 envs in groups of 2, 2 threads
+  o.shards = 2;
+  if (t == topology::pool) o.batch_size = 4;
+  sampler s(o);
+  REQUIRE(s.wires().shards == 2);
+  CHECK(s.wires().batch_size == (t == topology::sync ? 4 : 2));  // one shard's
+  // Shard 1 starts at row 64: no cache line holds rows of both.
+  const auto rows = s.group_rows();
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].first == 0);
+  CHECK(rows[1].first == 2);
+  CHECK(rows[2].first == shard_row_alignment);
+  CHECK(rows[3].first == shard_row_alignment + 2);
+  CHECK(s.rows() == shard_row_alignment + 4);
+  checking_consumer check(s.rows(), env_of_row(s));
+  run_checked(s, mode, check);
+  for (std::size_t g = 0; g < s.groups().size(); ++g) {
+    CAPTURE(g);
+    CHECK(s.groups()[g]->steps() > 0);  // both shards ran
+  }
+  // Each shard stopped after its share, 20'000 (in whole batches).
+  CHECK(s.stats().env_steps < 40'000 + 2 * 8);
+  std::string report;
+  s.describe(report);
+  CHECK(report.find("actor 'inference-batcher-0'") != std::string::npos);
+  CHECK(report.find("actor 'inference-batcher-1'") != std::string::npos);
+}
+
+TEST_CASE("a sampler of several shards refuses, before spawning anything, what would see several batchers at once",
+          "[actors][sampler][shards][errors]") {
+  auto o = counter_options(topology::pool, executor_mode::threads);
+  o.shards = 2;
+  o.batch_size = 4;
+  sampler s(o);
+  auto random = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  one_batch_policy one_batch;
+  plain_consumer plain;
+  coral::latest<std::vector<float>> weights;
+  coral::runtime rt;
+  CHECK_THROWS_MATCHES(s.spawn(rt, one_batch, 100), coral::usage_error,
+                       Catch::Message("sampler: 2 shards run 2 batchers at once, and this policy acts on one batch at "
+                                      "a time (use one shard)"));
+  CHECK_THROWS_MATCHES(s.spawn(rt, *random, 100, &plain), coral::usage_error,
+                       Catch::Message("sampler: 2 shards run 2 batchers at once, and this step consumer takes the "
+                                      "batches of one at a time"));
+  CHECK_THROWS_MATCHES(s.spawn(rt, *random, 100, nullptr, &weights), coral::usage_error,
+                       Catch::Message("sampler: 2 shards run 2 batchers at once, and a policy that loads weights "
+                                      "serves one"));
+  coral::channel<gate_msg> inbox(8);
+  s.announce_to(inbox);
+  CHECK_THROWS_MATCHES(s.spawn(rt, *random, 100), coral::usage_error,
+                       Catch::Message("sampler: 2 shards run 2 batchers at once, and a gate holds back the groups of "
+                                      "one"));
+  rt.run();  // nothing was spawned: returns at once
+  CHECK_THROWS_AS(s.stats(), coral::usage_error);
+}
+
+TEST_CASE("one shard is the sampler as before: rows are the envs' and the actors keep their names",
+          "[actors][sampler][shards]") {
+  auto o = counter_options(topology::pool, executor_mode::threads);
+  o.batch_size = 4;
+  sampler s(o);
+  CHECK(s.wires().shards == 1);
+  CHECK(s.rows() == 8);
+  one_batch_policy one_batch;  // one batcher: any policy
+  plain_consumer plain;
+  coral::runtime rt;
+  s.spawn(rt, one_batch, 1000, &plain);
+  rt.run();
+  std::string report;
+  s.describe(report);
+  CHECK(report.find("actor 'inference-batcher':") != std::string::npos);
+  CHECK(s.stats().env_steps >= 1000);
 }

@@ -72,3 +72,61 @@ TEST_CASE("invalid combinations are rejected before start, naming the flag", "[a
   CHECK_THROWS_MATCHES(resolve_wiring(o), coral::config_error,
                        Catch::Message("--min-batch-size: 6 is invalid: it must be at most the batch size (4)"));
 }
+
+TEST_CASE("shards split the envs, the batch and the threads evenly, each shard a wiring of its own",
+          "[actors][topology][shards]") {
+  auto o = opts(topology::pool, 16, 8, 2, 4);
+  o.shards = 2;
+  const auto w = resolve_wiring(o);
+  CHECK(w.shards == 2);
+  CHECK(w.groups == 8);          // all shards'
+  CHECK(w.batch_size == 4);      // one shard's
+  CHECK(w.ready_channels == 1);  // one shard's
+  auto db = opts(topology::double_buffer, 16, 0, 2, 2);
+  db.shards = 2;
+  const auto wd = resolve_wiring(db);
+  CHECK(wd.ready_channels == 2);
+  CHECK(wd.batch_size == 4);  // half of a shard's 8 envs
+  auto sync = opts(topology::sync, 8, 0, 1, 4);
+  sync.shards = 4;
+  CHECK(resolve_wiring(sync).batch_size == 2);
+  o.shards = shards_auto;  // unresolved: checked as one shard
+  CHECK(resolve_wiring(o).shards == 1);
+}
+
+TEST_CASE("a shard count that does not split the threads, groups, batch or minimum batch is refused, naming --shards",
+          "[actors][topology][shards][errors]") {
+  auto o = opts(topology::pool, 16, 8, 2, 4);
+  o.shards = 3;
+  CHECK_THROWS_MATCHES(resolve_wiring(o), coral::config_error,
+                       Catch::Message("--shards: 3 is invalid: it must divide --threads (4): each shard has threads "
+                                      "of its own"));
+  o.shards = 8;
+  CHECK_THROWS_MATCHES(resolve_wiring(o), coral::config_error,
+                       Catch::Message("--shards: 8 is invalid: it must divide --threads (4): each shard has threads "
+                                      "of its own"));
+  auto g = opts(topology::pool, 12, 4, 4, 2);  // 3 groups
+  g.shards = 2;
+  CHECK_THROWS_MATCHES(resolve_wiring(g), coral::config_error,
+                       Catch::Message("--shards: 2 is invalid: it must divide the groups (3 of 4 envs): each shard "
+                                      "has whole groups"));
+  auto b = opts(topology::pool, 16, 2, 2, 2);  // a batch of one group
+  b.shards = 2;
+  CHECK_THROWS_MATCHES(resolve_wiring(b), coral::config_error,
+                       Catch::Message("--shards: 2 is invalid: each shard's batch is the batch (2) / the shards, in "
+                                      "whole groups of 2"));
+  auto m = opts(topology::pool, 16, 8, 1, 2);
+  m.shards = 2;
+  m.min_batch_size = 3;
+  m.batch_timeout = std::chrono::microseconds(10);
+  CHECK_THROWS_MATCHES(resolve_wiring(m), coral::config_error,
+                       Catch::Message("--shards: 2 is invalid: it must divide --min-batch-size (3): each shard's "
+                                      "batcher takes its share"));
+  m.min_batch_size = 4;
+  CHECK(resolve_wiring(m).shards == 2);
+  // The flags' own errors come first, as for one shard.
+  auto e = opts(topology::pool, 8, 3, 2, 2);
+  e.shards = 3;
+  CHECK_THROWS_MATCHES(resolve_wiring(e), coral::config_error,
+                       Catch::Message("--batch-size: 3 is invalid: it must be a multiple of --envs-per-group (2)"));
+}

@@ -29,7 +29,7 @@ namespace coral::actors {
 /// observation of a new episode).
 ///
 /// Thread safety: run() is one coroutine; env_failures() may be read from any thread.
-class env_group {
+class alignas(64) env_group {
  public:
   /// `first_env` is the global index of the slice's first env (for messages).
   env_group(std::string name, std::uint32_t id, std::size_t first_env, envs::env_slice slice,

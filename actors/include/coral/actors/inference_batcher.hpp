@@ -45,7 +45,7 @@ struct batcher_stats {
 /// closes, and then closes every channel it knows, so the groups end too.
 ///
 /// Thread safety: run() is one coroutine; stats() may be read from any thread.
-class inference_batcher {
+class alignas(64) inference_batcher {
  public:
   struct options {
     std::size_t batch_size = 1;
@@ -54,8 +54,9 @@ class inference_batcher {
     std::uint64_t max_env_steps = 0;
   };
 
-  /// `groups[g]` must have id g and send to `ready[g % ready.size()]`; every
-  /// group has the same size.
+  /// `groups[i]` must have id `first + i`, where `first` is groups[0]'s id
+  /// (a shard's groups: see sampler_options::shards), and send to
+  /// `ready[i % ready.size()]`; every group has the same size.
   inference_batcher(std::vector<channel<ready_msg>*> ready, std::vector<env_group*> groups, policy& pol,
                     envs::env_batch& batch, options opts, step_consumer* consumer = nullptr,
                     const latest<std::vector<float>>* weights = nullptr);
@@ -88,8 +89,9 @@ class inference_batcher {
   step_consumer* consumer_;
   const latest<std::vector<float>>* weights_;
   std::size_t group_size_;
+  std::uint32_t first_group_;          // id of groups_[0]
   std::vector<ready_msg> received_;    // scratch for receive_some
-  std::vector<std::uint32_t> in_hand_;  // group ids of the batch being formed
+  std::vector<std::uint32_t> in_hand_;  // groups_ indices (id - first_group_) of the batch being formed
   std::vector<row_range> ranges_;
   std::vector<float> log_probs_;
   std::vector<float> values_;

@@ -31,7 +31,8 @@ struct policy_rows {
   std::span<float> values;     ///< empty, or one per batch row
 };
 
-/// Chooses actions. Called by one batcher at a time, on its executor.
+/// Chooses actions. Called by one batcher at a time, on its executor (by
+/// several at once, on disjoint rows, only if acts_concurrently()).
 class policy {
  public:
   virtual ~policy() = default;
@@ -42,6 +43,10 @@ class policy {
   /// Loads flat weights published by a learner (see coral::latest). A policy
   /// without weights ignores them.
   virtual void load_weights(std::span<const float> weights) = 0;
+  /// Whether act() may run on several threads at once for disjoint rows
+  /// (what a sampler of several shards does: one batcher per shard). False
+  /// unless a policy says otherwise: a network policy shares its buffers.
+  [[nodiscard]] virtual bool acts_concurrently() const noexcept { return false; }
 
  protected:
   policy() = default;
@@ -57,6 +62,8 @@ class random_policy final : public policy {
   random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed);
   void act(const policy_rows& rows) override;
   void load_weights(std::span<const float>) override {}
+  /// Each row draws from its own rng: disjoint rows share nothing.
+  [[nodiscard]] bool acts_concurrently() const noexcept override { return true; }
 
  private:
   envs::space action_space_;
@@ -71,6 +78,8 @@ class constant_policy final : public policy {
   explicit constant_policy(const envs::space& action_space);
   void act(const policy_rows& rows) override;
   void load_weights(std::span<const float>) override {}
+  /// It only reads its own members.
+  [[nodiscard]] bool acts_concurrently() const noexcept override { return true; }
 
  private:
   std::vector<std::int32_t> discrete_;

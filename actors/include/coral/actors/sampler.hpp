@@ -22,7 +22,16 @@
 
 namespace coral::actors {
 
-/// Owns the batch, the groups, their channels and the batcher.
+/// What a sampler's batchers counted, over every shard; a snapshot.
+struct sampler_stats {
+  std::uint64_t env_steps = 0;  ///< env steps acted on, all shards
+  std::uint64_t batches = 0;    ///< batches, all shards
+  std::int64_t run_ns = 0;      ///< the longest shard's time from its first batch to its end
+  double idle_fraction = 0;     ///< the batchers' time waiting for envs over their run time, summed over shards
+};
+
+/// Owns the batch, the groups, their channels and the batcher (one per
+/// shard: see sampler_options::shards).
 ///
 /// Protocol: construct (validates the options and builds every env; throws
 /// config_error before anything starts), make a policy for
@@ -31,7 +40,7 @@ namespace coral::actors {
 class sampler {
  public:
   explicit sampler(sampler_options options);
-  /// The same, writing into `rows` (rows × widths of this env's spaces, else
+  /// The same, writing into `rows` (rows() × widths of this env's spaces, else
   /// usage_error) rather than a batch of its own: a vector_env restarted
   /// with new envs keeps the rows its caller reads.
   sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows);
@@ -43,20 +52,30 @@ class sampler {
   /// on `rt`'s pool `sampling` (the batcher on pool `inference` with
   /// options().inference_thread), stopping after `max_env_steps` (0 = never).
   /// `pol`, `consumer` and `weights` must outlive the run.
+  ///
+  /// With several shards, shard s runs on pool `sampling-<s>` (of threads /
+  /// shards threads, pinned from core s × that, with pin) and its batcher,
+  /// `inference-batcher-<s>`, there or on pool `inference-<s>`; each stops
+  /// after its share of `max_env_steps` (rounded up). Throws usage_error,
+  /// before anything is spawned, if `pol` does not act concurrently, the
+  /// consumer does not consume concurrently, or weights or a gate
+  /// (announce_to) are given: each would see several batchers at once.
   void spawn(runtime& rt, policy& pol, std::uint64_t max_env_steps, step_consumer* consumer = nullptr,
              const latest<std::vector<float>>* weights = nullptr);
 
   /// The same, with the batcher's options given rather than taken from the
-  /// sampler's (batch size from wires(); max_env_steps, 0 = never, inside).
+  /// sampler's (batch size from wires(); max_env_steps, 0 = never, inside):
+  /// every shard's batcher takes them, max_env_steps split as above.
   void spawn(runtime& rt, policy& pol, const inference_batcher::options& batcher_options,
              step_consumer* consumer = nullptr, const latest<std::vector<float>>* weights = nullptr);
 
   /// Makes every group announce "ready" to a gate's inbox instead of to
   /// the batcher's ready channels; the gate forwards group g's announcements
   /// to ready_channels()[g % ready_channels().size()] (see gate.hpp). Before
-  /// spawn() only.
+  /// spawn() only. With several shards spawn() then refuses to start.
   void announce_to(channel<gate_msg>& gate_inbox) noexcept;
-  /// The channels the batcher takes ready groups from.
+  /// The channels the batchers take ready groups from: shard s's are
+  /// [s × wires().ready_channels, (s + 1) × wires().ready_channels).
   [[nodiscard]] std::vector<channel<ready_msg>*> ready_channels() const;
   /// The batch rows of each group, in group order.
   [[nodiscard]] std::vector<row_range> group_rows() const;
@@ -70,10 +89,13 @@ class sampler {
   [[nodiscard]] std::shared_ptr<envs::env_batch> shared_batch() const noexcept { return batch_; }
   [[nodiscard]] const envs::space& observation_space() const noexcept { return observation_space_; }
   [[nodiscard]] const envs::space& action_space() const noexcept { return action_space_; }
-  /// Batch rows (num_envs × agents per env).
+  /// Batch rows: num_envs × agents per env, and with several shards the
+  /// unused rows that keep shards off each other's cache lines
+  /// (shard_row_alignment; group_rows() says which rows envs use).
   [[nodiscard]] std::size_t rows() const noexcept { return batch_->rows(); }
-  /// The batcher's counters (valid after spawn()).
-  [[nodiscard]] const batcher_stats& stats() const;
+  /// The batchers' counters, summed over the shards (after spawn(); any
+  /// thread, while the run goes on).
+  [[nodiscard]] sampler_stats stats() const;
   /// Env failures survived under `--on-env-error reset`, over all groups.
   [[nodiscard]] std::uint64_t env_failures() const noexcept;
   /// Has `watchdog` watch the env steps and describe the sampler (see describe()).
@@ -93,7 +115,8 @@ class sampler {
   std::shared_ptr<envs::env_batch> batch_;
   std::vector<std::unique_ptr<channel<ready_msg>>> ready_;
   std::vector<std::unique_ptr<env_group>> groups_;
-  std::unique_ptr<inference_batcher> batcher_;
+  std::vector<std::unique_ptr<inference_batcher>> batchers_;  ///< one per shard, from spawn()
+  bool gated_ = false;                                        ///< announce_to() was called
 };
 
 /// Result of the plain for-loop baseline.

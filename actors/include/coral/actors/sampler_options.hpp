@@ -18,6 +18,14 @@ namespace coral::actors {
 
 /// The `spin` of sampler_options that asks resolve_auto() to choose it.
 inline constexpr std::chrono::microseconds spin_auto{-1};
+/// The `shards` of sampler_options that asks resolve_auto() to choose it.
+inline constexpr std::size_t shards_auto = 0;
+/// With several shards, each shard's first batch row is a multiple of this
+/// (rows between shards stay unused): every batch column is aligned to a
+/// 64-byte cache line and the narrowest holds a byte per row, so no cache
+/// line holds two shards' rows. Without it two shards of noop write the
+/// same flag lines on every step and sample no faster than one.
+inline constexpr std::size_t shard_row_alignment = 64;
 
 /// Everything a sampler is built from (the flags of `coral bench`).
 struct sampler_options {
@@ -37,6 +45,16 @@ struct sampler_options {
   /// resolve_auto() from the env's measured step time (see there).
   std::size_t envs_per_group = 0;
   std::size_t threads = 1;
+  /// Independent copies of the wiring, each with its own ready channels,
+  /// batcher and threads: shard s gets envs [s·n/S, (s+1)·n/S), a batch of
+  /// batch_size / S and threads / S threads of its own (pool
+  /// `sampling-<s>`), and its batcher acts on those rows only, so no
+  /// hand-off crosses from one shard's threads to another's. More than one
+  /// needs a policy that may act on disjoint rows from several threads at
+  /// once (policy::acts_concurrently), a step consumer likewise, or none,
+  /// and no weights and no gate (sampler::spawn checks). shards_auto: chosen by resolve_auto()
+  /// (see choose_shards).
+  std::size_t shards = 1;
   bool pin = false;
   /// How long idle sampling threads poll before blocking (see
   /// pool_options::spin); spin_auto: chosen by resolve_auto() from the env's
@@ -57,12 +75,14 @@ struct sampler_options {
   bool next_step_autoreset = false;
 };
 
-/// Checks `options` and resolves its wiring. Throws config_error naming the
+/// Checks `options` and resolves its wiring (with shards, one shard's: see
+/// wiring). Throws config_error naming the
 /// flag at fault, before anything starts: zero or too many threads, a group
 /// size that does not divide the envs, a batch larger than the envs (or than
 /// one channel's envs), not a multiple of the group size, double-buffer with
 /// an odd number of groups, a sync batch that is not every env, a pool batch
-/// that is every env.
+/// that is every env; a shard count that does not divide --threads, the
+/// groups, the batch in whole groups, or --min-batch-size.
 ///
 /// An unresolved auto group size (envs_per_group 0) is checked as groups of
 /// one, the size every other choice must be compatible with: the errors it
@@ -117,12 +137,22 @@ inline constexpr double auto_spin_below_seconds = 0.5e-6;
 /// env failed (the spin of every release before auto).
 inline constexpr std::chrono::microseconds auto_spin{50};
 
-/// `options` with its auto settings made explicit: an auto group size (0)
+/// The shard count auto picks: one shard per sampling thread where the
+/// wiring allows it (the threads executor, and the threads, groups of one
+/// and batch split evenly, each shard a valid wiring of its own), else the
+/// largest divisor of --threads that does; one with inference_thread (one
+/// batcher thread asked for: each shard would have its own). Pure; `options` must pass
+/// resolve_wiring with shards 1.
+[[nodiscard]] std::size_t choose_shards(const sampler_options& options);
+
+/// `options` with its auto settings made explicit: an auto shard count
+/// replaced by choose_shards' (before the group size, which is then chosen
+/// for one shard's envs, batch and threads), an auto group size (0)
 /// replaced by the one chosen for the measured step time (groups of one if
 /// the probe env failed), the batch size filled in, and an auto spin
 /// replaced by choose_spin's for the resolved group size (auto_spin if the
-/// probe failed). The env is probed (measure_step_seconds) only when one
-/// of the two is auto. Other options are returned as they are. Throws what
+/// probe failed), for one shard's threads. The env is probed
+/// (measure_step_seconds) only when the group size or the spin is auto. Other options are returned as they are. Throws what
 /// resolve_wiring throws.
 [[nodiscard]] sampler_options resolve_auto(sampler_options options);
 

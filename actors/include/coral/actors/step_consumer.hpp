@@ -21,6 +21,10 @@ class step_consumer {
  public:
   virtual ~step_consumer() = default;
   virtual void consume(const step_batch& step) = 0;
+  /// Whether consume() may run on several threads at once for disjoint rows
+  /// (a sampler of several shards: one batcher per shard, each with its own
+  /// batch_index count). False unless a consumer says otherwise.
+  [[nodiscard]] virtual bool consumes_concurrently() const noexcept { return false; }
 
  protected:
   step_consumer() = default;

@@ -29,12 +29,15 @@ enum class topology { sync, double_buffer, pool };
 /// The flag spelling of `t`.
 [[nodiscard]] std::string_view to_string(topology t) noexcept;
 
-/// The wiring a set of options resolves to.
+/// The wiring a set of options resolves to. With several shards (see
+/// sampler_options::shards) every shard is wired alike: `ready_channels`
+/// and `batch_size` are one shard's, `groups` all of them.
 struct wiring {
-  std::size_t groups = 0;          ///< num_envs / envs_per_group
+  std::size_t groups = 0;          ///< num_envs / envs_per_group, over every shard
   std::size_t envs_per_group = 1;  ///< the group size (1 for an unresolved auto)
-  std::size_t ready_channels = 1;  ///< groups are split evenly across them
-  std::size_t batch_size = 0;      ///< envs per batch, a multiple of envs_per_group
+  std::size_t ready_channels = 1;  ///< per shard; a shard's groups are split evenly across them
+  std::size_t batch_size = 0;      ///< envs per batch of one shard's batcher, a multiple of envs_per_group
+  std::size_t shards = 1;          ///< independent copies of the wiring (1 for an unresolved auto)
 };
 
 }  // namespace coral::actors

@@ -62,7 +62,7 @@ using channel_waiter = detail::waiter;
 /// T must be default constructible and nothrow move constructible and
 /// assignable: messages are small plain structs.
 template <class T>
-class channel {
+class alignas(64) channel {
   static_assert(std::is_default_constructible_v<T>, "channel<T>: T must be default constructible");
   static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T>,
                 "channel<T>: T must be nothrow movable");
