@@ -1,6 +1,6 @@
 // `coral tune`: for one env, its envs and its sampling threads, samples
 // with every wiring worth trying (topology, envs per group, batch size,
-// spinning), ranks them by steps per second, and writes the fastest as a
+// spinning, shards), ranks them by steps per second, and writes the fastest as a
 // config file that `--config` takes (docs/cli.md).
 
 #include <algorithm>
@@ -42,13 +42,15 @@ struct candidate {
 
 std::string describe(const actors::sampler_options& o) {
   const auto w = actors::resolve_wiring(o);
-  return fmt::format("--topology {} --envs-per-group {} --batch-size {} --spin-us {}", actors::to_string(o.topo),
-                     o.envs_per_group, w.batch_size, o.spin.count());
+  return fmt::format("--topology {} --envs-per-group {} --batch-size {} --spin-us {} --shards {}",
+                     actors::to_string(o.topo), o.envs_per_group, w.batch_size * w.shards, o.spin.count(), w.shards);
 }
 
 /// Every wiring of `base`'s envs and threads worth trying: each topology,
 /// group sizes that are powers of two dividing the envs, for pool a batch of
-/// a quarter, half or all but one of the groups, and three spin times. A
+/// a quarter, half or all but one of the groups, three spin times, and each
+/// of those as one shard and as the shards auto would make of it (where
+/// that is more than one: `coral bench`'s default, docs/cli.md). A
 /// wiring flag the user gave (`given`: --topology, a number for
 /// --envs-per-group or --spin-us, --batch-size) is held at its value and
 /// the rest are swept. Wirings the sampler refuses (resolve_wiring) are left
@@ -89,6 +91,7 @@ std::vector<candidate> candidates(const actors::sampler_options& base, const sam
           o.envs_per_group = k;
           o.batch_size = batch;
           o.spin = std::chrono::microseconds(spin);
+          o.shards = 1;
           if (!first) first = o;
           try {
             (void)actors::resolve_wiring(o);
@@ -96,6 +99,11 @@ std::vector<candidate> candidates(const actors::sampler_options& base, const sam
             continue;  // not a wiring of these envs and threads
           }
           all.push_back({o, 0});
+          // choose_shards only returns counts that resolve.
+          if (const auto shards = actors::choose_shards(o); shards > 1) {
+            o.shards = shards;
+            all.push_back({o, 0});
+          }
         }
       }
     }
@@ -124,10 +132,8 @@ constexpr bool has_train = true;
 constexpr bool has_train = false;
 #endif
 
-/// The config file: the env, its envs and threads, and the wiring, for both
-/// commands that sample (bench alone where this coral has no train).
-std::string config_text(const tune_flags& f, std::size_t tried, const candidate& best, const candidate& first) {
-  const auto& o = best.options;
+/// A config section's keys for wiring `o` (with `shards = S` if asked).
+std::string section_body(const tune_flags& f, const actors::sampler_options& o, bool with_shards) {
   const auto w = actors::resolve_wiring(o);
   std::string env_args;
   for (std::size_t i = 0; i < f.sampler.env_args.size(); ++i) {
@@ -137,14 +143,34 @@ std::string config_text(const tune_flags& f, std::size_t tried, const candidate&
   if (!env_args.empty()) body += fmt::format("env-arg = [{}]\n", env_args);
   body += fmt::format(
       "num-envs = {}\nthreads = {}\ntopology = {}\nenvs-per-group = {}\nbatch-size = {}\nspin-us = {}\n", o.num_envs,
-      o.threads, json::quote(actors::to_string(o.topo)), o.envs_per_group, w.batch_size, o.spin.count());
+      o.threads, json::quote(actors::to_string(o.topo)), o.envs_per_group, w.batch_size * w.shards, o.spin.count());
+  if (with_shards) body += fmt::format("shards = {}\n", w.shards);
+  return body;
+}
+
+/// The config file: the env, its envs and threads, and the wiring, for both
+/// commands that sample (bench alone where this coral has no train). `best`
+/// goes to [bench]; [train], which samples as one shard, gets
+/// `best_one_shard`, the fastest of one shard.
+std::string config_text(const tune_flags& f, std::size_t tried, const candidate& best, const candidate& best_one_shard,
+                        const candidate& first) {
+  const auto& o = best.options;
+  std::string train;
+  if (has_train) {
+    train = "\n[train]\n";
+    if (best.options.shards != 1) {
+      train += fmt::format("# train samples as one shard: the fastest of those, {:.0f} env steps/s.\n",
+                           best_one_shard.steps_per_second);
+    }
+    train += section_body(f, best_one_shard.options, false);
+  }
   return fmt::format(
       "# Written by coral tune: the fastest of {} wirings of {} envs of {} on {} sampling thread{},\n"
       "# {:.0f} env steps/s with a random policy ({:.2f}x the first tried: {}).\n"
       "# Use it with --config; flags typed on the command line win.\n\n[bench]\n{}{}",
       tried, o.num_envs, o.env, o.threads, o.threads == 1 ? "" : "s", best.steps_per_second,
-      first.steps_per_second > 0 ? best.steps_per_second / first.steps_per_second : 0.0, describe(first.options), body,
-      has_train ? "\n[train]\n" + body : std::string());
+      first.steps_per_second > 0 ? best.steps_per_second / first.steps_per_second : 0.0, describe(first.options),
+      section_body(f, o, true), train);
 }
 
 void run_tune(std::ostream& out, tune_flags& f) {
@@ -215,8 +241,9 @@ void run_tune(std::ostream& out, tune_flags& f) {
     out << fmt::format("interrupted after {} of {} wirings: nothing written\n", all.size(), total);
     return;
   }
+  const auto one_shard = std::find_if(all.begin(), all.end(), [](const candidate& c) { return c.options.shards == 1; });
   std::ofstream file(path, std::ios::trunc);
-  file << config_text(f, all.size(), best, first);
+  file << config_text(f, all.size(), best, one_shard == all.end() ? best : *one_shard, first);
   file.close();
   if (!file) throw error(fmt::format(fmt::runtime(errors::tune_unwritable), path));
   out << fmt::format("best: {} ({:.0f} steps/s); written to {}: coral bench --config {}{}\n", describe(best.options),
@@ -228,8 +255,8 @@ void run_tune(std::ostream& out, tune_flags& f) {
 void add_tune_command(CLI::App& app, std::ostream& out) {
   auto flags = std::make_shared<tune_flags>();
   auto* cmd = app.add_subcommand(
-      "tune", "sample with every topology, group size, batch size and spin time for an env and thread count; rank "
-              "them and write the fastest as a config file");
+      "tune", "sample with every topology, group size, batch size, spin time and shard count for an env and thread "
+              "count; rank them and write the fastest as a config file");
   add_sampler_flags(*cmd, flags->sampler, {.threads = 2});
   cmd->add_option("--seconds", flags->seconds, "about how long each wiring samples")->capture_default_str();
   cmd->add_option("--out", flags->out, "the config file to write (default tune-<env>-<threads>t.toml)")

@@ -34,26 +34,36 @@ TEST_CASE("coral tune ranks every wiring it tried and writes the fastest as a co
                    "--show", "100"},
                   out, err) == 0);
   INFO(out << err);
-  // What the sampler accepts of 3 topologies x group sizes 1, 2, 4, 8 x their batches x 3 spin times.
+  // What the sampler accepts of 3 topologies x group sizes 1, 2, 4, 8 x their batches x 3 spin times,
+  // each as one shard and, where the envs and batch split in two, as two.
   std::smatch m;
   REQUIRE(std::regex_search(out, m, std::regex("coral tune: env noop, 8 envs, 2 sampling threads: ([0-9]+) wirings")));
   const int wirings = std::stoi(m[1].str());
-  CHECK(wirings == 42);  // 4 group sizes; pool with 1 group has no batch below all the envs
+  // 42 of one shard (4 group sizes; pool with 1 group has no batch below all
+  // the envs), and 24 of two (8 wirings x 3 spins): sync at groups of 1, 2
+  // and 4, double-buffer at 1 and 2 (groups of 4 leave one per shard, which
+  // has no halves), pool at groups of 1 with a batch of 2 or 4 and groups of
+  // 2 with a batch of 4 (the other batches do not split in whole groups).
+  CHECK(wirings == 66);
   // Every one ranked, fastest first, at 1.00x of the best.
-  const std::regex line(R"(\n *([0-9]+)\. +([0-9]+) steps/s  ([0-9.]+)x  --topology (\S+) --envs-per-group ([0-9]+) --batch-size ([0-9]+) --spin-us ([0-9]+))");
+  const std::regex line(R"(\n *([0-9]+)\. +([0-9]+) steps/s  ([0-9.]+)x  --topology (\S+) --envs-per-group ([0-9]+) --batch-size ([0-9]+) --spin-us ([0-9]+) --shards ([12]))");
   std::vector<double> rates;
-  std::string best_topology, best_group, best_batch, best_spin;
+  std::string best_topology, best_group, best_batch, best_spin, best_shards;
+  std::set<std::string> shard_counts;
   for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
     rates.push_back(std::stod((*it)[2].str()));
+    shard_counts.insert((*it)[8].str());
     if (rates.size() == 1) {
       CHECK((*it)[3].str() == "1.00");
       best_topology = (*it)[4].str();
       best_group = (*it)[5].str();
       best_batch = (*it)[6].str();
       best_spin = (*it)[7].str();
+      best_shards = (*it)[8].str();
     }
   }
   CHECK(static_cast<int>(rates.size()) == wirings);
+  CHECK(shard_counts == std::set<std::string>{"1", "2"});
   CHECK(std::is_sorted(rates.rbegin(), rates.rend()));
   CHECK(rates.back() > 0);
 
@@ -62,16 +72,24 @@ TEST_CASE("coral tune ranks every wiring it tried and writes the fastest as a co
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("[bench]\nenv = \"noop\"\nnum-envs = 8\nthreads = 2\ntopology = \"" + best_topology +
                   "\"\nenvs-per-group = " + best_group + "\nbatch-size = " + best_batch + "\nspin-us = " + best_spin +
-                  "\n") != std::string::npos);
+                  "\nshards = " + best_shards + "\n") != std::string::npos);
 #ifdef CORAL_HAVE_TRAIN
-  CHECK(text.find("[train]\nenv = \"noop\"") != std::string::npos);
+  // train samples as one shard: its section has no shards key, and says so when bench's has more.
+  const auto train = text.find("[train]\n");
+  REQUIRE(train != std::string::npos);
+  CHECK(text.find("env = \"noop\"", train) != std::string::npos);
+  CHECK(text.find("shards", train) == std::string::npos);
+  CHECK((best_shards == "2") == (text.find("# train samples as one shard", train) != std::string::npos));
 #else
   // A coral without libtorch has no train command and refuses a [train] section.
   CHECK(text.find("[train]") == std::string::npos);
 #endif
   REQUIRE(run_cli({"bench", "--config", file, "--steps", "2000", "--no-baseline"}, out, err) == 0);
-  CHECK(out.starts_with(fmt::format("coral bench: env noop, topology {}, 8 envs in {} groups of {}, batch {}, 2 threads",
-                                    best_topology, 8 / std::stoi(best_group), best_group, best_batch)));
+  CHECK(out.starts_with(fmt::format("coral bench: env noop, topology {}, 8 envs in {} groups of {}, batch {}, 2 threads{},",
+                                    best_topology, 8 / std::stoi(best_group), best_group, best_batch,
+                                    best_shards == "2" ? " in 2 shards (each 4 envs, batch " +
+                                                             std::to_string(std::stoi(best_batch) / 2) + ", 1 thread)"
+                                                       : "")));
   fs::remove_all(dir);
 }
 
@@ -83,7 +101,7 @@ TEST_CASE("coral tune holds a wiring flag given at its value and sweeps the rest
                    "--show", "100", "--topology", "pool", "--spin-us", "0"},
                   out, err) == 0);
   INFO(out << err);
-  const std::regex line(R"(\n *[0-9]+\. +[0-9]+ steps/s  [0-9.]+x  --topology (\S+) --envs-per-group ([0-9]+) --batch-size ([0-9]+) --spin-us ([0-9]+))");
+  const std::regex line(R"(\n *[0-9]+\. +[0-9]+ steps/s  [0-9.]+x  --topology (\S+) --envs-per-group ([0-9]+) --batch-size ([0-9]+) --spin-us ([0-9]+) --shards [12])");
   std::set<std::string> topologies, spins, groups;
   int ranked = 0;
   for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it, ++ranked) {
