@@ -27,7 +27,8 @@ void collect_constant(const envs::space& s, std::vector<float>& continuous) {
 
 }  // namespace
 
-random_policy::random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed)
+random_policy::random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed,
+                             std::span<const std::uint64_t> streams)
     : action_space_(action_space),
       discrete_n_(action_space.kind() == envs::space_kind::discrete
                       ? static_cast<std::uint64_t>(action_space.nvec().front())
@@ -35,7 +36,12 @@ random_policy::random_policy(const envs::space& action_space, std::size_t rows, 
   rngs_.reserve(rows);
   // A stream apart from the envs' own (seed, index) streams.
   const std::uint64_t policy_seed = seed ^ 0x9e3779b97f4a7c15ULL;
-  for (std::size_t r = 0; r < rows; ++r) rngs_.emplace_back(envs::env_seed{policy_seed, r});
+  if (!streams.empty() && streams.size() != rows) {
+    throw usage_error(fmt::format("random_policy: {} streams for {} rows", streams.size(), rows));
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    rngs_.emplace_back(envs::env_seed{policy_seed, streams.empty() ? r : streams[r]});
+  }
 }
 
 void random_policy::act(const policy_rows& rows) {
@@ -74,8 +80,9 @@ void constant_policy::act(const policy_rows& rows) {
 }
 
 std::unique_ptr<policy> make_builtin_policy(std::string_view name, const envs::space& action_space,
-                                            std::size_t rows, std::uint64_t seed) {
-  if (name == "random") return std::make_unique<random_policy>(action_space, rows, seed);
+                                            std::size_t rows, std::uint64_t seed,
+                                            std::span<const std::uint64_t> streams) {
+  if (name == "random") return std::make_unique<random_policy>(action_space, rows, seed, streams);
   if (name == "constant") return std::make_unique<constant_policy>(action_space);
   throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--policy", name, "random, constant"));
 }

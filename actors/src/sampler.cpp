@@ -148,6 +148,18 @@ std::vector<row_range> sampler::group_rows() const {
   return out;
 }
 
+std::vector<std::uint64_t> sampler::row_streams() const {
+  const std::size_t used = options_.num_envs * first_env().max_agents();
+  std::vector<std::uint64_t> out(rows());
+  for (std::size_t r = 0; r < out.size(); ++r) out[r] = used + r;  // unused rows: past every env's
+  std::uint64_t next = 0;
+  for (const auto& g : groups_) {
+    const auto range = g->rows();
+    for (std::uint32_t i = 0; i < range.count; ++i) out[range.first + i] = next++;
+  }
+  return out;
+}
+
 sampler_stats sampler::stats() const {
   if (batchers_.empty()) throw usage_error("sampler::stats() before spawn()");
   sampler_stats out;

@@ -51,7 +51,7 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
                                    "random, constant (mlp needs coral built with CORAL_WITH_TORCH=ON)"));
 #endif
   }
-  return actors::make_builtin_policy(name, s.action_space(), s.rows(), seed);
+  return actors::make_builtin_policy(name, s.action_space(), s.rows(), seed, s.row_streams());
 }
 
 struct bench_flags {

@@ -115,7 +115,7 @@ std::vector<candidate> candidates(const actors::sampler_options& base, const sam
 /// Samples `steps` env steps with `o` and a random policy; steps per second.
 double measure(const actors::sampler_options& o, std::uint64_t steps) {
   actors::sampler s(o);
-  auto pol = actors::make_builtin_policy("random", s.action_space(), s.rows(), o.seed);
+  auto pol = actors::make_builtin_policy("random", s.action_space(), s.rows(), o.seed, s.row_streams());
   runtime rt({.mode = o.executor, .handle_signals = true});
   s.spawn(rt, *pol, steps);
   rt.run();

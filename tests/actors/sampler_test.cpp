@@ -136,13 +136,19 @@ class hashing_consumer final : public step_consumer {
   }
 };
 
+/// Spawns `s` with `pol` and `consumer` on a runtime of `mode` and runs it
+/// for `steps` env steps.
+void sample(sampler& s, policy& pol, step_consumer& consumer, executor_mode mode, std::uint64_t steps) {
+  coral::runtime rt({.mode = mode});
+  s.spawn(rt, pol, steps, &consumer);
+  rt.run();
+}
+
 /// Runs `s` for 40,000 env steps with a random policy, `check` consuming,
 /// and checks that every row was right and some episodes ended.
 void run_checked(sampler& s, executor_mode mode, checking_consumer& check) {
   auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
-  coral::runtime rt({.mode = mode});
-  s.spawn(rt, *pol, 40'000, &check);
-  rt.run();
+  sample(s, *pol, check, mode, 40'000);
   INFO(check.first_error);
   CHECK(check.errors.load() == 0);
   CHECK(s.stats().env_steps >= 40'000);
@@ -153,9 +159,7 @@ std::uint64_t run_hash(sampler_options o, std::uint64_t steps) {
   sampler s(o);
   auto pol = make_builtin_policy("random", s.action_space(), s.rows(), o.seed);
   hashing_consumer h;
-  coral::runtime rt({.mode = o.executor});
-  s.spawn(rt, *pol, steps, &h);
-  rt.run();
+  sample(s, *pol, h, o.executor, steps);
   return h.hash;
 }
 
@@ -464,4 +468,75 @@ TEST_CASE("one shard is the sampler as before: rows are the envs' and the actors
   s.describe(report);
   CHECK(report.find("actor 'inference-batcher':") != std::string::npos);
   CHECK(s.stats().env_steps >= 1000);
+}
+
+namespace {
+
+/// The first 100 actions each env applied (counter env: observation[3]),
+/// by env; called by several shards' batchers at once, on disjoint envs.
+class action_recorder final : public step_consumer {
+ public:
+  explicit action_recorder(std::vector<std::int64_t> env_of_row, std::size_t envs)
+      : env_of_row_(std::move(env_of_row)), actions(envs) {}
+  [[nodiscard]] bool consumes_concurrently() const noexcept override { return true; }
+  void consume(const step_batch& s) override {
+    for (const auto& range : s.ranges) {
+      for (auto r = range.first; r < range.first + range.count; ++r) {
+        auto& seen = actions[static_cast<std::size_t>(env_of_row_[r])];
+        if (seen.size() < 100) seen.push_back(s.batch.observations().row(r)[3]);
+      }
+    }
+  }
+
+ private:
+  std::vector<std::int64_t> env_of_row_;
+
+ public:
+  std::vector<std::vector<float>> actions;
+};
+
+std::vector<std::vector<float>> first_actions(std::size_t shards, executor_mode mode) {
+  auto o = counter_options(topology::pool, mode, 4);
+  o.envs_per_group = 1;
+  o.batch_size = 4;
+  o.shards = shards;
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 11, s.row_streams());
+  action_recorder rec(env_of_row(s), o.num_envs);
+  sample(s, *pol, rec, mode, 20'000);
+  return rec.actions;
+}
+
+}  // namespace
+
+TEST_CASE("with the sampler's row streams each env gets the same random actions whatever the shard count",
+          "[actors][sampler][shards][determinism]") {
+  // Rows are padded apart with several shards: a policy drawing by row would
+  // give envs of shard 1 other actions than with one shard, and than the
+  // plain loop a benchmark compares with (the heavy envs' cost depends on
+  // what they are made to do).
+  coral::test::watchdog dog("actions by shard count", 60s);
+  auto mode = GENERATE(executor_mode::threads, executor_mode::single);
+  const auto one = first_actions(1, mode);
+  const auto two = first_actions(2, mode);
+  const auto four = first_actions(4, mode);
+  for (std::size_t e = 0; e < one.size(); ++e) {
+    CAPTURE(e);
+    REQUIRE(one[e].size() == 100);
+    CHECK(two[e] == one[e]);
+    CHECK(four[e] == one[e]);
+  }
+  CHECK(one[0] != one[5]);  // the envs' streams differ
+  // Row streams: env e's rows as with one shard, the padding past them.
+  auto o = counter_options(topology::pool, executor_mode::threads);
+  o.batch_size = 4;
+  o.shards = 2;
+  const sampler s(o);
+  const auto streams = s.row_streams();
+  REQUIRE(streams.size() == s.rows());
+  CHECK(streams[0] == 0);
+  CHECK(streams[3] == 3);
+  CHECK(streams[shard_row_alignment] == 4);
+  CHECK(streams[shard_row_alignment + 3] == 7);
+  CHECK(streams[4] >= 8);  // an unused row
 }

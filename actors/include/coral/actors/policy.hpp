@@ -55,11 +55,16 @@ class policy {
 };
 
 /// Uniform over the action space. Row r draws from its own rng seeded from
-/// (seed, r), so the actions a row gets do not depend on which rows share
-/// its batch: runs are reproducible in every topology where the env steps are.
+/// (seed, streams[r]), or (seed, r) without `streams`, so the actions a row
+/// gets do not depend on which rows share its batch: runs are reproducible
+/// in every topology where the env steps are. A sampler of several shards,
+/// whose rows are padded apart, gives sampler::row_streams(): each env then
+/// gets the actions it gets with one shard and in the plain loop.
 class random_policy final : public policy {
  public:
-  random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed);
+  /// `streams`: empty, or one per row.
+  random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed,
+                std::span<const std::uint64_t> streams = {});
   void act(const policy_rows& rows) override;
   void load_weights(std::span<const float>) override {}
   /// Each row draws from its own rng: disjoint rows share nothing.
@@ -86,9 +91,11 @@ class constant_policy final : public policy {
   std::vector<float> continuous_;
 };
 
-/// Builds policy `name` (`random` or `constant`). Throws config_error naming
+/// Builds policy `name` (`random`, whose rows draw from `streams` as
+/// random_policy says, or `constant`). Throws config_error naming
 /// `--policy` and the allowed values otherwise.
 [[nodiscard]] std::unique_ptr<policy> make_builtin_policy(std::string_view name, const envs::space& action_space,
-                                                          std::size_t rows, std::uint64_t seed);
+                                                          std::size_t rows, std::uint64_t seed,
+                                                          std::span<const std::uint64_t> streams = {});
 
 }  // namespace coral::actors

@@ -79,6 +79,11 @@ class sampler {
   [[nodiscard]] std::vector<channel<ready_msg>*> ready_channels() const;
   /// The batch rows of each group, in group order.
   [[nodiscard]] std::vector<row_range> group_rows() const;
+  /// One number per batch row: the row it would be with one shard (env e's
+  /// agent j: e × agents + j), and numbers past those for the unused rows
+  /// between shards. What a random_policy takes, so that each env draws the
+  /// same actions whatever the shard count.
+  [[nodiscard]] std::vector<std::uint64_t> row_streams() const;
   /// Env 0 (for its spaces, agents and returns).
   [[nodiscard]] const envs::env& first_env() const noexcept { return groups_.front()->slice().at(0); }
 
