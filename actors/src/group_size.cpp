@@ -166,17 +166,20 @@ sampler_options one_shard(sampler_options o) {
 
 sampler_options resolve_auto(sampler_options o) {
   auto logger = log::get("sampler");
-  if (o.shards == shards_auto) {
-    o.batch_size = resolve_wiring(o).batch_size;  // the flags' own errors first; the batch of all shards
-    o.shards = choose_shards(o);
-    logger->debug("--shards auto: {}", o.shards);
-  }
+  const bool auto_shards = o.shards == shards_auto;
   const bool auto_group = o.envs_per_group == 0;
   const bool auto_spin_asked = o.spin == spin_auto;
-  if (!auto_group && !auto_spin_asked) return o;
-  const auto w = resolve_wiring(o);  // the flags' own errors first
-  const auto batch = w.batch_size * w.shards;
+  if (!auto_shards && !auto_group && !auto_spin_asked) return o;
+  const auto w = resolve_wiring(o);  // the flags' own errors first (auto shards checked as one)
+  const auto batch = w.batch_size * w.shards;  // of all shards
   const auto step = measure_step_seconds(o);
+  if (auto_shards) {
+    o.batch_size = batch;
+    // A failed probe counts as heavy: the run meets that env's failure itself.
+    const bool heavy = !step || *step >= auto_shard_below_seconds;
+    o.shards = heavy ? 1 : choose_shards(o);
+    logger->debug("--shards auto: {}", o.shards);
+  }
   if (auto_group) {
     o.batch_size = batch;
     o.envs_per_group = step ? choose_group_size(one_shard(o), *step) : 1;
@@ -187,7 +190,7 @@ sampler_options resolve_auto(sampler_options o) {
     }
   }
   if (auto_spin_asked) {
-    const std::size_t threads = o.executor == executor_mode::single ? 1 : o.threads / w.shards;
+    const std::size_t threads = o.executor == executor_mode::single ? 1 : o.threads / o.shards;
     o.spin = step ? choose_spin(static_cast<double>(o.envs_per_group) * *step, threads) : auto_spin;
     logger->debug("--spin-us auto: {}", o.spin.count());
   }

@@ -145,14 +145,24 @@ inline constexpr std::chrono::microseconds auto_spin{50};
 /// resolve_wiring with shards 1.
 [[nodiscard]] std::size_t choose_shards(const sampler_options& options);
 
+/// Auto shards only for envs whose step takes less than this: a heavier
+/// env's hand-offs are a few percent of its step at most, and a shard of one
+/// thread steps its envs in turn, where one pool of several threads lets
+/// the cheap steps of an env whose cost varies (MuJoCo humanoid, lying down
+/// or standing) overtake the dear ones: humanoid sampled about 13% fewer
+/// steps/s in shards on the 16-core machine (BENCHMARKS.md).
+inline constexpr double auto_shard_below_seconds = auto_group_seconds;
+
 /// `options` with its auto settings made explicit: an auto shard count
-/// replaced by choose_shards' (before the group size, which is then chosen
-/// for one shard's envs, batch and threads), an auto group size (0)
+/// replaced by choose_shards' for an env whose measured step is under
+/// auto_shard_below_seconds and by 1 otherwise (before the group size,
+/// which is then chosen for one shard's envs, batch and threads), an auto group size (0)
 /// replaced by the one chosen for the measured step time (groups of one if
 /// the probe env failed), the batch size filled in, and an auto spin
 /// replaced by choose_spin's for the resolved group size (auto_spin if the
 /// probe failed), for one shard's threads. The env is probed
-/// (measure_step_seconds) only when the group size or the spin is auto. Other options are returned as they are. Throws what
+/// (measure_step_seconds) only when the shards, the group size or the spin
+/// are auto. Other options are returned as they are. Throws what
 /// resolve_wiring throws.
 [[nodiscard]] sampler_options resolve_auto(sampler_options options);
 
