@@ -52,8 +52,8 @@ struct sampler_options {
   /// hand-off crosses from one shard's threads to another's. More than one
   /// needs a policy that may act on disjoint rows from several threads at
   /// once (policy::acts_concurrently), a step consumer likewise, or none,
-  /// and no weights and no gate (sampler::spawn checks). shards_auto: chosen by resolve_auto()
-  /// (see choose_shards).
+  /// and no weights and no gate (sampler::spawn checks). shards_auto:
+  /// chosen by resolve_auto() (see choose_shards).
   std::size_t shards = 1;
   bool pin = false;
   /// How long idle sampling threads poll before blocking (see
@@ -141,8 +141,8 @@ inline constexpr std::chrono::microseconds auto_spin{50};
 /// wiring allows it (the threads executor, and the threads, groups of one
 /// and batch split evenly, each shard a valid wiring of its own), else the
 /// largest divisor of --threads that does; one with inference_thread (one
-/// batcher thread asked for: each shard would have its own). Pure; `options` must pass
-/// resolve_wiring with shards 1.
+/// batcher thread asked for: each shard would have its own). Pure;
+/// `options` must pass resolve_wiring with shards 1.
 [[nodiscard]] std::size_t choose_shards(const sampler_options& options);
 
 /// Auto shards only for envs whose step takes less than this: a heavier
@@ -156,8 +156,8 @@ inline constexpr double auto_shard_below_seconds = auto_group_seconds;
 /// `options` with its auto settings made explicit: an auto shard count
 /// replaced by choose_shards' for an env whose measured step is under
 /// auto_shard_below_seconds and by 1 otherwise (before the group size,
-/// which is then chosen for one shard's envs, batch and threads), an auto group size (0)
-/// replaced by the one chosen for the measured step time (groups of one if
+/// which is then chosen for one shard's envs, batch and threads), an auto
+/// group size (0) replaced by the one chosen for the measured step time (groups of one if
 /// the probe env failed), the batch size filled in, and an auto spin
 /// replaced by choose_spin's for the resolved group size (auto_spin if the
 /// probe failed), for one shard's threads. The env is probed
