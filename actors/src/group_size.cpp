@@ -148,22 +148,6 @@ std::size_t choose_shards(const sampler_options& options) {
   return 1;
 }
 
-namespace {
-
-/// Shard 0's options: a shard of `o` (whose shard count is resolved) as a
-/// sampler of its own.
-sampler_options one_shard(sampler_options o) {
-  const std::size_t shards = o.shards;
-  o.num_envs /= shards;
-  o.batch_size /= shards;
-  o.min_batch_size /= shards;
-  o.threads /= shards;
-  o.shards = 1;
-  return o;
-}
-
-}  // namespace
-
 sampler_options resolve_auto(sampler_options o) {
   auto logger = log::get("sampler");
   const bool auto_shards = o.shards == shards_auto;
@@ -171,7 +155,7 @@ sampler_options resolve_auto(sampler_options o) {
   const bool auto_spin_asked = o.spin == spin_auto;
   if (!auto_shards && !auto_group && !auto_spin_asked) return o;
   const auto w = resolve_wiring(o);  // the flags' own errors first (auto shards checked as one)
-  const auto batch = w.batch_size * w.shards;  // of all shards
+  const auto batch = w.all_shards_batch();  // of all shards
   const auto step = measure_step_seconds(o);
   if (auto_shards) {
     o.batch_size = batch;

@@ -102,6 +102,16 @@ wiring resolve_one(const sampler_options& o) {
 
 }  // namespace
 
+sampler_options one_shard(sampler_options o) {
+  const std::size_t shards = o.shards == shards_auto ? 1 : o.shards;
+  o.num_envs /= shards;
+  o.batch_size /= shards;
+  o.min_batch_size /= shards;
+  o.threads /= shards;
+  o.shards = 1;
+  return o;
+}
+
 wiring resolve_wiring(const sampler_options& o) {
   auto whole = o;
   whole.shards = 1;
@@ -125,19 +135,12 @@ wiring resolve_wiring(const sampler_options& o) {
     reject("--shards", shards,
            fmt::format("it must divide --min-batch-size ({}): each shard's batcher takes its share", o.min_batch_size));
   }
-  auto one = whole;
-  one.num_envs = o.num_envs / shards;
-  one.batch_size = w.batch_size / shards;
-  one.min_batch_size = o.min_batch_size / shards;
-  one.threads = o.threads / shards;
-  wiring s;
-  try {
-    s = resolve_one(one);
-  } catch (const config_error& e) {
-    reject("--shards", shards,
-           fmt::format("one shard ({} envs, batch {}, {} thread{}) is no wiring of its own: {}", one.num_envs,
-                       one.batch_size, one.threads, one.threads == 1 ? "" : "s", e.what()));
-  }
+  auto split = o;
+  split.batch_size = w.batch_size;  // the topology's default made explicit
+  // The checks above leave every shard a wiring of its own (its batch is
+  // below or equal to its envs as the whole's is, its halves even as the
+  // batch rule makes them); resolved for its ready channels and batch.
+  wiring s = resolve_one(one_shard(split));
   s.groups = w.groups;
   s.shards = shards;
   return s;

@@ -129,7 +129,7 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   out << fmt::format(
              "coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}{}, {} executor, "
              "spin {} us\n",
-             o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.batch_size * w.shards,
+             o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.all_shards_batch(),
              o.threads, o.threads == 1 ? "" : "s", sharding, f.sampler.executor, so.spin.count())
       << std::flush;  // a line to watch while a long run goes on
 
@@ -194,7 +194,7 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
         R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},"interrupted":{}}})"
         "\n",
         json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.sampler.executor), json::quote(f.policy),
-        o.num_envs, so.envs_per_group, w.groups, w.batch_size * w.shards, o.threads, w.shards, so.spin.count(),
+        o.num_envs, so.envs_per_group, w.groups, w.all_shards_batch(), o.threads, w.shards, so.spin.count(),
         st.env_steps, json::number(seconds),
         json::number(sps), json::number(bps), json::number(st.idle_fraction),
         run_baseline ? json::number(baseline_sps) : "null",

@@ -43,7 +43,7 @@ struct candidate {
 std::string describe(const actors::sampler_options& o) {
   const auto w = actors::resolve_wiring(o);
   return fmt::format("--topology {} --envs-per-group {} --batch-size {} --spin-us {} --shards {}",
-                     actors::to_string(o.topo), o.envs_per_group, w.batch_size * w.shards, o.spin.count(), w.shards);
+                     actors::to_string(o.topo), o.envs_per_group, w.all_shards_batch(), o.spin.count(), w.shards);
 }
 
 /// Every wiring of `base`'s envs and threads worth trying: each topology,
@@ -143,7 +143,7 @@ std::string section_body(const tune_flags& f, const actors::sampler_options& o, 
   if (!env_args.empty()) body += fmt::format("env-arg = [{}]\n", env_args);
   body += fmt::format(
       "num-envs = {}\nthreads = {}\ntopology = {}\nenvs-per-group = {}\nbatch-size = {}\nspin-us = {}\n", o.num_envs,
-      o.threads, json::quote(actors::to_string(o.topo)), o.envs_per_group, w.batch_size * w.shards, o.spin.count());
+      o.threads, json::quote(actors::to_string(o.topo)), o.envs_per_group, w.all_shards_batch(), o.spin.count());
   if (with_shards) body += fmt::format("shards = {}\n", w.shards);
   return body;
 }

@@ -92,6 +92,17 @@ TEST_CASE("shards split the envs, the batch and the threads evenly, each shard a
   CHECK(resolve_wiring(sync).batch_size == 2);
   o.shards = shards_auto;  // unresolved: checked as one shard
   CHECK(resolve_wiring(o).shards == 1);
+  // One shard as a sampler of its own.
+  auto m = opts(topology::pool, 16, 8, 2, 4);
+  m.shards = 2;
+  m.min_batch_size = 4;
+  const auto one = one_shard(m);
+  CHECK(one.num_envs == 8);
+  CHECK(one.batch_size == 4);
+  CHECK(one.min_batch_size == 2);
+  CHECK(one.threads == 2);
+  CHECK(one.shards == 1);
+  CHECK(one.envs_per_group == 2);  // the rest as it was
 }
 
 TEST_CASE("a shard count that does not split the threads, groups, batch or minimum batch is refused, naming --shards",

@@ -137,6 +137,12 @@ inline constexpr double auto_spin_below_seconds = 0.5e-6;
 /// env failed (the spin of every release before auto).
 inline constexpr std::chrono::microseconds auto_spin{50};
 
+/// One shard of `options` as a sampler of its own: its share of the envs,
+/// the batch, the minimum batch and the threads, and shards 1. `options`
+/// must have its shard count resolved and its batch size given (both of
+/// all shards); resolve_wiring checks that they split evenly.
+[[nodiscard]] sampler_options one_shard(sampler_options options);
+
 /// The shard count auto picks: one shard per sampling thread where the
 /// wiring allows it (the threads executor, and the threads, groups of one
 /// and batch split evenly, each shard a valid wiring of its own), else the

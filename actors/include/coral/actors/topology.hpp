@@ -38,6 +38,8 @@ struct wiring {
   std::size_t ready_channels = 1;  ///< per shard; a shard's groups are split evenly across them
   std::size_t batch_size = 0;      ///< envs per batch of one shard's batcher, a multiple of envs_per_group
   std::size_t shards = 1;          ///< independent copies of the wiring (1 for an unresolved auto)
+  /// Envs per round of every shard's batch: what `--batch-size` says.
+  [[nodiscard]] std::size_t all_shards_batch() const noexcept { return batch_size * shards; }
 };
 
 }  // namespace coral::actors
