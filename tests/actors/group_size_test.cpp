@@ -208,10 +208,10 @@ TEST_CASE("auto resolves the shards first and then picks the group size and spin
   auto one = o;
   one.shards = 1;
   CHECK(resolve_auto(one).shards == 1);  // given: kept
-  // A heavy env (a step of 200 us, over auto_shard_below_seconds) stays one shard.
+  // A heavy env (a step of 400 us, over auto_shard_below_seconds) stays one shard.
   auto heavy = opts(topology::pool, 8, 4, 2);
   heavy.env = "delay";
-  heavy.env_args = {{"mean_us", "200"}, {"std_us", "0"}};
+  heavy.env_args = {{"mean_us", "400"}, {"std_us", "0"}};
   heavy.shards = shards_auto;
   const auto h = resolve_auto(heavy);
   CHECK(h.shards == 1);

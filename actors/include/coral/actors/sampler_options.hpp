@@ -151,13 +151,18 @@ inline constexpr std::chrono::microseconds auto_spin{50};
 /// `options` must pass resolve_wiring with shards 1.
 [[nodiscard]] std::size_t choose_shards(const sampler_options& options);
 
-/// Auto shards only for envs whose step takes less than this: a heavier
-/// env's hand-offs are a few percent of its step at most, and a shard of one
-/// thread steps its envs in turn, where one pool of several threads lets
-/// the cheap steps of an env whose cost varies (MuJoCo humanoid, lying down
-/// or standing) overtake the dear ones: humanoid sampled about 13% fewer
-/// steps/s in shards on the 16-core machine (BENCHMARKS.md).
-inline constexpr double auto_shard_below_seconds = auto_group_seconds;
+/// Auto shards only for envs whose step takes less than this. Shards save
+/// hand-offs, a few percent of a step of 100 µs (delay 100 ± 100 µs in
+/// groups of one: 98.3–98.6% of the ideal in two shards, 97.7–97.9% in one
+/// pool), and under 1% of MuJoCo ant's or humanoid's (335 and 424 µs on the
+/// probe); and a shard of one thread steps its envs in turn, where one pool
+/// of several threads lets the cheap steps of an env whose cost varies
+/// (humanoid lying down or standing) overtake the dear ones: humanoid
+/// sampled about 13% fewer steps/s in shards on the 16-core machine
+/// (BENCHMARKS.md). The cut lies between those measured envs, clear of
+/// walker2d's 137 µs and of halfcheetah's 51 µs, which sat on the first cut
+/// tried (50 µs) and so flipped between one shard and two from run to run.
+inline constexpr double auto_shard_below_seconds = 200e-6;
 
 /// `options` with its auto settings made explicit: an auto shard count
 /// replaced by choose_shards' for an env whose measured step is under
