@@ -89,6 +89,7 @@ asio::awaitable<void> inference_batcher::run() {
   const auto started = clock::now();
   std::uint64_t version = 0;
   std::uint64_t steps = 0;
+  std::uint64_t allowed = 0;  // steps claimed from options_.budget
   std::uint64_t batch_index = 0;
   std::size_t cursor = 0;
   for (;;) {
@@ -126,6 +127,14 @@ asio::awaitable<void> inference_batcher::run() {
     stats_.run_ns.store(ns_since(started), std::memory_order_relaxed);
 
     if (options_.max_env_steps != 0 && steps >= options_.max_env_steps) break;
+    if (options_.budget != nullptr && steps >= allowed) {
+      while (steps >= allowed) {
+        const std::uint64_t more = options_.budget->claim(options_.batch_size);
+        if (more == 0) break;
+        allowed += more;
+      }
+      if (steps >= allowed) break;  // the budget is spent
+    }
     for (auto g : in_hand_) {
       // The group is parked waiting for exactly this token: room is certain
       // unless the channel was closed by a stop.

@@ -1,7 +1,11 @@
 #include "coral/actors/sampler.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <latch>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -95,7 +99,11 @@ void sampler::spawn(runtime& rt, policy& pol, const inference_batcher::options& 
   const std::size_t per_shard = groups_.size() / shards;
   const std::size_t threads = options_.threads / shards;
   auto bo = batcher_options;
-  if (shards > 1 && bo.max_env_steps != 0) bo.max_env_steps = (bo.max_env_steps + shards - 1) / shards;
+  if (shards > 1 && bo.max_env_steps != 0 && bo.budget == nullptr) {
+    budget_ = std::make_unique<step_budget>(bo.max_env_steps, shards);
+    bo.budget = budget_.get();
+    bo.max_env_steps = 0;
+  }
   for (std::size_t s = 0; s < shards; ++s) {
     const auto first = ready_.begin() + static_cast<std::ptrdiff_t>(s * wiring_.ready_channels);
     std::vector<channel<ready_msg>*> ready;
@@ -199,35 +207,112 @@ void sampler::describe(std::string& out) const {
   }
   for (std::size_t s = 0; s < batchers_.size(); ++s) {
     const auto& st = batchers_[s]->stats();
-    out += fmt::format("  actor 'inference-batcher{}': {} batches, {} env steps\n",
+    out += fmt::format("  actor 'inference-batcher{}': {} batches, {} env steps in {:.3f} s\n",
                        batchers_.size() == 1 ? "" : "-" + std::to_string(s), st.batches.load(),
-                       st.env_steps.load());
+                       st.env_steps.load(), static_cast<double>(st.run_ns.load()) * 1e-9);
   }
 }
 
-loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps,
-                           bool (*stop)() noexcept) {
-  auto all = make_envs(options, 0, options.num_envs);
-  const envs::space obs = all.front()->observation_space();
-  const envs::space act = all.front()->action_space();
-  const std::size_t agents = all.front()->max_agents();
-  envs::env_batch batch(options.num_envs * agents, obs, act);
-  envs::env_slice slice(batch, 0, std::move(all));
-  slice.check_finite(options.check_finite);
-  const row_range everything{0, static_cast<std::uint32_t>(batch.rows())};
-  std::vector<float> log_probs(batch.rows());
-  std::vector<float> values(batch.rows());
+namespace {
 
-  slice.reset_all();
-  const auto start = std::chrono::steady_clock::now();
-  std::uint64_t steps = 0;
-  while (steps < env_steps && (stop == nullptr || !stop())) {
-    pol.act(policy_rows{batch, std::span(&everything, 1), log_probs, values});
-    slice.step_all();
-    steps += options.num_envs;
+/// One plain loop over envs [first, first + count): its envs, batch and
+/// policy, built on the caller's thread.
+class plain_loop {
+ public:
+  plain_loop(const sampler_options& options, std::size_t first, std::size_t count) {
+    auto envs = make_envs(options, first, count);
+    const envs::space obs = envs.front()->observation_space();
+    const envs::space act = envs.front()->action_space();
+    const std::size_t agents = envs.front()->max_agents();
+    batch_ = std::make_unique<envs::env_batch>(count * agents, obs, act);
+    slice_ = std::make_unique<envs::env_slice>(*batch_, 0, std::move(envs));
+    slice_->check_finite(options.check_finite);
+    everything_ = row_range{0, static_cast<std::uint32_t>(batch_->rows())};
+    log_probs_.resize(batch_->rows());
+    values_.resize(batch_->rows());
+    envs_ = count;
   }
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  return {steps, elapsed.count()};
+
+  [[nodiscard]] std::size_t rows() const noexcept { return batch_->rows(); }
+  void reset() { slice_->reset_all(); }
+  /// One turn: act on every row, step every env; the env steps done.
+  std::uint64_t turn(policy& pol) {
+    pol.act(policy_rows{*batch_, std::span(&everything_, 1), log_probs_, values_});
+    slice_->step_all();
+    return envs_;
+  }
+
+ private:
+  std::unique_ptr<envs::env_batch> batch_;
+  std::unique_ptr<envs::env_slice> slice_;
+  row_range everything_{};
+  std::vector<float> log_probs_;
+  std::vector<float> values_;
+  std::size_t envs_ = 0;
+};
+
+}  // namespace
+
+loop_result run_plain_loops(const sampler_options& options, std::size_t loops, const loop_policy_factory& make_policy,
+                            std::uint64_t env_steps, bool (*stop)() noexcept) {
+  if (loops == 0 || options.num_envs % loops != 0) {
+    throw usage_error(fmt::format("run_plain_loops: {} loops do not split {} envs evenly", loops, options.num_envs));
+  }
+  const std::size_t each = options.num_envs / loops;
+  std::vector<std::unique_ptr<plain_loop>> all;
+  std::vector<std::unique_ptr<policy>> policies;
+  for (std::size_t k = 0; k < loops; ++k) {
+    all.push_back(std::make_unique<plain_loop>(options, k * each, each));
+    policies.push_back(make_policy(k * all.back()->rows(), all.back()->rows()));
+    all.back()->reset();
+  }
+  const std::uint64_t share = (env_steps + loops - 1) / loops;
+
+  std::atomic<bool> done{false};  // one loop did its share, one failed, or stop() said so
+  std::latch ready(static_cast<std::ptrdiff_t>(loops) + 1);
+  std::vector<std::uint64_t> steps(loops, 0);
+  std::vector<double> seconds(loops, 0.0);
+  std::vector<std::exception_ptr> errors(loops);
+  std::chrono::steady_clock::time_point start;
+  auto run = [&](std::size_t k) {
+    ready.arrive_and_wait();
+    try {
+      std::uint64_t n = 0;
+      while (!done.load(std::memory_order_relaxed)) {
+        n += all[k]->turn(*policies[k]);
+        if (n >= share || (stop != nullptr && stop())) done.store(true, std::memory_order_relaxed);
+      }
+      steps[k] = n;
+    } catch (...) {
+      errors[k] = std::current_exception();
+      done.store(true, std::memory_order_relaxed);
+    }
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    seconds[k] = elapsed.count();
+  };
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(loops);
+    try {
+      for (std::size_t k = 1; k < loops; ++k) threads.emplace_back(run, k);
+    } catch (...) {  // no thread: those started see done, and are joined
+      done.store(true, std::memory_order_relaxed);
+      ready.count_down(static_cast<std::ptrdiff_t>(loops + 1 - threads.size()));
+      throw;
+    }
+    start = std::chrono::steady_clock::now();  // before the latch opens: every thread reads it after
+    ready.count_down();
+    run(0);
+  }  // joins
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  loop_result out;
+  for (std::size_t k = 0; k < loops; ++k) {
+    out.env_steps += steps[k];
+    out.seconds = std::max(out.seconds, seconds[k]);
+  }
+  return out;
 }
 
 }  // namespace coral::actors

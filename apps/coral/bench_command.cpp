@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <string_view>
 
@@ -54,12 +55,33 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
   return actors::make_builtin_policy(name, s.action_space(), s.rows(), seed, s.row_streams());
 }
 
+/// The policies of the plain loops: each as make_bench_policy would make it
+/// for the loop's rows, a random one drawing each env's own stream from its
+/// start (so env i takes the actions it takes in the sampler).
+actors::loop_policy_factory loop_policies(const std::string& name, const actors::sampler& s, std::uint64_t seed) {
+#ifdef CORAL_HAVE_TRAIN
+  if (name == "mlp") {
+    const auto spec = learners::network_spec::from_spaces(s.observation_space(), s.action_space(), {32, 32}, 1);
+    return [spec, seed](std::size_t, std::size_t rows) -> std::unique_ptr<actors::policy> {
+      return std::make_unique<learners::mlp_policy>(spec, rows, seed);
+    };
+  }
+#endif
+  return [name, seed, act = s.action_space()](std::size_t first_row,
+                                              std::size_t rows) -> std::unique_ptr<actors::policy> {
+    std::vector<std::uint64_t> streams(rows);
+    std::iota(streams.begin(), streams.end(), first_row);
+    return actors::make_builtin_policy(name, act, rows, seed, streams);
+  };
+}
+
 struct bench_flags {
   sampler_flags sampler;
   std::string shards = "auto";  // a count, or auto
   std::string policy = "random";
   std::uint64_t steps = 2'000'000;
   std::uint64_t baseline_steps = 0;  // 0: as many as --steps
+  std::size_t baseline_threads = 1;
   bool no_baseline = false;
   bool json = false;
   double stall_seconds = 30;
@@ -68,6 +90,7 @@ struct bench_flags {
 /// Flags whose presence matters, not only their value.
 struct given_flags {
   const CLI::Option* baseline_steps = nullptr;
+  const CLI::Option* baseline_threads = nullptr;
 };
 
 /// Refuses flags that contradict each other, and a sampler that cannot fit
@@ -83,6 +106,16 @@ void check_bench_flags(const bench_flags& f, const given_flags& g, const actors:
     throw config_error(fmt::format(fmt::runtime(actors::errors::flag_out_of_range), "--baseline-steps", 0,
                                    "must be at least 1; leave it out for as many as --steps, or give "
                                    "--no-baseline"));
+  }
+  if (g.baseline_threads->count() > 0 && f.no_baseline) {
+    throw config_error(fmt::format(fmt::runtime(errors::conflicting_flags), "--baseline-threads", "--no-baseline",
+                                   "the baseline is skipped"));
+  }
+  if (f.baseline_threads == 0 || o.num_envs % f.baseline_threads != 0) {
+    throw config_error(fmt::format(fmt::runtime(actors::errors::flag_out_of_range), "--baseline-threads",
+                                   f.baseline_threads,
+                                   fmt::format("must divide --num-envs ({}): each loop steps an equal share",
+                                               o.num_envs)));
   }
   (void)actors::resolve_wiring(o);  // the flags' own errors first
   check_sampler_memory(o);
@@ -177,26 +210,31 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
 
   double baseline_sps = 0;
   const bool run_baseline = !f.no_baseline && !interrupted();
+  const std::size_t loops = f.baseline_threads;
+  const std::string loops_said =
+      loops == 1 ? fmt::format("plain for-loop over the same {} envs on 1 thread", o.num_envs)
+                 : fmt::format("{} plain for-loops side by side, {} of the same {} envs each on a thread of its own",
+                               loops, o.num_envs / loops, o.num_envs);
   if (run_baseline) {
-    out << fmt::format("baseline: running the plain for-loop over the same {} envs on 1 thread\n", o.num_envs)
-        << std::flush;
-    const auto r = actors::run_plain_loop(o, *pol, f.baseline_steps == 0 ? f.steps : f.baseline_steps, interrupted);
+    out << fmt::format("baseline: running {}{}\n", loops == 1 ? "the " : "", loops_said) << std::flush;
+    const auto r = actors::run_plain_loops(o, loops, loop_policies(f.policy, s, o.seed),
+                                           f.baseline_steps == 0 ? f.steps : f.baseline_steps, interrupted);
     baseline_sps = r.seconds > 0 ? static_cast<double>(r.env_steps) / r.seconds : 0.0;
-    out << fmt::format("baseline: plain for-loop over the same {} envs on 1 thread: {:.0f} steps/s\n", o.num_envs,
-                       baseline_sps);
-    out << fmt::format("speedup over the plain loop: {:.2f}x\n", sps / baseline_sps);
+    out << fmt::format("baseline: {}: {:.0f} steps/s\n", loops_said, baseline_sps);
+    out << fmt::format("speedup over the plain loop{}: {:.2f}x\n", loops == 1 ? "" : "s", sps / baseline_sps);
   }
   if (f.json) {
     out << fmt::format(
         R"({{"env":{},"topology":{},"executor":{},"policy":{},"num_envs":{},"envs_per_group":{},"groups":{},)"
         R"("batch_size":{},"threads":{},"shards":{},"spin_us":{},"env_steps":{},"seconds":{},"steps_per_second":{},)"
         R"("batches_per_second":{},)"
-        R"("idle_fraction":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},"interrupted":{}}})"
+        R"("idle_fraction":{},"baseline_threads":{},"baseline_steps_per_second":{},"speedup":{},"env_failures":{},)"
+        R"("interrupted":{}}})"
         "\n",
         json::quote(o.env), json::quote(actors::to_string(o.topo)), json::quote(f.sampler.executor), json::quote(f.policy),
         o.num_envs, so.envs_per_group, w.groups, w.all_shards_batch(), o.threads, w.shards, so.spin.count(),
         st.env_steps, json::number(seconds),
-        json::number(sps), json::number(bps), json::number(st.idle_fraction),
+        json::number(sps), json::number(bps), json::number(st.idle_fraction), loops,
         run_baseline ? json::number(baseline_sps) : "null",
         run_baseline && baseline_sps > 0 ? json::number(sps / baseline_sps) : "null", s.env_failures(),
         interrupted());
@@ -220,13 +258,18 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
   cmd->add_option("--steps", flags->steps, "env steps to sample")->capture_default_str();
   auto* baseline_steps =
       cmd->add_option("--baseline-steps", flags->baseline_steps, "env steps for the plain loop (default --steps)");
+  auto* baseline_threads = cmd->add_option(
+      "--baseline-threads", flags->baseline_threads,
+      "run the baseline as this many plain loops side by side, each on its own thread and share of the envs: "
+      "what the machine gives that many threads that share nothing")
+      ->capture_default_str();
   cmd->add_flag("--no-baseline", flags->no_baseline, "skip the plain for-loop baseline");
   cmd->add_flag("--json", flags->json, "end with one JSON object on its own line");
   cmd->add_option("--stall-seconds", flags->stall_seconds,
                   "stop, with a report of every env group and channel, when no env step happened for this long "
                   "(0: never)")
       ->capture_default_str();
-  const given_flags given{baseline_steps};
+  const given_flags given{baseline_steps, baseline_threads};
   cmd->callback([&out, flags, given] { run_bench(out, *flags, given); });
 }
 

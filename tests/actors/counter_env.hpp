@@ -8,8 +8,11 @@
 /// action      = Discrete(4); reward = 1 per step
 /// episode     = terminated after `episode_length` steps
 /// failure     = env `fail_env` throws "boom" on its `fail_step`-th step.
+/// slowness    = env `slow_env` sleeps `slow_us` microseconds in each step.
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "coral/envs/registry.hpp"
 
@@ -23,7 +26,9 @@ class counter_env final : public envs::env {
         index_(static_cast<std::int64_t>(s.env_index)),
         episode_length_(c.get_int("episode_length")),
         fail_env_(c.get_int("fail_env")),
-        fail_step_(c.get_int("fail_step")) {}
+        fail_step_(c.get_int("fail_step")),
+        slow_env_(c.get_int("slow_env")),
+        slow_us_(c.get_int("slow_us")) {}
 
   void reset(const envs::env_rows& rows) override {
     in_episode_ = 0;
@@ -32,6 +37,7 @@ class counter_env final : public envs::env {
   void step(const envs::env_rows& rows) override {
     ++total_;
     if (index_ == fail_env_ && total_ == fail_step_) throw std::runtime_error("boom");
+    if (index_ == slow_env_) std::this_thread::sleep_for(std::chrono::microseconds(slow_us_));
     ++in_episode_;
     write(rows, rows.action());
     rows.reward() = 1.0F;
@@ -49,7 +55,9 @@ class counter_env final : public envs::env {
         .description = "test env: reports its own step counts",
         .keys = {{.name = "episode_length", .default_value = "5", .description = "steps per episode", .min = 1},
                  {.name = "fail_env", .default_value = "-1", .description = "env that throws"},
-                 {.name = "fail_step", .default_value = "-1", .description = "its step that throws"}},
+                 {.name = "fail_step", .default_value = "-1", .description = "its step that throws"},
+                 {.name = "slow_env", .default_value = "-1", .description = "env that sleeps in each step"},
+                 {.name = "slow_us", .default_value = "0", .description = "how long it sleeps", .min = 0}},
         .factory = [](const envs::env_config& c, envs::env_seed s) -> std::unique_ptr<envs::env> {
           return std::make_unique<counter_env>(c, s);
         }});
@@ -70,6 +78,8 @@ class counter_env final : public envs::env {
   std::int64_t episode_length_;
   std::int64_t fail_env_;
   std::int64_t fail_step_;
+  std::int64_t slow_env_;
+  std::int64_t slow_us_;
   std::int64_t total_ = 0;
   std::int64_t in_episode_ = 0;
 };

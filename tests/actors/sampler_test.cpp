@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -423,6 +424,34 @@ TEST_CASE("shards: each has its own rows, a cache line apart, and its own batche
   CHECK(report.find("actor 'inference-batcher-1'") != std::string::npos);
 }
 
+TEST_CASE("shards draw their steps from one budget: a shard whose envs are slow takes fewer, and both end together",
+          "[actors][sampler][shards]") {
+  coral::test::watchdog dog("shards' budget", 60s);
+  auto o = counter_options(topology::pool, executor_mode::threads);  // 8 envs in groups of 2, 2 threads
+  o.shards = 2;
+  o.batch_size = 4;  // 2 a shard: one group
+  o.env_args.emplace_back("slow_env", "0");  // shard 0's first group sleeps 200 us a step
+  o.env_args.emplace_back("slow_us", "200");
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 3, s.row_streams());
+  coral::runtime rt({.mode = executor_mode::threads});
+  s.spawn(rt, *pol, 20'000);
+  rt.run();
+  const auto steps_of = [&](std::size_t first, std::size_t last) {
+    std::uint64_t n = 0;
+    for (std::size_t g = first; g < last; ++g) n += s.groups()[g]->steps() * o.envs_per_group;
+    return n;
+  };
+  const std::uint64_t slow = steps_of(0, 2);
+  const std::uint64_t fast = steps_of(2, 4);
+  CAPTURE(slow, fast);
+  // A fixed share would have held shard 1 to 10,000 while shard 0 slept
+  // through its own.
+  CHECK(fast > 3 * slow);
+  CHECK(s.stats().env_steps >= 20'000);
+  CHECK(s.stats().env_steps <= 20'000 + 2 * 2);  // each shard ends within its last batch
+}
+
 TEST_CASE("a sampler of several shards refuses, before spawning anything, what would see several batchers at once",
           "[actors][sampler][shards][errors]") {
   auto o = counter_options(topology::pool, executor_mode::threads);
@@ -483,13 +512,19 @@ class action_recorder final : public step_consumer {
     for (const auto& range : s.ranges) {
       for (auto r = range.first; r < range.first + range.count; ++r) {
         auto& seen = actions[static_cast<std::size_t>(env_of_row_[r])];
-        if (seen.size() < 100) seen.push_back(s.batch.observations().row(r)[3]);
+        if (seen.size() < 100) {
+          seen.push_back(s.batch.observations().row(r)[3]);
+          if (seen.size() == 100 && full_.fetch_add(1) + 1 == actions.size() && on_full) on_full();
+        }
       }
     }
   }
+  /// Called once, when every env has its 100 actions (on a batcher's thread).
+  std::function<void()> on_full;
 
  private:
   std::vector<std::int64_t> env_of_row_;
+  std::atomic<std::size_t> full_{0};
 
  public:
   std::vector<std::vector<float>> actions;
@@ -503,7 +538,12 @@ std::vector<std::vector<float>> first_actions(std::size_t shards, executor_mode 
   sampler s(o);
   auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 11, s.row_streams());
   action_recorder rec(env_of_row(s), o.num_envs);
-  sample(s, *pol, rec, mode, 20'000);
+  // Until every env has its 100: the shards share one step budget, so a
+  // shard whose thread started late could otherwise take few steps.
+  coral::runtime rt({.mode = mode});
+  rec.on_full = [&rt] { rt.request_stop(); };
+  s.spawn(rt, *pol, 0, &rec);
+  rt.run();
   return rec.actions;
 }
 
@@ -539,4 +579,136 @@ TEST_CASE("with the sampler's row streams each env gets the same random actions 
   CHECK(streams[shard_row_alignment] == 4);
   CHECK(streams[shard_row_alignment + 3] == 7);
   CHECK(streams[4] >= 8);  // an unused row
+}
+
+namespace {
+
+/// Loops whose policy acted 100 times (see loop_recorder).
+std::atomic<std::size_t> loops_recorded{0};
+std::size_t loops_to_record = 0;
+bool all_recorded() noexcept { return loops_recorded.load() >= loops_to_record; }
+
+/// What one plain loop's policy saw: per env of the loop, the observation 3
+/// of the counter env at each act (-1 after a reset, else the action the
+/// last step applied; what action_recorder reads after each step in a
+/// sampler, from the first reset on), and how
+/// often a row held another env than the loop was given (observation 0 is
+/// the env's index).
+struct loop_record {
+  std::size_t first_env = 0;
+  std::vector<std::vector<float>> actions;
+  std::uint64_t wrong_env = 0;
+  std::uint64_t acts = 0;
+};
+
+/// A loop's policy: records into `rec` (owned by the test, written by the
+/// loop's thread only), then acts as `inner`.
+class loop_recorder final : public policy {
+ public:
+  loop_recorder(std::unique_ptr<policy> inner, loop_record& rec) : inner_(std::move(inner)), rec_(rec) {}
+  void act(const policy_rows& rows) override {
+    for (const auto& range : rows.ranges) {
+      for (auto r = range.first; r < range.first + range.count; ++r) {
+        const auto obs = rows.batch.observations().row(r);
+        if (obs[0] != static_cast<float>(rec_.first_env + r)) ++rec_.wrong_env;
+        auto& seen = rec_.actions[r];
+        if (seen.size() < 100) seen.push_back(obs[3]);
+      }
+    }
+    if (++rec_.acts == 100) loops_recorded.fetch_add(1);
+    inner_->act(rows);
+  }
+  void load_weights(std::span<const float>) override {}
+
+ private:
+  std::unique_ptr<policy> inner_;
+  loop_record& rec_;
+};
+
+/// run_plain_loops over `o` with random policies drawing each env's own
+/// stream from its start, as `coral bench` makes them.
+struct loops_run {
+  loop_result result;
+  std::vector<loop_record> records;  // one per loop, in the order the factory was called
+};
+
+loops_run run_loops(const sampler_options& o, std::size_t loops, std::uint64_t steps,
+                    bool (*stop)() noexcept = nullptr) {
+  loops_run out;
+  out.records.reserve(loops);  // the loops hold references into it
+  const auto act = coral::envs::registry::global().make_many(o.env, o.env_args, o.seed, 0, 1).front()->action_space();
+  out.result = run_plain_loops(
+      o, loops,
+      [&](std::size_t first_row, std::size_t rows) -> std::unique_ptr<policy> {
+        REQUIRE(out.records.size() < loops);
+        auto& rec = out.records.emplace_back();
+        rec.first_env = first_row;
+        rec.actions.resize(rows);
+        std::vector<std::uint64_t> streams(rows);
+        for (std::size_t r = 0; r < rows; ++r) streams[r] = first_row + r;
+        return std::make_unique<loop_recorder>(make_builtin_policy("random", act, rows, 11, streams), rec);
+      },
+      steps, stop);
+  return out;
+}
+
+std::atomic<int> stop_calls{0};
+bool stop_after_three() noexcept { return stop_calls.fetch_add(1) >= 3; }
+
+}  // namespace
+
+TEST_CASE("run_plain_loops splits the envs into side-by-side loops that take the sampler's actions",
+          "[actors][sampler][baseline]") {
+  coral::test::watchdog dog("plain loops", 60s);
+  auto o = counter_options(topology::pool, executor_mode::threads, 4);
+  o.seed = 0;
+  const auto sampled = first_actions(1, executor_mode::threads);  // the sampler's, seed as above
+  for (const std::size_t loops : {1, 2, 4}) {
+    CAPTURE(loops);
+    const std::size_t each = o.num_envs / loops;
+    // Until every loop has acted 100 times: with more loops than cores one
+    // could otherwise end the run before another started.
+    loops_recorded = 0;
+    loops_to_record = loops;
+    const auto run = run_loops(o, loops, std::uint64_t{1} << 60, all_recorded);
+    REQUIRE(run.records.size() == loops);
+    std::uint64_t steps = 0;
+    for (std::size_t k = 0; k < loops; ++k) {
+      CHECK(run.records[k].first_env == k * each);
+      CHECK(run.records[k].wrong_env == 0);
+      steps += run.records[k].acts * each;
+      for (std::size_t e = 0; e < each; ++e) {
+        CAPTURE(k, e);
+        REQUIRE(run.records[k].actions[e].size() == 100);
+        CHECK(run.records[k].actions[e] == sampled[k * each + e]);
+      }
+    }
+    CHECK(run.result.env_steps == steps);
+  }
+  // The first loop to do its share ends the run; the others end their turn.
+  loops_to_record = 1'000;  // never
+  const auto run = run_loops(o, 2, 8'000, all_recorded);
+  REQUIRE(run.records.size() == 2);
+  CHECK(std::max(run.records[0].acts, run.records[1].acts) * 4 == 4'000);
+  CHECK(run.result.env_steps == (run.records[0].acts + run.records[1].acts) * 4);
+  CHECK(run.result.seconds > 0);
+}
+
+TEST_CASE("run_plain_loops refuses a split that is not even, stops on stop(), and rethrows an env's failure",
+          "[actors][sampler][baseline]") {
+  coral::test::watchdog dog("plain loops: errors", 60s);
+  auto o = counter_options(topology::pool, executor_mode::threads, 4);
+  CHECK_THROWS_AS(run_loops(o, 3, 100), coral::usage_error);
+  CHECK_THROWS_AS(run_loops(o, 0, 100), coral::usage_error);
+  CHECK_THROWS_AS(run_loops(o, 16, 100), coral::usage_error);
+
+  stop_calls = 0;
+  const auto stopped = run_loops(o, 2, 100'000'000, stop_after_three);
+  CHECK(stopped.result.env_steps <= 8 * 8);  // a few turns, not 100 M steps
+
+  // Env 5 (loop 1 of 2) throws on its 10th step: the run ends, the other
+  // loop too, and the failure comes out.
+  o.env_args.emplace_back("fail_env", "5");
+  o.env_args.emplace_back("fail_step", "10");
+  CHECK_THROWS_WITH(run_loops(o, 2, 100'000'000), Catch::Contains("boom"));
 }

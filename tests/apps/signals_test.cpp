@@ -174,9 +174,11 @@ TEST_CASE("SIGINT stops coral bench's sampler or its baseline loop, and bench pr
     CHECK_THAT(last_line(r.out), Catch::Contains("\"baseline_steps_per_second\":null"));
     CHECK_THAT(last_line(r.out), Catch::EndsWith("\"interrupted\":true}"));
   }
-  SECTION("SIGINT in the baseline loop: both figures, exit 0") {
+  SECTION("SIGINT in the baseline loop, or in its loops side by side: both figures, exit 0") {
+    const std::string loops = GENERATE("1", "4");
+    CAPTURE(loops);
     coral::test::child c(coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=100", "--steps", "2000",
-                                     "--baseline-steps", "100000000", "--json"},
+                                     "--baseline-steps", "100000000", "--baseline-threads", loops, "--json"},
                                     dir),
                          30s);
     REQUIRE(c.wait_for_output("baseline: running"));
@@ -185,6 +187,7 @@ TEST_CASE("SIGINT stops coral bench's sampler or its baseline loop, and bench pr
     INFO(r.err);
     CHECK(r.exit_code == ok);
     CHECK(json_number(last_line(r.out), "env_steps") == 2000);
+    CHECK(json_number(last_line(r.out), "baseline_threads") == std::stoll(loops));
     CHECK_THAT(last_line(r.out), !Catch::Contains("\"baseline_steps_per_second\":null"));
     CHECK_THAT(last_line(r.out), Catch::EndsWith("\"interrupted\":true}"));
   }

@@ -94,6 +94,25 @@ TEST_CASE("coral bench samples with the untrained MLP policy and names --policy 
   CHECK(err == "error: --policy: invalid value 'nn' (allowed: random, constant, mlp)\n");
 }
 
+TEST_CASE("coral bench --baseline-threads runs the baseline as loops side by side, one policy each",
+          "[apps][bench_command]") {
+  for (const std::string policy : {"random", "mlp"}) {
+    CAPTURE(policy);
+    std::string out, err;
+    const int rc = run_cli({"bench", "--policy", policy, "--env", "cartpole", "--num-envs", "8", "--threads", "2",
+                            "--steps", "4000", "--baseline-threads", "4", "--json"},
+                           out, err);
+    INFO(err);
+    REQUIRE(rc == 0);
+    CHECK(out.find("baseline: 4 plain for-loops side by side, 2 of the same 8 envs each on a thread of its own: ") !=
+          std::string::npos);
+    CHECK(out.find("speedup over the plain loops: ") != std::string::npos);
+    const auto json = last_line(out);
+    CHECK(json.find(R"("baseline_threads":4,)") != std::string::npos);
+    CHECK(json.find(R"("baseline_steps_per_second":null)") == std::string::npos);
+  }
+}
+
 TEST_CASE("coral train runs each algorithm at its defaults and with the flags every algorithm takes, and refuses "
           "another algorithm's setting before anything starts",
           "[apps][train_command]") {

@@ -12,6 +12,7 @@
 
 #include "coral/actors/env_group.hpp"
 #include "coral/actors/policy.hpp"
+#include "coral/actors/step_budget.hpp"
 #include "coral/actors/step_consumer.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/channels/latest.hpp"
@@ -41,8 +42,8 @@ struct batcher_stats {
 ///   run the policy on those rows; hand the step to the consumer;
 ///   send each group in the batch its actions token.
 ///
-/// It stops after max_env_steps env steps (0 = never) or when a ready channel
-/// closes, and then closes every channel it knows, so the groups end too.
+/// It stops after max_env_steps env steps (0 = never), when its step budget
+/// is spent, or when a ready channel closes, and then closes every channel it knows, so the groups end too.
 ///
 /// Thread safety: run() is one coroutine; stats() may be read from any thread.
 class alignas(64) inference_batcher {
@@ -52,6 +53,10 @@ class alignas(64) inference_batcher {
     std::size_t min_batch_size = 0;
     std::chrono::microseconds batch_timeout{0};
     std::uint64_t max_env_steps = 0;
+    /// Shared with other batchers (a sampler's shards): drawn from a chunk
+    /// at a time, and the loop stops when it is spent (with max_env_steps
+    /// too, whichever comes first). Must outlive run().
+    step_budget* budget = nullptr;
   };
 
   /// `groups[i]` must have id `first + i`, where `first` is groups[0]'s id

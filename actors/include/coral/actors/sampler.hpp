@@ -4,6 +4,7 @@
 /// the topology the options name, plus the plain for-loop baseline.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,8 +56,9 @@ class sampler {
   ///
   /// With several shards, shard s runs on pool `sampling-<s>` (of threads /
   /// shards threads, pinned from core s × that, with pin) and its batcher,
-  /// `inference-batcher-<s>`, there or on pool `inference-<s>`; each stops
-  /// after its share of `max_env_steps` (rounded up). Throws usage_error,
+  /// `inference-batcher-<s>`, there or on pool `inference-<s>`. The shards
+  /// draw `max_env_steps` from one step_budget, so a shard whose envs step
+  /// faster takes more of them and all end together. Throws usage_error,
   /// before anything is spawned, if `pol` does not act concurrently, the
   /// consumer does not consume concurrently, or weights or a gate
   /// (announce_to) are given: each would see several batchers at once.
@@ -65,7 +67,8 @@ class sampler {
 
   /// The same, with the batcher's options given rather than taken from the
   /// sampler's (batch size from wires(); max_env_steps, 0 = never, inside):
-  /// every shard's batcher takes them, max_env_steps split as above.
+  /// every shard's batcher takes them, max_env_steps drawn as above (unless
+  /// they hold a budget already).
   void spawn(runtime& rt, policy& pol, const inference_batcher::options& batcher_options,
              step_consumer* consumer = nullptr, const latest<std::vector<float>>* weights = nullptr);
 
@@ -121,6 +124,7 @@ class sampler {
   std::vector<std::unique_ptr<channel<ready_msg>>> ready_;
   std::vector<std::unique_ptr<env_group>> groups_;
   std::vector<std::unique_ptr<inference_batcher>> batchers_;  ///< one per shard, from spawn()
+  std::unique_ptr<step_budget> budget_;                       ///< the shards' max_env_steps, from spawn()
   bool gated_ = false;                                        ///< announce_to() was called
 };
 
@@ -130,12 +134,26 @@ struct loop_result {
   double seconds = 0;
 };
 
-/// The baseline every sampler is measured against: the same envs in one
-/// env_slice on the calling thread, `for (;;) { act; step_all; }` with
-/// `pol` (made for the same number of rows as the sampler's), for at least
-/// `env_steps` env steps, or until `stop` (checked between loop turns, if
-/// given) returns true: the result then counts the steps done so far.
-[[nodiscard]] loop_result run_plain_loop(const sampler_options& options, policy& pol, std::uint64_t env_steps,
-                                         bool (*stop)() noexcept = nullptr);
+/// Makes the policy of one plain loop: for `rows` rows, the first of which
+/// is row `first_row` of the envs in order (the stream its random draws
+/// continue, as sampler::row_streams gives each env's).
+using loop_policy_factory = std::function<std::unique_ptr<policy>(std::size_t first_row, std::size_t rows)>;
+
+/// The baseline every sampler is measured against: its envs in plain loops,
+/// `for (;;) { act; step_all; }`, with no runtime between the policy and
+/// the envs. With one loop, every env on the calling thread in one
+/// env_slice. With `loops` > 1, what the machine gives that many threads
+/// that share nothing: the envs split into loops of num_envs / loops envs
+/// each (loop k has envs [k × that, (k + 1) × that)), side by side, each on
+/// a thread of its own (loop 0 on the caller's) with its own batch and the
+/// policy `make_policy` gives it, started together. The loops run until one
+/// has done its share of `env_steps` (or `stop`, checked between turns,
+/// returns true), and the rest stop at the end of their turn, so each ran
+/// for the whole measured time: the result is the steps of all over the
+/// longest loop's time. Throws usage_error unless `loops` divides
+/// num_envs; an exception in a loop stops the others and is rethrown.
+[[nodiscard]] loop_result run_plain_loops(const sampler_options& options, std::size_t loops,
+                                          const loop_policy_factory& make_policy, std::uint64_t env_steps,
+                                          bool (*stop)() noexcept = nullptr);
 
 }  // namespace coral::actors
