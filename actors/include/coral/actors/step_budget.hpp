@@ -16,8 +16,8 @@ namespace coral::actors {
 /// idle while the other finished its share: MuJoCo humanoid's two shards
 /// ended 8–26% of the run apart (BENCHMARKS.md, "Heavy envs against the
 /// machine's ceiling"). Drawing from one budget, every shard steps until the
-/// total is done. A claim takes half of what is left over the claimers (at
-/// least `min`), so the shards touch the shared line a few dozen times a
+/// total is done. A claim takes what is left ÷ (2 × claimers) (at least
+/// `min`), so the shards touch the shared line a few dozen times a
 /// run, not once a batch, and the last claims are small: the shards end
 /// within about one batch of each other.
 ///
