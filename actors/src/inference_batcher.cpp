@@ -127,7 +127,7 @@ asio::awaitable<void> inference_batcher::run() {
     stats_.run_ns.store(ns_since(started), std::memory_order_relaxed);
 
     if (options_.max_env_steps != 0 && steps >= options_.max_env_steps) break;
-    if (options_.budget != nullptr && steps >= allowed) {
+    if (options_.budget != nullptr) {
       while (steps >= allowed) {
         const std::uint64_t more = options_.budget->claim(options_.batch_size);
         if (more == 0) break;

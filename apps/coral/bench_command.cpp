@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -34,10 +35,13 @@
 namespace coral::cli {
 namespace {
 
-/// random and constant from actors; mlp (an untrained 32x32 actor-critic,
-/// the one `coral train` starts from) when coral is built with libtorch.
+/// Policy `name` for `rows` rows of sampler `s`'s envs: random and constant
+/// from actors (a random one drawing row r from streams[r]); mlp (an
+/// untrained 32x32 actor-critic, the one `coral train` starts from) when
+/// coral is built with libtorch.
 std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const actors::sampler& s,
-                                                  std::uint64_t seed) {
+                                                  std::size_t rows, std::uint64_t seed,
+                                                  std::span<const std::uint64_t> streams) {
   if (name != "random" && name != "constant" && name != "mlp") {
     throw config_error(
         fmt::format(fmt::runtime(coral::errors::bad_value), "--policy", name, "random, constant, mlp"));
@@ -46,32 +50,24 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
 #ifdef CORAL_HAVE_TRAIN
     learners::use_one_torch_thread();
     const auto spec = learners::network_spec::from_spaces(s.observation_space(), s.action_space(), {32, 32}, 1);
-    return std::make_unique<learners::mlp_policy>(spec, s.rows(), seed);
+    return std::make_unique<learners::mlp_policy>(spec, rows, seed);
 #else
     throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--policy", name,
                                    "random, constant (mlp needs coral built with CORAL_WITH_TORCH=ON)"));
 #endif
   }
-  return actors::make_builtin_policy(name, s.action_space(), s.rows(), seed, s.row_streams());
+  return actors::make_builtin_policy(name, s.action_space(), rows, seed, streams);
 }
 
-/// The policies of the plain loops: each as make_bench_policy would make it
-/// for the loop's rows, a random one drawing each env's own stream from its
-/// start (so env i takes the actions it takes in the sampler).
+/// The policies of the plain loops: each made as the sampler's is, for the
+/// loop's rows, a random one drawing each env's own stream from its start
+/// (so env i takes the actions it takes in the sampler). `s` must outlive
+/// the loops.
 actors::loop_policy_factory loop_policies(const std::string& name, const actors::sampler& s, std::uint64_t seed) {
-#ifdef CORAL_HAVE_TRAIN
-  if (name == "mlp") {
-    const auto spec = learners::network_spec::from_spaces(s.observation_space(), s.action_space(), {32, 32}, 1);
-    return [spec, seed](std::size_t, std::size_t rows) -> std::unique_ptr<actors::policy> {
-      return std::make_unique<learners::mlp_policy>(spec, rows, seed);
-    };
-  }
-#endif
-  return [name, seed, act = s.action_space()](std::size_t first_row,
-                                              std::size_t rows) -> std::unique_ptr<actors::policy> {
+  return [&name, &s, seed](std::size_t first_row, std::size_t rows) {
     std::vector<std::uint64_t> streams(rows);
     std::iota(streams.begin(), streams.end(), first_row);
-    return actors::make_builtin_policy(name, act, rows, seed, streams);
+    return make_bench_policy(name, s, rows, seed, streams);
   };
 }
 
@@ -152,7 +148,8 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
 
   actors::sampler s(o);  // validates every flag before anything starts
   const auto& so = s.options();  // with the group size auto chose
-  auto pol = make_bench_policy(f.policy, s, o.seed);
+  const auto streams = s.row_streams();
+  auto pol = make_bench_policy(f.policy, s, s.rows(), o.seed, streams);
   const auto& w = s.wires();
   const std::string sharding =
       w.shards == 1 ? std::string()

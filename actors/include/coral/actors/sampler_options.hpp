@@ -155,13 +155,13 @@ inline constexpr std::chrono::microseconds auto_spin{50};
 /// hand-offs, a few percent of a step of 100 µs (delay 100 ± 100 µs in
 /// groups of one: 98.3–98.6% of the ideal in two shards, 97.7–97.9% in one
 /// pool), and under 1% of MuJoCo ant's or humanoid's (335 and 424 µs on the
-/// probe); and a shard of one thread steps its envs in turn, where one pool
-/// of several threads lets the cheap steps of an env whose cost varies
-/// (humanoid lying down or standing) overtake the dear ones: humanoid
-/// sampled about 13% fewer steps/s in shards on the 16-core machine
-/// (BENCHMARKS.md). The cut lies between those measured envs, clear of
-/// walker2d's 137 µs and of halfcheetah's 51 µs, which sat on the first cut
-/// tried (50 µs) and so flipped between one shard and two from run to run.
+/// probe): for those two, shards and one pool measured level against the
+/// machine's ceiling (BENCHMARKS.md, "Heavy envs against the machine's
+/// ceiling"; the 13% the shards once lost was their fixed shares of the
+/// steps, since replaced by a step_budget). The cut lies between those
+/// measured envs, clear of walker2d's 137 µs and of halfcheetah's 51 µs,
+/// which sat on the first cut tried (50 µs) and so flipped between one
+/// shard and two from run to run.
 inline constexpr double auto_shard_below_seconds = 200e-6;
 
 /// `options` with its auto settings made explicit: an auto shard count
