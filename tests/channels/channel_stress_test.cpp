@@ -54,15 +54,19 @@ void rethrow(std::exception_ptr e) {
 
 }  // namespace
 
-TEST_CASE("8 producers and 8 consumers move 10 million messages, none lost or duplicated",
+TEST_CASE("8 producers and 8 consumers move millions of messages, none lost or duplicated",
           "[channels][stress]") {
+  // Capacity 1024: 10 million messages, few waits. Capacity 1: 1 million,
+  // and nearly every send and receive waits or wakes someone.
+  const std::size_t capacity = GENERATE(std::size_t{1024}, std::size_t{1});
+  CAPTURE(capacity);
   constexpr std::uint64_t producers = 8;
   constexpr std::uint64_t consumers = 8;
-  constexpr std::uint64_t total = 10'000'000;
-  constexpr std::uint64_t per_producer = total / producers;
-  coral::test::watchdog dog("10M-message stress", std::chrono::minutes(10));
+  const std::uint64_t total = capacity == 1 ? 1'000'000 : 10'000'000;
+  const std::uint64_t per_producer = total / producers;
+  coral::test::watchdog dog("millions-of-messages stress", std::chrono::minutes(10));
 
-  coral::channel<std::uint64_t> ch(1024);
+  coral::channel<std::uint64_t> ch(capacity);
   bitmap seen(total);
   std::atomic<std::uint64_t> duplicates{0};
   std::atomic<std::uint64_t> received{0};
@@ -142,6 +146,9 @@ TEST_CASE("8 producers and 8 consumers move 10 million messages, none lost or du
   for (std::uint64_t i = 0; i < total; ++i) missing += seen.test(i) ? 0 : 1;
   CHECK(missing == 0);
   CHECK(ch.is_drained());
+  CHECK(ch.waiting_receivers() == 0);
+  CHECK(ch.waiting_senders() == 0);
+  CHECK(ch.pages_from_heap() == 0);
 }
 
 TEST_CASE("closing in the middle of traffic delivers exactly the sends that succeeded",

@@ -1,6 +1,8 @@
 #include "coral/channels/channel.hpp"
 
 #include <array>
+#include <cstdint>
+#include <span>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -70,6 +72,79 @@ TEST_CASE("try_send and try_receive keep FIFO order and respect capacity", "[cha
 TEST_CASE("a channel of capacity zero is rejected", "[channels][errors]") {
   CHECK_THROWS_MATCHES(channel<int>(0), coral::config_error,
                        Catch::Message("channel: capacity must be at least 1"));
+}
+
+namespace {
+
+template <std::size_t Bytes>
+struct blob {
+  std::array<unsigned char, Bytes> bytes{};
+  std::uint32_t id = 0;
+};
+
+/// Fills and drains a channel of `capacity` items of T in random runs of
+/// sends and receives (one at a time and in spans), from full to empty and
+/// back, checking FIFO order; returns the pages its queue took from the heap.
+template <class T>
+std::size_t churn(std::size_t capacity, std::uint32_t seed) {
+  channel<T> ch(capacity);
+  std::uint32_t next_in = 0;
+  std::uint32_t next_out = 0;
+  std::uint32_t state = seed;
+  const auto random = [&state](std::uint32_t n) {
+    state = state * 1664525U + 1013904223U;
+    return (state >> 8) % n;
+  };
+  std::vector<T> out(capacity);
+  for (int round = 0; round < 400; ++round) {
+    // A run of sends, up to full (sometimes exactly full), then a run of
+    // receives, down to empty (sometimes exactly empty).
+    const auto sends = random(static_cast<std::uint32_t>(capacity) + 2);
+    for (std::uint32_t i = 0; i < sends; ++i) {
+      T item{};
+      item.id = next_in;
+      if (!ch.try_send(std::move(item))) break;
+      ++next_in;
+    }
+    const auto receives = random(static_cast<std::uint32_t>(capacity) + 2);
+    std::uint32_t received = 0;
+    while (received < receives) {
+      if (random(2) == 0) {
+        const auto n = ch.try_receive_some(std::span<T>(out.data(), std::min<std::size_t>(out.size(), receives - received)));
+        if (n == 0) break;
+        for (std::size_t i = 0; i < n; ++i) REQUIRE(out[i].id == next_out++);
+        received += static_cast<std::uint32_t>(n);
+      } else {
+        auto v = ch.try_receive();
+        if (!v) break;
+        REQUIRE(v->id == next_out++);
+        ++received;
+      }
+    }
+  }
+  CHECK(next_in > 0);
+  return ch.pages_from_heap();
+}
+
+struct small_item {
+  std::uint32_t id = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a channel's queue never takes a page from the heap: every page it can need comes with the channel",
+          "[channels][pages]") {
+  // Item sizes that oneTBB stores 32, 16, 8, 4, 2 and 1 to a page.
+  const auto capacity = GENERATE(std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{8}, std::size_t{9},
+                                 std::size_t{33}, std::size_t{100});
+  const auto seed = GENERATE(1U, 2U, 3U);
+  CAPTURE(capacity, seed);
+  CHECK(churn<small_item>(capacity, seed) == 0);
+  CHECK(churn<blob<12>>(capacity, seed) == 0);
+  CHECK(churn<blob<24>>(capacity, seed) == 0);
+  CHECK(churn<blob<60>>(capacity, seed) == 0);
+  CHECK(churn<blob<120>>(capacity, seed) == 0);
+  CHECK(churn<blob<200>>(capacity, seed) == 0);
 }
 
 TEST_CASE("try_receive_some takes up to the span's size in order", "[channels]") {

@@ -70,10 +70,13 @@ class alignas(64) channel {
  public:
   using value_type = T;
 
-  /// A channel that buffers up to `capacity` messages. Throws config_error if 0.
-  explicit channel(std::size_t capacity) : capacity_(capacity), queue_(detail::pooled_allocator<T>(pages_)) {
-    if (capacity == 0) throw config_error(std::string(errors::zero_capacity));
-  }
+  /// A channel that buffers up to `capacity` messages. Throws config_error
+  /// if 0. Allocates every page its queue can need (see
+  /// detail/page_pool.hpp): std::bad_alloc here, or never.
+  explicit channel(std::size_t capacity)
+      : capacity_(checked_capacity(capacity)),
+        pages_(detail::queue_page_bytes<T>, detail::queue_pages<T>(capacity)),
+        queue_(detail::pooled_allocator<T>(pages_)) {}
   channel(const channel&) = delete;
   channel& operator=(const channel&) = delete;
 
@@ -246,6 +249,9 @@ class alignas(64) channel {
   [[nodiscard]] std::size_t waiting_receivers() const noexcept { return receivers_.size(); }
   /// Coroutines parked in async_send (a snapshot).
   [[nodiscard]] std::size_t waiting_senders() const noexcept { return senders_.size(); }
+  /// Pages the queue had to take from the heap since the channel was made:
+  /// 0, unless the bound in detail/page_pool.hpp were wrong (tests check it).
+  [[nodiscard]] std::size_t pages_from_heap() const noexcept { return pages_.heap_pages(); }
 
  private:
   /// Parks until an item may be buffered or the channel is drained; takes
@@ -260,6 +266,11 @@ class alignas(64) channel {
   // One word, so that "reserve unless closed" is a single CAS and no send can
   // slip in after a receiver has seen "closed and drained".
   static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
+
+  static std::size_t checked_capacity(std::size_t capacity) {
+    if (capacity == 0) throw config_error(std::string(errors::zero_capacity));
+    return capacity;
+  }
 
   bool try_reserve() noexcept {
     auto s = state_.load(std::memory_order_relaxed);
@@ -295,8 +306,8 @@ class alignas(64) channel {
 
   const std::size_t capacity_;
   std::atomic<std::uint64_t> state_{0};
-  // Pages come from pages_ and go back to it: no heap traffic in steady state,
-  // and (unlike tbbmalloc's reuse) every reuse is visible to ThreadSanitizer.
+  // Pages come from pages_ and go back to it: a send never allocates, and
+  // (unlike tbbmalloc's reuse) every reuse is visible to ThreadSanitizer.
   detail::page_pool pages_;
   tbb::concurrent_queue<T, detail::pooled_allocator<T>> queue_;
   detail::waiter_list receivers_;
