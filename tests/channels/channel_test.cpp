@@ -74,6 +74,14 @@ TEST_CASE("a channel of capacity zero is rejected", "[channels][errors]") {
                        Catch::Message("channel: capacity must be at least 1"));
 }
 
+TEST_CASE("a channel of capacity above 2^61 - 1 is rejected", "[channels][errors]") {
+  CHECK(channel<int>::max_capacity == (std::size_t{1} << 61) - 1);
+  CHECK_THROWS_MATCHES(channel<int>(channel<int>::max_capacity + 1), coral::config_error,
+                       Catch::Message("channel: capacity must be at most 2^61 - 1"));
+  CHECK_THROWS_MATCHES(channel<int>(~std::size_t{0}), coral::config_error,
+                       Catch::Message("channel: capacity must be at most 2^61 - 1"));
+}
+
 namespace {
 
 template <std::size_t Bytes>

@@ -70,9 +70,10 @@ class alignas(64) channel {
  public:
   using value_type = T;
 
-  /// A channel that buffers up to `capacity` messages. Throws config_error
-  /// if 0. Allocates every page its queue can need (see
-  /// detail/page_pool.hpp): std::bad_alloc here, or never.
+  /// A channel that buffers up to `capacity` messages. Throws config_error if 0.
+  /// Throws config_error if 0 or over max_capacity. Allocates every page
+  /// its queue can need (see detail/page_pool.hpp): std::bad_alloc here, or
+  /// never.
   explicit channel(std::size_t capacity)
       : capacity_(checked_capacity(capacity)),
         pages_(detail::queue_page_bytes<T>, detail::queue_pages<T>(capacity)),
@@ -83,9 +84,10 @@ class alignas(64) channel {
   /// Sends without waiting. Returns false, leaving `value` untouched, if the
   /// channel is full or closed.
   [[nodiscard]] bool try_send(T&& value) {
-    if (!try_reserve()) return false;
+    const auto before = try_reserve();
+    if (!before) return false;
     queue_.push(std::move(value));
-    receivers_.notify_one();
+    if ((*before & receivers_waiting) != 0) receivers_.wake_one();
     return true;
   }
   /// Copying form of try_send.
@@ -218,18 +220,25 @@ class alignas(64) channel {
   ///
   /// async_receive and async_send run the same loops in a frame of their own.
   [[nodiscard]] auto wait_for_item(channel_waiter& w) {
-    return detail::park(receivers_, w, [this] { return has_item_or_drained(); });
+    // Ready once a slot is reserved (its item may still be on its way into
+    // the queue, or on its way out to another receiver: the caller's next
+    // try then fails and it comes back here, a short spin) or the channel is
+    // closed (then a receiver never parks: it takes what is left, or sees
+    // the channel drained).
+    return detail::park(receivers_, w,
+                        [](std::uint64_t s) { return (s & count_mask) != 0 || (s & closed_bit) != 0; });
   }
   /// See wait_for_item.
   [[nodiscard]] auto wait_for_room(channel_waiter& w) {
-    return detail::park(senders_, w, [this] { return has_room_or_closed(); });
+    return detail::park(senders_, w,
+                        [this](std::uint64_t s) { return (s & closed_bit) != 0 || (s & count_mask) < capacity_; });
   }
 
   /// Closes the channel (see the class comment). Idempotent.
   void close() noexcept {
-    state_.fetch_or(closed_bit, std::memory_order_acq_rel);
-    receivers_.notify_all();
-    senders_.notify_all();
+    const auto before = state_.fetch_or(closed_bit, std::memory_order_acq_rel);
+    if ((before & receivers_waiting) != 0) receivers_.wake_all();
+    if ((before & senders_waiting) != 0) senders_.wake_all();
   }
 
   /// True once close() was called.
@@ -238,16 +247,16 @@ class alignas(64) channel {
   }
   /// True once closed and every item sent before the close was received.
   [[nodiscard]] bool is_drained() const noexcept {
-    return state_.load(std::memory_order_acquire) == closed_bit;
+    return (state_.load(std::memory_order_acquire) & (closed_bit | count_mask)) == closed_bit;
   }
   /// Items buffered or being sent right now (a snapshot).
   [[nodiscard]] std::size_t size() const noexcept {
-    return static_cast<std::size_t>(state_.load(std::memory_order_relaxed) & ~closed_bit);
+    return static_cast<std::size_t>(state_.load(std::memory_order_relaxed) & count_mask);
   }
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
-  /// Coroutines parked in async_receive / async_receive_some (a snapshot).
+  /// Coroutines parked in async_receive, async_receive_some or wait_for_item (a snapshot).
   [[nodiscard]] std::size_t waiting_receivers() const noexcept { return receivers_.size(); }
-  /// Coroutines parked in async_send (a snapshot).
+  /// Coroutines parked in async_send or wait_for_room (a snapshot).
   [[nodiscard]] std::size_t waiting_senders() const noexcept { return senders_.size(); }
   /// Pages the queue had to take from the heap since the channel was made:
   /// 0, unless the bound in detail/page_pool.hpp were wrong (tests check it).
@@ -262,32 +271,44 @@ class alignas(64) channel {
     w.throw_if_aborted();
   }
 
-  // state_ = closed flag | number of reserved slots (pushed or being pushed).
-  // One word, so that "reserve unless closed" is a single CAS and no send can
-  // slip in after a receiver has seen "closed and drained".
+  // state_ = closed flag | receivers-waiting flag | senders-waiting flag |
+  // number of reserved slots (pushed or being pushed). One word, so that
+  // "reserve unless closed" is a single CAS and no send can slip in after a
+  // receiver has seen "closed and drained"; and the read-modify-writes that
+  // reserve and release a slot also read whether anyone waits (each
+  // waiter_list keeps its flag set while it holds a waiter; see its
+  // lost-wake-up argument).
   static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t receivers_waiting = std::uint64_t{1} << 62;
+  static constexpr std::uint64_t senders_waiting = std::uint64_t{1} << 61;
+  static constexpr std::uint64_t count_mask = senders_waiting - 1;
 
+ public:
+  /// The largest capacity a channel takes (2^61 - 1).
+  static constexpr std::size_t max_capacity = count_mask;
+
+ private:
   static std::size_t checked_capacity(std::size_t capacity) {
     if (capacity == 0) throw config_error(std::string(errors::zero_capacity));
+    if (capacity > max_capacity) throw config_error(std::string(errors::capacity_too_large));
     return capacity;
   }
 
-  bool try_reserve() noexcept {
+  /// The word before the reservation, or nullopt if full or closed.
+  std::optional<std::uint64_t> try_reserve() noexcept {
     auto s = state_.load(std::memory_order_relaxed);
     do {
-      if ((s & closed_bit) != 0 || s >= capacity_) return false;
+      if ((s & closed_bit) != 0 || (s & count_mask) >= capacity_) return std::nullopt;
     } while (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
                                            std::memory_order_relaxed));
-    return true;
+    return s;
   }
 
   void release(std::size_t n) noexcept {
+    // No receiver waits for the channel to become drained: none parks once
+    // it is closed (see wait_for_item), and close() woke those parked before.
     const auto before = state_.fetch_sub(n, std::memory_order_acq_rel);
-    // The last receive after a close makes the channel drained: a receiver
-    // that parked between that item's pop and this count update is waiting
-    // for exactly this change.
-    if (before - n == closed_bit) receivers_.notify_all();
-    senders_.notify(n);
+    if ((before & senders_waiting) != 0) senders_.wake(n);
   }
 
   /// No slot is reserved, so nothing is buffered: a failed pop from the
@@ -296,13 +317,7 @@ class alignas(64) channel {
   /// the count never falls below the items buffered; a stale zero is one that
   /// a concurrent send has not yet made non-zero, which the caller could not
   /// have seen either (a waiter re-checks after parking, see waiter_list).
-  bool certainly_empty() const noexcept { return (state_.load(std::memory_order_acquire) & ~closed_bit) == 0; }
-
-  bool has_room_or_closed() const noexcept {
-    auto s = state_.load(std::memory_order_acquire);
-    return (s & closed_bit) != 0 || s < capacity_;
-  }
-  bool has_item_or_drained() const noexcept { return !queue_.empty() || is_drained(); }
+  bool certainly_empty() const noexcept { return (state_.load(std::memory_order_acquire) & count_mask) == 0; }
 
   const std::size_t capacity_;
   std::atomic<std::uint64_t> state_{0};
@@ -310,8 +325,8 @@ class alignas(64) channel {
   // (unlike tbbmalloc's reuse) every reuse is visible to ThreadSanitizer.
   detail::page_pool pages_;
   tbb::concurrent_queue<T, detail::pooled_allocator<T>> queue_;
-  detail::waiter_list receivers_;
-  detail::waiter_list senders_;
+  detail::waiter_list receivers_{state_, receivers_waiting};
+  detail::waiter_list senders_{state_, senders_waiting};
 };
 
 }  // namespace coral

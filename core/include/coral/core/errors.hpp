@@ -29,6 +29,7 @@ inline constexpr std::string_view stall_address_space =
     "rather than fail it (OpenBLAS retries its buffer forever)\n";
 /// A channel made with capacity zero.
 inline constexpr std::string_view zero_capacity = "channel: capacity must be at least 1";
+inline constexpr std::string_view capacity_too_large = "channel: capacity must be at most 2^61 - 1";
 }  // namespace errors
 
 }  // namespace coral

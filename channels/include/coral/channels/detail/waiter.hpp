@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <type_traits>
@@ -86,20 +87,26 @@ struct waiter {
 /// Resumes `w`'s parked coroutine on its own executor; `aborted` tells it why.
 inline void resume(waiter& w, bool aborted);
 
-/// A FIFO of parked waiters, guarded by its own spin lock. The `count` mirror lets
-/// the fast path ask "is anyone waiting?" without taking the lock.
+/// A FIFO of parked waiters, guarded by its own spin lock. While any waiter
+/// is linked, the list keeps a flag set in its owner's state word, so that
+/// the owner's own read-modify-writes of that word (a channel's slot
+/// reservation and release) also tell it whether anyone waits: no separate
+/// locked instruction on the fast path.
 class waiter_list {
  public:
-  /// Parks `w` unless `ready()` says the wait is already over. `ready()` is
-  /// checked after `w` is visible to wakers, so that a wake between the
-  /// caller's failed attempt and the parking is never lost; `suspend()`
-  /// stores the coroutine in `w`, under the lock, so that no waker sees `w`
-  /// without it. Returns whether `w` was parked.
+  /// A list whose flag is `flag` (one bit) in `word`.
+  waiter_list(std::atomic<std::uint64_t>& word, std::uint64_t flag) noexcept : word_(&word), flag_(flag) {}
+
+  /// Parks `w` unless `ready(s)` says the wait is already over, where `s`
+  /// is the owner's word as read by the read-modify-write that sets the
+  /// list's flag, after `w` is linked (see the lost-wake-up argument below).
+  /// `suspend()` stores the coroutine in `w`, under the lock, so that no
+  /// waker sees `w` without it. Returns whether `w` was parked.
   template <class Ready, class Suspend>
   bool park(waiter& w, Ready&& ready, Suspend&& suspend) {
     std::lock_guard<coral::spin_lock> lock(mutex_);
-    link(w);  // an acq_rel RMW on count_: see any_waiting()
-    if (ready()) {
+    link(w);
+    if (ready(word_->fetch_or(flag_, std::memory_order_acq_rel))) {
       unlink(w);
       return false;
     }
@@ -107,21 +114,18 @@ class waiter_list {
     return true;
   }
 
-  /// Wakes the oldest waiter, if any. Call after changing the state the
-  /// waiters wait for.
-  void notify_one() {
-    if (any_waiting()) wake_oldest();
-  }
+  /// Wakes the oldest waiter, if any. The owner calls it after a change of
+  /// its word whose read-modify-write found the list's flag set.
+  void wake_one() { (void)wake_oldest(); }
 
   /// Wakes up to `n` of the oldest waiters.
-  void notify(std::size_t n) {
-    for (; n > 0 && any_waiting() && wake_oldest(); --n) {
+  void wake(std::size_t n) {
+    for (; n > 0 && wake_oldest(); --n) {
     }
   }
 
-  /// Wakes every waiter (used by close()).
-  void notify_all() {
-    if (!any_waiting()) return;
+  /// Wakes every waiter.
+  void wake_all() {
     while (wake_oldest()) {
     }
   }
@@ -139,15 +143,17 @@ class waiter_list {
   [[nodiscard]] std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
 
  private:
-  // The lost-wake-up argument. A waiter links itself (an acq_rel RMW on
-  // count_), then checks the state it waits for; a waker changes that state,
-  // then reads count_ with an acq_rel RMW. RMWs on one atomic are totally
-  // ordered and each reads the latest value: if the waker's RMW comes second
-  // it sees the waiter; if it comes first, the waiter's RMW synchronizes with
-  // it, so the waiter's check sees the waker's state change. (A plain load
-  // would need seq_cst fences on both sides, which ThreadSanitizer cannot
-  // check.)
-  bool any_waiting() noexcept { return count_.fetch_add(0, std::memory_order_acq_rel) != 0; }
+  // The lost-wake-up argument. A waiter links itself, then sets the flag
+  // with a read-modify-write (RMW) of the owner's word and checks the value
+  // it read; a waker changes the word with an RMW and wakes if the value it
+  // read has the flag. RMWs of one atomic are totally ordered and each reads
+  // the value just before it: if the waker's RMW comes second, it reads the
+  // flag and wakes the waiter (linked before the flag was set, and found
+  // under the lock); if it comes first, the waiter's RMW reads the change
+  // and does not park. The flag is cleared, under the lock, only when the
+  // list becomes empty, so a waker that reads it finds every waiter linked
+  // at that moment (a waiter woken meanwhile by someone else is gone, which
+  // is harmless). No fences, so ThreadSanitizer checks all of it.
 
   /// Unparks and resumes the oldest waiter; false if there was none.
   bool wake_oldest() {
@@ -168,20 +174,23 @@ class waiter_list {
     (tail_ ? tail_->next : head_) = &w;
     tail_ = &w;
     w.linked = true;
-    count_.fetch_add(1, std::memory_order_acq_rel);
+    count_.store(count_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   void unlink(waiter& w) noexcept {
     (w.prev ? w.prev->next : head_) = w.next;
     (w.next ? w.next->prev : tail_) = w.prev;
     w.prev = w.next = nullptr;
     w.linked = false;
-    count_.fetch_sub(1, std::memory_order_relaxed);
+    count_.store(count_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    if (head_ == nullptr) word_->fetch_and(~flag_, std::memory_order_relaxed);
   }
 
   coral::spin_lock mutex_;
   waiter* head_ = nullptr;
   waiter* tail_ = nullptr;
-  std::atomic<std::size_t> count_{0};
+  std::atomic<std::size_t> count_{0};  // a mirror for size(), written under the lock
+  std::atomic<std::uint64_t>* word_;
+  std::uint64_t flag_;
 };
 
 /// Queues `f` on `ex` as a continuation that never runs inside this call
