@@ -36,6 +36,24 @@ TEST_CASE("given config values are parsed by type, the last one for a key winnin
   CHECK(coral::envs::to_string(c.values()[1].second) == "1");
 }
 
+TEST_CASE("an int key takes a whole number written as a float, as the command's whole-number flags do",
+          "[envs][config]") {
+  CHECK(env_config("demo", keys(), {{"episode_length", "1e3"}}).get_int("episode_length") == 1000);
+  CHECK(env_config("demo", keys(), {{"episode_length", "2.5e3"}}).get_int("episode_length") == 2500);
+  CHECK(env_config("demo", keys(), {{"episode_length", "+7.0"}}).get_int("episode_length") == 7);
+  CHECK(env_config("demo", keys(), {{"episode_length", "010"}}).get_int("episode_length") == 10);
+  CHECK(env_config("demo", keys(), {{"episode_length", "9e18"}}).get_int("episode_length") == 9'000'000'000'000'000'000);
+  for (const char* bad : {"1.5", "1e19", "9.3e18", "1e-1", "inf", "nan", "0x10", "1e", "e3", " 5", "5 "}) {
+    CAPTURE(bad);
+    CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_length", bad}}), coral::config_error,
+                         Catch::Message(std::string("env 'demo': config key 'episode_length': invalid value '") + bad +
+                                        "' (expected int >= 1)"));
+  }
+  // The bounds apply to the value: 1e-0 is 1, 0e5 is 0.
+  CHECK(env_config("demo", keys(), {{"episode_length", "1e-0"}}).get_int("episode_length") == 1);
+  CHECK_THROWS_AS(env_config("demo", keys(), {{"episode_length", "0e5"}}), coral::config_error);
+}
+
 TEST_CASE("an unknown config key is rejected naming the key and the known ones", "[envs][config][errors]") {
   CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_lenght", "5"}}), coral::config_error,
                        Catch::Message("env 'demo': unknown config key 'episode_lenght' (known: episode_length, p, "
