@@ -13,6 +13,7 @@
 
 #include "coral/config_file.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/whole_number.hpp"
 #include "coral/errors.hpp"
 
 namespace coral::cli {
@@ -21,16 +22,6 @@ namespace {
 template <class... Args>
 std::string text(std::string_view format, Args&&... args) {
   return fmt::format(fmt::runtime(format), std::forward<Args>(args)...);
-}
-
-// The whole value of `s` as a double, when it is a finite number with no
-// fractional part (`1e6`, `2.5e3`); strtod's full syntax.
-std::optional<double> whole_double(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(v) || v != std::floor(v)) return std::nullopt;
-  return v;
 }
 
 // Checks and rewrites `s` as a decimal whole number of type T.
@@ -48,7 +39,7 @@ std::string check_whole(std::string& s, bool must_be_non_negative) {
     s = fmt::format("{}", value);  // decimal: CLI11 would read 010 as octal
     return {};
   }
-  const auto v = whole_double(s);
+  const auto v = whole_number(s);
   if (!v) {
     // `-1.5` or `-abc` for an unsigned flag: the sign is the first thing wrong.
     char* end = nullptr;

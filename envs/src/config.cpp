@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/whole_number.hpp"
 #include "coral/envs/errors.hpp"
 
 namespace coral::envs {
@@ -22,18 +23,13 @@ std::string expected_text(const config_key& key) {
   return text;
 }
 
-/// [first, last) as a whole number in int64's range written in float
-/// syntax (`1e3`, `2.5e3`, `1000.0`); nullopt for anything else (`1.5`,
-/// `1e19`, `nan`).
-std::optional<std::int64_t> parse_whole(const char* first, const char* last) {
-  double d = 0;
-  const auto [ptr, ec] = std::from_chars(first, last, d);
-  if (first == last || ec != std::errc{} || ptr != last || !std::isfinite(d) || d != std::floor(d)) {
-    return std::nullopt;
-  }
+/// `text` as a whole number in int64's range written in float syntax
+/// (`1e3`, `2.5e3`), as the command's whole-number flags take it.
+std::optional<std::int64_t> parse_whole(std::string_view text) {
+  const auto d = whole_number(text);
   // 2^63 is an exact double; the largest int64 is not.
-  if (d >= 9223372036854775808.0 || d < -9223372036854775808.0) return std::nullopt;
-  return static_cast<std::int64_t>(d);
+  if (!d || *d >= 9223372036854775808.0 || *d < -9223372036854775808.0) return std::nullopt;
+  return static_cast<std::int64_t>(*d);
 }
 
 std::optional<config_value> parse_value(const config_key& key, std::string_view text) {
@@ -48,7 +44,7 @@ std::optional<config_value> parse_value(const config_key& key, std::string_view 
       if (ec != std::errc{} || ptr != last) {
         // A whole number written as a float (`1e3`, `2.5e3`), as the
         // command's whole-number flags take (docs/cli.md).
-        const auto whole = parse_whole(first, last);
+        const auto whole = parse_whole(text);
         if (!whole) return std::nullopt;
         v = *whole;
       }

@@ -156,6 +156,11 @@ std::vector<bad_input> bad_inputs() {
       {{"train", "--hidden", "64", "-64"}, error_line("--hidden: " + text(cm::negative_value, "-64"))},
       {{"train", "--seed", "1.5"}, error_line("--seed: " + text(cm::not_whole_number, "1.5"))},
       {{"bench", "--num-envs", "many"}, error_line("--num-envs: " + text(cm::not_whole_number, "many"))},
+      // Decimal only (docs/cli.md): hex, padded and doubly signed values are refused, as env int keys refuse them.
+      {{"bench", "--steps", "0x10"}, error_line("--steps: " + text(cm::not_whole_number, "0x10"))},
+      {{"bench", "--steps", "0x1p3"}, error_line("--steps: " + text(cm::not_whole_number, "0x1p3"))},
+      {{"bench", "--steps", "1e3 "}, error_line("--steps: " + text(cm::not_whole_number, "1e3 "))},
+      {{"train", "--seed", "+-1e1"}, error_line("--seed: " + text(cm::not_whole_number, "+-1e1"))},
       {{"bench", "--envs-per-group", "many"}, error_line("--envs-per-group: " + text(cm::not_whole_number, "many"))},
       {{"bench", "--envs-per-group", "0"},
        error_line(text(coral::errors::bad_value, "--envs-per-group", 0, "auto, or a whole number >= 1"))},

@@ -43,7 +43,7 @@ TEST_CASE("an int key takes a whole number written as a float, as the command's 
   CHECK(env_config("demo", keys(), {{"episode_length", "+7.0"}}).get_int("episode_length") == 7);
   CHECK(env_config("demo", keys(), {{"episode_length", "010"}}).get_int("episode_length") == 10);
   CHECK(env_config("demo", keys(), {{"episode_length", "9e18"}}).get_int("episode_length") == 9'000'000'000'000'000'000);
-  for (const char* bad : {"1.5", "1e19", "9.3e18", "1e-1", "inf", "nan", "0x10", "1e", "e3", " 5", "5 "}) {
+  for (const char* bad : {"1.5", "1e19", "9.3e18", "1e-1", "inf", "nan", "0x10", "0x1p3", "1e", "e3", " 5", "5 ", "+-1e3", "++1e3"}) {
     CAPTURE(bad);
     CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_length", bad}}), coral::config_error,
                          Catch::Message(std::string("env 'demo': config key 'episode_length': invalid value '") + bad +
