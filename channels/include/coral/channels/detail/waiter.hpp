@@ -33,6 +33,7 @@
 #include <asio/execution/blocking.hpp>
 #include <asio/execution/execute.hpp>
 #include <asio/execution/relationship.hpp>
+#include <asio/detail/scheduler_operation.hpp>
 #include <asio/io_context.hpp>
 #include <asio/prefer.hpp>
 #include <asio/query.hpp>
@@ -60,8 +61,15 @@ struct cancel_handler;
 
 /// One parked coroutine. It lives in the frame of the channel operation that
 /// waits, so parking allocates nothing; the stack it holds is one pointer.
-struct waiter {
-  waiter() = default;
+///
+/// A waiter is also the scheduler operation that resumes it: on an
+/// io_context's executor (what actors waiting on channels only run on), a
+/// wake-up queues the waiter itself on the io_context's scheduler, as
+/// executing a function there would queue a block allocated to hold it.
+/// So a wake-up allocates nothing and cannot fail for want of memory; on
+/// other executors (strands) it still queues a function (see resume()).
+struct waiter : private asio::detail::scheduler_operation {
+  waiter() noexcept : asio::detail::scheduler_operation(&waiter::complete) {}
   waiter(const waiter&) = delete;
   waiter& operator=(const waiter&) = delete;
   /// Disarms the cancellation handler that points here (see park_awaiter).
@@ -72,7 +80,7 @@ struct waiter {
   bool linked = false;
   /// Set before the stack is resumed: the wait ended by cancellation.
   bool aborted = false;
-  /// The parked coroutine, from parking until it is handed to its executor.
+  /// The parked coroutine, from parking until it is resumed.
   std::optional<awaitable_stack> stack;
   /// The handler in the coroutine's cancellation slot that cancels this wait.
   cancel_handler* canceller = nullptr;
@@ -81,6 +89,20 @@ struct waiter {
   /// what an operation started with the use_awaitable token would throw.
   void throw_if_aborted() const {
     if (aborted) throw asio::system_error(asio::error::operation_aborted);
+  }
+
+ private:
+  friend void resume(waiter& w, bool aborted);
+
+  /// Run by the scheduler: pumps the parked stack, on the scheduler's
+  /// thread; or, with no owner (the io_context is being destroyed with the
+  /// waiter queued), lets the stack go. The stack is moved out first: the
+  /// waiter lives in a frame of that stack and may end with it.
+  static void complete(void* owner, asio::detail::scheduler_operation* base, const asio::error_code&, std::size_t) {
+    auto& w = *static_cast<waiter*>(base);
+    awaitable_stack stack(std::move(*w.stack));
+    w.stack.reset();
+    if (owner != nullptr) stack.launch();
   }
 };
 
@@ -214,37 +236,23 @@ void defer_on(const Executor& ex, F&& f) {
   }
 }
 
-/// Defers `f` to `ex`. The executor types the runtime gives actors (and the
-/// plain io_context and strand ones) are unwrapped first: deferring through
-/// the type-erased any_io_executor builds a new one on the heap (a strand
-/// does not fit its small buffer), which would allocate on every wake-up.
+/// Defers `f` to `ex`, for executors other than an io_context's (resume()
+/// queues the waiter itself there). The strand types the runtime gives
+/// actors are unwrapped first: deferring through the type-erased
+/// any_io_executor builds a new one on the heap (a strand does not fit its
+/// small buffer), which would allocate on every wake-up.
 template <class F>
 void defer_to(const asio::any_io_executor& ex, F&& f) {
-  using io_executor = asio::io_context::executor_type;
-  using strand_executor = asio::strand<io_executor>;
+  using strand_executor = asio::strand<asio::io_context::executor_type>;
   // Asio 1.22's any_executor::target<T>() casts without checking the type.
-  // The type_info objects are compared by address first, for all four types:
-  // that is the common case and spares string comparisons per wake-up (three
-  // of them, about 130 instructions a hop, for a plain io_context executor
-  // when only the runtime's types were compared by address); == is the
-  // fallback for type_info objects duplicated across shared libraries.
+  // The type_info objects are compared by address first (the common case,
+  // sparing string comparisons per wake-up); == is the fallback for
+  // type_info objects duplicated across shared libraries.
   const auto& type = ex.target_type();
-  if (&type == &typeid(actor_strand)) {
+  if (&type == &typeid(actor_strand) || type == typeid(actor_strand)) {
     defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
-  } else if (&type == &typeid(actor_io_executor)) {
-    defer_on(*ex.target<actor_io_executor>(), std::forward<F>(f));
-  } else if (&type == &typeid(strand_executor)) {
+  } else if (&type == &typeid(strand_executor) || type == typeid(strand_executor)) {
     defer_on(*ex.target<strand_executor>(), std::forward<F>(f));
-  } else if (&type == &typeid(io_executor)) {
-    defer_on(*ex.target<io_executor>(), std::forward<F>(f));
-  } else if (type == typeid(actor_strand)) {
-    defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
-  } else if (type == typeid(actor_io_executor)) {
-    defer_on(*ex.target<actor_io_executor>(), std::forward<F>(f));
-  } else if (type == typeid(strand_executor)) {
-    defer_on(*ex.target<strand_executor>(), std::forward<F>(f));
-  } else if (type == typeid(io_executor)) {
-    defer_on(*ex.target<io_executor>(), std::forward<F>(f));
   } else {
     asio::defer(ex, asio::bind_allocator(handler_allocator<void>{}, std::forward<F>(f)));
   }
@@ -257,8 +265,30 @@ struct stack_resumption {
   void operator()() { stack.launch(); }
 };
 
+/// The io_context that `ex` runs its functions on directly, or null when it
+/// is some other executor (a strand queues them on its own first).
+inline asio::io_context* plain_context(const asio::any_io_executor& ex) noexcept {
+  using io_executor = asio::io_context::executor_type;
+  const auto& type = ex.target_type();  // by address first, as in defer_to
+  if (&type == &typeid(actor_io_executor)) return &ex.target<actor_io_executor>()->context();
+  if (&type == &typeid(io_executor)) return &ex.target<io_executor>()->context();
+  if (type == typeid(actor_io_executor)) return &ex.target<actor_io_executor>()->context();
+  if (type == typeid(io_executor)) return &ex.target<io_executor>()->context();
+  return nullptr;
+}
+
 inline void resume(waiter& w, bool aborted) {
   w.aborted = aborted;
+  if (asio::io_context* ctx = plain_context(w.stack->get_executor())) {
+    // What the executor's execute() does with blocking.never and
+    // relationship.continuation (queue on the calling thread's private
+    // queue when it runs this scheduler, else under the lock, counting the
+    // work either way), with the waiter as the queued operation. From here
+    // on `w` may be gone.
+    asio::detail::scheduler_operation* op = &w;
+    asio::use_service<asio::detail::io_context_impl>(*ctx).post_immediate_completion(op, true);
+    return;
+  }
   stack_resumption r{std::move(*w.stack)};
   w.stack.reset();
   // Never resume inline: the waker may be another coroutine's thread. From
