@@ -8,10 +8,12 @@
 /// waiter instead of starting an asynchronous operation with the
 /// use_awaitable token. That token would push a second coroutine frame for
 /// the operation, wrap the stack in a completion handler and pop the frame
-/// again on completion; parking the stack directly spares all of it. This
-/// uses Asio's detail interface for awaitables (awaitable_frame_base,
-/// awaitable_thread): the static_assert below names the version it was
-/// written against.
+/// again on completion; parking the stack directly spares all of it. A
+/// wake-up queues the waiter itself on its io_context's scheduler (see
+/// waiter). This uses Asio's detail interfaces for awaitables
+/// (awaitable_frame_base, awaitable_thread) and for the scheduler
+/// (scheduler_operation, io_context_impl's post_immediate_completion): the
+/// static_assert below names the version it was written against.
 
 #include <atomic>
 #include <cstddef>
@@ -49,7 +51,9 @@
 // park_awaiter relies on how Asio 1.22 runs awaitables: co_await of a function
 // object taking the awaitable_frame_base calls it once the coroutine is
 // suspended, and resumes the coroutine at once unless the function detached
-// the awaitable thread. Check both before moving to another Asio.
+// the awaitable thread. resume() relies on its scheduler: an operation is
+// completed with a non-null owner, or destroyed with a null one, and never
+// touched after either. Check all three before moving to another Asio.
 static_assert(ASIO_VERSION / 100 == 1022, "coral's channel waiter is written against Asio 1.22's awaitable internals");
 
 namespace coral::detail {
@@ -249,9 +253,13 @@ void defer_to(const asio::any_io_executor& ex, F&& f) {
   // sparing string comparisons per wake-up); == is the fallback for
   // type_info objects duplicated across shared libraries.
   const auto& type = ex.target_type();
-  if (&type == &typeid(actor_strand) || type == typeid(actor_strand)) {
+  if (&type == &typeid(actor_strand)) {
     defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
-  } else if (&type == &typeid(strand_executor) || type == typeid(strand_executor)) {
+  } else if (&type == &typeid(strand_executor)) {
+    defer_on(*ex.target<strand_executor>(), std::forward<F>(f));
+  } else if (type == typeid(actor_strand)) {
+    defer_on(*ex.target<actor_strand>(), std::forward<F>(f));
+  } else if (type == typeid(strand_executor)) {
     defer_on(*ex.target<strand_executor>(), std::forward<F>(f));
   } else {
     asio::defer(ex, asio::bind_allocator(handler_allocator<void>{}, std::forward<F>(f)));
