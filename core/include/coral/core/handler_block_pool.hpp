@@ -12,17 +12,20 @@
 
 namespace coral {
 
-/// A cache of the blocks Asio allocates to queue handlers (wake-ups, strand
-/// runs), in two tiers. Each thread keeps up to 64 blocks of each of 4 sizes
+/// A cache of the blocks Asio allocates to queue handlers (a strand's
+/// wake-ups and runs, posts, timers' completions; a channel wake-up on an
+/// io_context's executor queues its waiter instead and takes no block), in
+/// two tiers. Each thread keeps up to 64 blocks of each of 4 sizes
 /// of its own, taken and given back without a lock: a thread that runs what
-/// it queued (every hand-off inside one shard of a sampler) never touches
-/// memory another thread writes. Behind them, a process-wide cache of 256
-/// of each size under a spin lock serves the flows between threads that a
-/// thread's own cache cannot: Asio's per-thread caches, and this one, miss
-/// when one thread queues what another runs (a batcher waking env groups on
-/// other threads), so a block freed on any thread must be able to serve the
-/// next allocation anywhere. With the shared cache alone, two shards on two
-/// cores took its lock on every hop and sampled noop no faster than one.
+/// it queued never touches memory another thread writes. Behind them, a
+/// process-wide cache of 256 of each size under a spin lock serves the flows
+/// between threads that a thread's own cache cannot: Asio's per-thread
+/// caches, and this one, miss when one thread queues what another runs (an
+/// actor on a strand woken from another pool), so a block freed on any
+/// thread must be able to serve the next allocation anywhere. (When channel
+/// wake-ups still took blocks, two sampler shards on two cores with the
+/// shared cache alone took its lock on every hop and sampled noop no faster
+/// than one.)
 ///
 /// Thread safety: allocate() and deallocate() may be called from any thread,
 /// also while the thread exits (its own cache is then emptied and bypassed).
