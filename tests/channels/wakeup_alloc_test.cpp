@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <new>
 #include <optional>
-#include <vector>
 
 #include <asio/co_spawn.hpp>
 #include <asio/execution/allocator.hpp>
