@@ -27,17 +27,17 @@ std::string text(std::string_view format, Args&&... args) {
 // Checks and rewrites `s` as a decimal whole number of type T.
 template <class T>
 std::string check_whole(std::string& s, bool must_be_non_negative) {
-  const char* first = s.data();
-  const char* last = s.data() + s.size();
-  if (first != last && *first == '+') ++first;
-  T value{};
-  const auto [ptr, ec] = std::from_chars(first, last, value);
-  if (first != last && ec == std::errc{} && ptr == last) {
-    if constexpr (std::is_signed_v<T>) {
-      if (must_be_non_negative && value < 0) return text(errors::negative_value, s);
+  if (const auto digits = without_plus(s); digits && !digits->empty()) {
+    const char* last = digits->data() + digits->size();
+    T value{};
+    const auto [ptr, ec] = std::from_chars(digits->data(), last, value);
+    if (ec == std::errc{} && ptr == last) {
+      if constexpr (std::is_signed_v<T>) {
+        if (must_be_non_negative && value < 0) return text(errors::negative_value, s);
+      }
+      s = fmt::format("{}", value);  // decimal: CLI11 would read 010 as octal
+      return {};
     }
-    s = fmt::format("{}", value);  // decimal: CLI11 would read 010 as octal
-    return {};
   }
   const auto v = whole_number(s);
   if (!v) {

@@ -33,14 +33,15 @@ std::optional<std::int64_t> parse_whole(std::string_view text) {
 }
 
 std::optional<config_value> parse_value(const config_key& key, std::string_view text) {
-  const char* first = text.data();
-  const char* last = text.data() + text.size();
+  // One optional `+`, then digits (from_chars takes a `-` but not a `+`).
+  const auto digits = without_plus(text);
+  const char* first = digits ? digits->data() : nullptr;
+  const char* last = digits ? digits->data() + digits->size() : nullptr;
   switch (key.type) {
     case config_type::integer: {
+      if (!digits || digits->empty()) return std::nullopt;
       std::int64_t v = 0;
-      if (!text.empty() && text.front() == '+') ++first;
       auto [ptr, ec] = std::from_chars(first, last, v);
-      if (text.empty()) return std::nullopt;
       if (ec != std::errc{} || ptr != last) {
         // A whole number written as a float (`1e3`, `2.5e3`), as the
         // command's whole-number flags take (docs/cli.md).
@@ -54,10 +55,10 @@ std::optional<config_value> parse_value(const config_key& key, std::string_view 
       return v;
     }
     case config_type::real: {
+      if (!digits || digits->empty()) return std::nullopt;
       double v = 0;
-      if (!text.empty() && text.front() == '+') ++first;
       auto [ptr, ec] = std::from_chars(first, last, v);
-      if (text.empty() || ec != std::errc{} || ptr != last || !std::isfinite(v)) return std::nullopt;
+      if (ec != std::errc{} || ptr != last || !std::isfinite(v)) return std::nullopt;
       if ((key.min && v < *key.min) || (key.max && v > *key.max)) return std::nullopt;
       return v;
     }

@@ -161,6 +161,8 @@ std::vector<bad_input> bad_inputs() {
       {{"bench", "--steps", "0x1p3"}, error_line("--steps: " + text(cm::not_whole_number, "0x1p3"))},
       {{"bench", "--steps", "1e3 "}, error_line("--steps: " + text(cm::not_whole_number, "1e3 "))},
       {{"train", "--seed", "+-1e1"}, error_line("--seed: " + text(cm::not_whole_number, "+-1e1"))},
+      // A signed flag's integer path too (from_chars alone reads `-0` after the `+`).
+      {{"bench", "--batch-timeout-us", "+-0"}, error_line("--batch-timeout-us: " + text(cm::not_whole_number, "+-0"))},
       {{"bench", "--envs-per-group", "many"}, error_line("--envs-per-group: " + text(cm::not_whole_number, "many"))},
       {{"bench", "--envs-per-group", "0"},
        error_line(text(coral::errors::bad_value, "--envs-per-group", 0, "auto, or a whole number >= 1"))},

@@ -49,6 +49,14 @@ TEST_CASE("an int key takes a whole number written as a float, as the command's 
                          Catch::Message(std::string("env 'demo': config key 'episode_length': invalid value '") + bad +
                                         "' (expected int >= 1)"));
   }
+  // One sign only, for float keys too: `+-0` would otherwise read as -0, in [0, 1].
+  for (const char* bad : {"+-0", "++0", "+"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"p", bad}}), coral::config_error,
+                         Catch::Message(std::string("env 'demo': config key 'p': invalid value '") + bad +
+                                        "' (expected float in [0, 1])"));
+  }
+  CHECK(env_config("demo", keys(), {{"p", "+0.5"}}).get_float("p") == 0.5);
   // The bounds apply to the value: 1e-0 is 1, 0e5 is 0.
   CHECK(env_config("demo", keys(), {{"episode_length", "1e-0"}}).get_int("episode_length") == 1);
   CHECK_THROWS_AS(env_config("demo", keys(), {{"episode_length", "0e5"}}), coral::config_error);

@@ -70,8 +70,8 @@ class alignas(64) channel {
  public:
   using value_type = T;
 
-  /// A channel that buffers up to `capacity` messages. Throws config_error if 0.
-  /// Throws config_error if 0 or over max_capacity. Allocates every page
+  /// A channel that buffers up to `capacity` messages. Throws config_error
+  /// if 0 or over max_capacity. Allocates every page
   /// its queue can need (see detail/page_pool.hpp): std::bad_alloc here, or
   /// never.
   explicit channel(std::size_t capacity)
