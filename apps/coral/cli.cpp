@@ -32,7 +32,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   return run(argc, argv, out, err, run_hooks{});
 }
 
-int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const run_hooks& hooks) {
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, [[maybe_unused]] const run_hooks& hooks) {
   CLI::App app("coral: an actor-model runtime for reinforcement learning", "coral");
   app.add_option_function<std::string>(
          "--log-level", [](const std::string& level) { coral::log::set_level(coral::log::parse_level(level)); },

@@ -14,7 +14,7 @@ namespace coral::replay {
 
 namespace {
 
-void check_size(const char* name, std::size_t actual, std::size_t expected) {
+void check_r2d2_size(const char* name, std::size_t actual, std::size_t expected) {
   if (actual != expected) {
     throw config_error(fmt::format(fmt::runtime(errors::r2d2_size_mismatch), name, actual, expected));
   }
@@ -43,10 +43,10 @@ void nstep_sequence_targets(std::span<const float> rewards, std::span<const std:
                             std::span<const float> bootstrap, const nstep_target_options& options,
                             std::span<float> targets, std::span<float> mask) {
   const std::size_t length = rewards.size();
-  check_size("flags", flags.size(), length);
-  check_size("bootstrap", bootstrap.size(), length + 1);
-  check_size("targets", targets.size(), length);
-  check_size("mask", mask.size(), length);
+  check_r2d2_size("flags", flags.size(), length);
+  check_r2d2_size("bootstrap", bootstrap.size(), length + 1);
+  check_r2d2_size("targets", targets.size(), length);
+  check_r2d2_size("mask", mask.size(), length);
   if (options.n == 0) throw config_error(std::string(errors::zero_n_step));
   if (!(options.gamma >= 0.0 && options.gamma <= 1.0)) {
     throw config_error(fmt::format(fmt::runtime(errors::bad_gamma), options.gamma));
@@ -88,11 +88,11 @@ void nstep_sequence_targets(std::span<const float> rewards, std::span<const std:
 void nstep_batch_targets(std::size_t sequences, std::size_t length, std::span<const float> rewards,
                          std::span<const std::uint8_t> flags, std::span<const float> bootstrap,
                          const nstep_target_options& options, std::span<float> targets, std::span<float> mask) {
-  check_size("rewards", rewards.size(), sequences * length);
-  check_size("flags", flags.size(), sequences * length);
-  check_size("bootstrap", bootstrap.size(), sequences * (length + 1));
-  check_size("targets", targets.size(), sequences * length);
-  check_size("mask", mask.size(), sequences * length);
+  check_r2d2_size("rewards", rewards.size(), sequences * length);
+  check_r2d2_size("flags", flags.size(), sequences * length);
+  check_r2d2_size("bootstrap", bootstrap.size(), sequences * (length + 1));
+  check_r2d2_size("targets", targets.size(), sequences * length);
+  check_r2d2_size("mask", mask.size(), sequences * length);
   for (std::size_t s = 0; s < sequences; ++s) {
     nstep_sequence_targets(rewards.subspan(s * length, length), flags.subspan(s * length, length),
                            bootstrap.subspan(s * (length + 1), length + 1), options,
@@ -101,7 +101,7 @@ void nstep_batch_targets(std::size_t sequences, std::size_t length, std::span<co
 }
 
 float sequence_priority(std::span<const float> td_errors, std::span<const float> mask, double eta) {
-  check_size("mask", mask.size(), td_errors.size());
+  check_r2d2_size("mask", mask.size(), td_errors.size());
   if (!(eta >= 0.0 && eta <= 1.0)) throw config_error(fmt::format(fmt::runtime(errors::bad_priority_eta), eta));
   double largest = 0.0;
   double sum = 0.0;

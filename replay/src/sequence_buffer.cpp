@@ -24,7 +24,7 @@ constexpr float leaf_min = std::numeric_limits<float>::min();
 constexpr float leaf_max = std::numeric_limits<float>::max();
 
 // The sequence buffer's saved state (detail/saved_state.hpp has the format).
-constexpr detail::blob_kind state_kind{
+constexpr detail::blob_kind sequence_state_kind{
     .magic = {'c', 'o', 'r', 'a', 'l', 's', 'q', '\0'},
     .version = 1,
     .malformed = errors::seq_malformed_state,
@@ -33,13 +33,13 @@ constexpr detail::blob_kind state_kind{
     .bad_magic = errors::seq_state_bad_magic,
 };
 
-void check_exponent(const char* name, double value) {
+void check_sequence_exponent(const char* name, double value) {
   if (!(value >= 0.0 && value <= 1.0)) {
     throw config_error(fmt::format(fmt::runtime(errors::seq_bad_exponent), name, value));
   }
 }
 
-void check_size(const char* name, std::size_t actual, std::size_t expected) {
+void check_sequence_size(const char* name, std::size_t actual, std::size_t expected) {
   if (actual != expected) {
     throw config_error(fmt::format(fmt::runtime(errors::seq_size_mismatch), name, actual, expected));
   }
@@ -52,7 +52,7 @@ const sequence_buffer_config& checked(const sequence_buffer_config& c) {
   if (l.length == 0 || l.burn_in >= l.length || l.overlap >= l.length) {
     throw config_error(fmt::format(fmt::runtime(errors::seq_bad_layout), l.length, l.burn_in, l.overlap));
   }
-  check_exponent("alpha", c.alpha);
+  check_sequence_exponent("alpha", c.alpha);
   if (!(c.epsilon > 0.0)) throw config_error(fmt::format(fmt::runtime(errors::seq_bad_epsilon), c.epsilon));
   return c;
 }
@@ -124,11 +124,11 @@ void sequence_buffer::insert(const sequence_block& block) {
     }
   }
   const std::size_t n = block.size();
-  check_size("observations", block.observations.size(), n * observations_.cols());
-  check_size("actions", block.actions.size(), n * actions_.cols());
-  check_size("rewards", block.rewards.size(), n * rewards_.cols());
-  check_size("flags", block.flags.size(), n * flags_.cols());
-  check_size("states", block.states.size(), n * states_.cols());
+  check_sequence_size("observations", block.observations.size(), n * observations_.cols());
+  check_sequence_size("actions", block.actions.size(), n * actions_.cols());
+  check_sequence_size("rewards", block.rewards.size(), n * rewards_.cols());
+  check_sequence_size("flags", block.flags.size(), n * flags_.cols());
+  check_sequence_size("states", block.states.size(), n * states_.cols());
   for (const std::uint32_t stream : block.streams) {
     if (stream >= config_.num_streams) {
       throw config_error(fmt::format(fmt::runtime(errors::seq_bad_stream), stream, config_.num_streams));
@@ -169,7 +169,7 @@ void sequence_buffer::insert(const sequence_block& block) {
 
 void sequence_buffer::sample(std::size_t count, double beta, envs::rng& rng, sequence_batch& out) const {
   if (size_ == 0) throw config_error(std::string(errors::seq_empty));
-  check_exponent("beta", beta);
+  check_sequence_exponent("beta", beta);
   const double total = tree_.total();
   const double stratum = total / static_cast<double>(count);
   scratch_masses_.resize(count);
@@ -225,7 +225,7 @@ void sequence_buffer::gather(std::size_t count, sequence_batch& out) const {
 }
 
 std::size_t sequence_buffer::update_priorities(std::span<const sequence_key> keys, std::span<const float> priorities) {
-  check_size("priorities", priorities.size(), keys.size());
+  check_sequence_size("priorities", priorities.size(), keys.size());
   for (std::size_t i = 0; i < priorities.size(); ++i) {
     if (!(std::isfinite(priorities[i]) && priorities[i] >= 0.0f)) {
       throw config_error(fmt::format(fmt::runtime(errors::seq_bad_priority), i, priorities[i]));
@@ -278,7 +278,7 @@ void sequence_buffer::save(std::vector<char>& out) const {
   out.reserve(out.size() + 32 * detail::section_header_size + observations_.size() * sizeof(float) +
               actions_.size() * sizeof(std::int32_t) + rewards_.size() * sizeof(float) + flags_.size() +
               states_.size() * sizeof(float) + cap * sizeof(float));
-  detail::state_writer w(out, state_kind);
+  detail::state_writer w(out, sequence_state_kind);
   w.scalar<std::uint64_t>("capacity", cap);
   w.scalar<std::uint64_t>("streams", config_.num_streams);
   for (const layout_field& f : layout_fields) w.scalar<std::uint64_t>(f.section, config_.layout.*f.member);
@@ -298,7 +298,7 @@ void sequence_buffer::save(std::vector<char>& out) const {
 void sequence_buffer::load(std::span<const char> in) {
   // Everything is checked before anything is written, so a throw leaves the
   // buffer as it was.
-  detail::state_reader r(in, state_kind);
+  detail::state_reader r(in, sequence_state_kind);
   const std::size_t cap = config_.capacity;
   r.check_shape("capacity", r.scalar<std::uint64_t>("capacity"), cap);
   r.check_shape("num_streams", r.scalar<std::uint64_t>("streams"), config_.num_streams);

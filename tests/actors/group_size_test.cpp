@@ -11,7 +11,7 @@ using namespace std::chrono_literals;
 
 namespace {
 // Auto (envs_per_group 0), as the defaults leave it.
-sampler_options opts(topology t, std::size_t envs, std::size_t batch, std::size_t threads) {
+sampler_options size_opts(topology t, std::size_t envs, std::size_t batch, std::size_t threads) {
   sampler_options o;
   std::tie(o.topo, o.num_envs, o.batch_size, o.threads) = std::tie(t, envs, batch, threads);
   return o;
@@ -22,28 +22,28 @@ TEST_CASE("auto picks the smallest group whose step reaches the target, else the
           "[actors][group_size]") {
   // A 2 ns env: no group size reaches 50 us, so the largest that divides
   // the batch and leaves a group per thread.
-  CHECK(choose_group_size(opts(topology::pool, 8, 4, 2), 2e-9) == 4);
-  CHECK(choose_group_size(opts(topology::pool, 64, 32, 2), 2e-9) == 32);
-  CHECK(choose_group_size(opts(topology::pool, 8, 4, 4), 2e-9) == 2);  // 4 groups for 4 threads
-  CHECK(choose_group_size(opts(topology::sync, 16, 0, 2), 2e-9) == 8);
-  CHECK(choose_group_size(opts(topology::sync, 16, 0, 1), 2e-9) == 16);
-  CHECK(choose_group_size(opts(topology::double_buffer, 16, 0, 2), 2e-9) == 8);
+  CHECK(choose_group_size(size_opts(topology::pool, 8, 4, 2), 2e-9) == 4);
+  CHECK(choose_group_size(size_opts(topology::pool, 64, 32, 2), 2e-9) == 32);
+  CHECK(choose_group_size(size_opts(topology::pool, 8, 4, 4), 2e-9) == 2);  // 4 groups for 4 threads
+  CHECK(choose_group_size(size_opts(topology::sync, 16, 0, 2), 2e-9) == 8);
+  CHECK(choose_group_size(size_opts(topology::sync, 16, 0, 1), 2e-9) == 16);
+  CHECK(choose_group_size(size_opts(topology::double_buffer, 16, 0, 2), 2e-9) == 8);
   // Default pool batch for groups of one: a quarter (2 of 8), fixed before the choice.
-  CHECK(choose_group_size(opts(topology::pool, 8, 0, 2), 2e-9) == 2);
+  CHECK(choose_group_size(size_opts(topology::pool, 8, 0, 2), 2e-9) == 2);
   // 10 us: 5 envs reach 50 us; 5 does not divide 8, 8 does.
-  CHECK(choose_group_size(opts(topology::pool, 16, 8, 2), 10e-6) == 8);
-  CHECK(choose_group_size(opts(topology::pool, 64, 32, 2), 10e-6) == 8);
+  CHECK(choose_group_size(size_opts(topology::pool, 16, 8, 2), 10e-6) == 8);
+  CHECK(choose_group_size(size_opts(topology::pool, 64, 32, 2), 10e-6) == 8);
   // 30 us: 2 envs reach it.
-  CHECK(choose_group_size(opts(topology::pool, 16, 8, 2), 30e-6) == 2);
+  CHECK(choose_group_size(size_opts(topology::pool, 16, 8, 2), 30e-6) == 2);
   // Heavy envs (MuJoCo, 250-350 us) stay one per group.
-  CHECK(choose_group_size(opts(topology::pool, 8, 4, 2), 300e-6) == 1);
+  CHECK(choose_group_size(size_opts(topology::pool, 8, 4, 2), 300e-6) == 1);
   // More threads than envs: groups of one.
-  CHECK(choose_group_size(opts(topology::sync, 4, 0, 8), 2e-9) == 1);
+  CHECK(choose_group_size(size_opts(topology::sync, 4, 0, 8), 2e-9) == 1);
   // An odd env count: only what divides it.
-  CHECK(choose_group_size(opts(topology::sync, 7, 0, 1), 2e-9) == 7);
-  CHECK(choose_group_size(opts(topology::sync, 7, 0, 2), 2e-9) == 1);
+  CHECK(choose_group_size(size_opts(topology::sync, 7, 0, 1), 2e-9) == 7);
+  CHECK(choose_group_size(size_opts(topology::sync, 7, 0, 2), 2e-9) == 1);
   // The single executor has one thread, whatever --threads says.
-  auto single = opts(topology::sync, 16, 0, 2);
+  auto single = size_opts(topology::sync, 16, 0, 2);
   single.executor = coral::executor_mode::single;
   CHECK(choose_group_size(single, 2e-9) == 16);
 }
@@ -51,10 +51,10 @@ TEST_CASE("auto picks the smallest group whose step reaches the target, else the
 TEST_CASE("auto is checked as groups of one before any probe, and then leaves every other option as it was",
           "[actors][group_size]") {
   // The flags' own errors come first, as for an explicit size.
-  CHECK_THROWS_MATCHES(resolve_auto(opts(topology::pool, 8, 16, 2)), coral::config_error,
+  CHECK_THROWS_MATCHES(resolve_auto(size_opts(topology::pool, 8, 16, 2)), coral::config_error,
                        Catch::Message("--batch-size: 16 is invalid: the pool topology batches the first envs to "
                                       "finish: it must be below --num-envs (8); use --topology sync for all"));
-  auto o = opts(topology::pool, 8, 0, 2);
+  auto o = size_opts(topology::pool, 8, 0, 2);
   o.env = "noop";
   const auto r = resolve_auto(o);
   CHECK(r.envs_per_group >= 1);
@@ -81,17 +81,17 @@ TEST_CASE("auto spin: none when a group's step is cheaper than a hand-off betwee
   // it slow wake-ups from the learner and the gates.
   CHECK(choose_spin(4 * 30e-9, 1) == 50us);
   CHECK(choose_spin(0.0, 1) == auto_spin);
-  auto lone = opts(topology::pool, 8, 4, 1);
+  auto lone = size_opts(topology::pool, 8, 4, 1);
   lone.env = "noop";
   CHECK(resolve_auto(lone).spin == auto_spin);  // one sampling thread
-  auto single = opts(topology::pool, 8, 4, 2);
+  auto single = size_opts(topology::pool, 8, 4, 2);
   single.env = "noop";
   single.executor = coral::executor_mode::single;
   CHECK(resolve_auto(single).spin == auto_spin);  // one thread for everything
 
   // From the group size resolved, explicit or auto: an env of 1 ms is past
   // the threshold in any group (the probe only measures longer under load).
-  auto o = opts(topology::pool, 8, 4, 2);
+  auto o = size_opts(topology::pool, 8, 4, 2);
   o.env = "delay";
   o.env_args = {{"mean_us", "1000"}, {"std_us", "0"}};
   CHECK(resolve_auto(o).spin == auto_spin);
@@ -115,7 +115,7 @@ TEST_CASE("auto spin: none when a group's step is cheaper than a hand-off betwee
 
 TEST_CASE("the probe measures an env's step on an env of its own, and gives up on one that stalls or fails",
           "[actors][group_size]") {
-  auto o = opts(topology::pool, 8, 4, 2);
+  auto o = size_opts(topology::pool, 8, 4, 2);
   o.env = "delay";
   o.env_args = {{"mean_us", "1000"}, {"std_us", "0"}};
   const auto slow = measure_step_seconds(o);
@@ -150,7 +150,7 @@ TEST_CASE("the probe measures an env's step on an env of its own, and gives up o
 }
 
 TEST_CASE("a sampler built with the default options picks its group size itself", "[actors][group_size]") {
-  auto o = opts(topology::pool, 8, 4, 2);
+  auto o = size_opts(topology::pool, 8, 4, 2);
   o.env = "noop";
   sampler s(o);
   // A noop step is nanoseconds: the largest group the wiring takes.
@@ -161,34 +161,34 @@ TEST_CASE("a sampler built with the default options picks its group size itself"
 
 TEST_CASE("auto shards: one per thread where the envs and the batch split evenly, else the largest count that does",
           "[actors][group_size][shards]") {
-  CHECK(choose_shards(opts(topology::pool, 8, 4, 2)) == 2);
-  CHECK(choose_shards(opts(topology::pool, 128, 64, 16)) == 16);
-  CHECK(choose_shards(opts(topology::sync, 16, 0, 4)) == 4);
-  CHECK(choose_shards(opts(topology::double_buffer, 16, 0, 2)) == 2);
+  CHECK(choose_shards(size_opts(topology::pool, 8, 4, 2)) == 2);
+  CHECK(choose_shards(size_opts(topology::pool, 128, 64, 16)) == 16);
+  CHECK(choose_shards(size_opts(topology::sync, 16, 0, 4)) == 4);
+  CHECK(choose_shards(size_opts(topology::double_buffer, 16, 0, 2)) == 2);
   // The default pool batch of 8 envs is 2: two shards of a batch of one.
-  CHECK(choose_shards(opts(topology::pool, 8, 0, 4)) == 2);
+  CHECK(choose_shards(size_opts(topology::pool, 8, 0, 4)) == 2);
   // 6 envs on 4 threads: 2 shards of 3 envs, 2 threads each.
-  CHECK(choose_shards(opts(topology::pool, 6, 2, 4)) == 2);
+  CHECK(choose_shards(size_opts(topology::pool, 6, 2, 4)) == 2);
   // Nothing splits: one shard.
-  CHECK(choose_shards(opts(topology::pool, 7, 3, 2)) == 1);
-  CHECK(choose_shards(opts(topology::pool, 8, 4, 1)) == 1);
+  CHECK(choose_shards(size_opts(topology::pool, 7, 3, 2)) == 1);
+  CHECK(choose_shards(size_opts(topology::pool, 8, 4, 1)) == 1);
   // An explicit group size is kept: 2 groups of 4 cannot feed 2 shards' batches of 2.
-  auto groups_of_4 = opts(topology::pool, 8, 4, 2);
+  auto groups_of_4 = size_opts(topology::pool, 8, 4, 2);
   groups_of_4.envs_per_group = 4;
   CHECK(choose_shards(groups_of_4) == 1);
   // The single executor has one thread.
-  auto single = opts(topology::pool, 8, 4, 2);
+  auto single = size_opts(topology::pool, 8, 4, 2);
   single.executor = coral::executor_mode::single;
   CHECK(choose_shards(single) == 1);
   // --inference-thread asks for one batcher thread.
-  auto inference = opts(topology::pool, 8, 4, 2);
+  auto inference = size_opts(topology::pool, 8, 4, 2);
   inference.inference_thread = true;
   CHECK(choose_shards(inference) == 1);
 }
 
 TEST_CASE("auto resolves the shards first and then picks the group size and spin for one shard",
           "[actors][group_size][shards]") {
-  auto o = opts(topology::pool, 8, 4, 2);
+  auto o = size_opts(topology::pool, 8, 4, 2);
   o.env = "noop";
   o.shards = shards_auto;
   const auto r = resolve_auto(o);
@@ -200,7 +200,7 @@ TEST_CASE("auto resolves the shards first and then picks the group size and spin
   const auto w = resolve_wiring(r);
   CHECK(w.shards == 2);
   CHECK(w.batch_size == 2);
-  auto defaults = opts(topology::pool, 8, 0, 2);
+  auto defaults = size_opts(topology::pool, 8, 0, 2);
   defaults.env = "noop";
   defaults.shards = shards_auto;
   CHECK(resolve_auto(defaults).batch_size == 2);  // the default, made explicit: a shard's batch is 1
@@ -209,7 +209,7 @@ TEST_CASE("auto resolves the shards first and then picks the group size and spin
   one.shards = 1;
   CHECK(resolve_auto(one).shards == 1);  // given: kept
   // A heavy env (a step of 400 us, over auto_shard_below_seconds) stays one shard.
-  auto heavy = opts(topology::pool, 8, 4, 2);
+  auto heavy = size_opts(topology::pool, 8, 4, 2);
   heavy.env = "delay";
   heavy.env_args = {{"mean_us", "400"}, {"std_us", "0"}};
   heavy.shards = shards_auto;

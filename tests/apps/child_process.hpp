@@ -273,4 +273,13 @@ class child {
   detail::running r_;
 };
 
+/// The last line of a child's output that is not empty (none when all are).
+inline std::string last_line(const std::string& text) {
+  const auto end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return {};
+  const auto start = text.rfind('\n', end);
+  const auto from = start == std::string::npos ? 0 : start + 1;
+  return text.substr(from, end - from + 1);
+}
+
 }  // namespace coral::test

@@ -20,8 +20,11 @@
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
 #include "coral/learners/errors.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::last_line;
+using coral::test::fresh_dir;
 namespace cm = coral::cli::errors;
 namespace lm = coral::learners::errors;
 using coral::cli::exit_code::failed;
@@ -50,12 +53,6 @@ struct bad_input {
 
 // A fresh working directory for the children, so that anything a run would
 // write (runs/, checkpoints) shows up there.
-fs::path fresh_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("coral-cli-contract-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -82,13 +79,6 @@ std::vector<coral::test::outcome> run_all(const std::vector<std::vector<std::str
     all.push_back(std::move(inv));
   }
   return coral::test::run_children(all, parallel_children, child_limit);
-}
-
-std::string last_line(const std::string& text) {
-  const auto end = text.find_last_not_of('\n');
-  if (end == std::string::npos) return {};
-  const auto start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
 // Config files for the table, by name; each bad in one way.
@@ -380,7 +370,7 @@ std::vector<bad_input> bad_inputs() {
 
 TEST_CASE("every bad input is refused before anything starts, with its exact message and exit code",
           "[apps][cli][contract]") {
-  const auto dir = fresh_dir("bad");
+  const auto dir = fresh_dir("cli-contract-bad");
   for (const auto& [name, bytes] : bad_files) write_file(dir / name, bytes);
   fs::create_directories(dir / "stray");
   write_file(dir / "stray" / "checkpoint-000000001000.ckpt", "not a checkpoint\n");
@@ -405,7 +395,7 @@ TEST_CASE("every bad input is refused before anything starts, with its exact mes
 }
 
 TEST_CASE("a config file works before or after the command, and typed flags win over it", "[apps][cli][contract]") {
-  const auto dir = fresh_dir("good");
+  const auto dir = fresh_dir("cli-contract-good");
   write_file(dir / "run.toml",
              "log-level = \"warn\"\n"
              "[train]\n"
@@ -443,7 +433,7 @@ TEST_CASE("`--flag=` on the command line is the flag's empty value, as in a conf
   // `--total-steps=100` and trained to the default target: CLI11 read
   // `--run-dir=` as --run-dir without its value and took the next token.
   // The empty name is now refused as such, naming --run-dir.
-  const auto dir = fresh_dir("empty-equals");
+  const auto dir = fresh_dir("cli-contract-empty-equals");
   const auto results = run_all({{"train", "--run-dir=", "--total-steps=100"},
                                 {"envs", "rollout", "--env=cartpole", "--steps=2", "--actions="},
                                 {"envs", "--env="}},
@@ -462,7 +452,7 @@ TEST_CASE("an empty string in a config file is the flag's empty value, not a fla
   // fuzz/regressions/config/empty-string: the file's `env = ""` became
   // `--env=`, which CLI11 reads as --env without its value, taking the next
   // word (here `rollout`) for it or failing with "1 required TEXT missing".
-  const auto dir = fresh_dir("empty-string");
+  const auto dir = fresh_dir("cli-contract-empty-string");
   write_file(dir / "empty.toml",
              "[envs]\n"
              "env = \"\"\n"

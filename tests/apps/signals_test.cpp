@@ -16,20 +16,16 @@
 
 #include "child_process.hpp"
 #include "coral/cli.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::last_line;
+using coral::test::fresh_dir;
 using coral::cli::exit_code::failed;
 using coral::cli::exit_code::ok;
 using namespace std::chrono_literals;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("coral-signals-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 coral::test::invocation coral_with(std::vector<std::string> args, const fs::path& cwd) {
   coral::test::invocation inv;
@@ -37,14 +33,6 @@ coral::test::invocation coral_with(std::vector<std::string> args, const fs::path
   inv.argv.insert(inv.argv.end(), args.begin(), args.end());
   inv.cwd = cwd.string();
   return inv;
-}
-
-std::string last_line(const std::string& text) {
-  const auto end = text.find_last_not_of('\n');
-  if (end == std::string::npos) return {};
-  const auto start = text.rfind('\n', end);
-  const auto from = start == std::string::npos ? 0 : start + 1;
-  return text.substr(from, end - from + 1);
 }
 
 /// The number after `"key":` in a JSON line, or -1.
@@ -89,7 +77,7 @@ coral::test::outcome run_to_end(std::vector<std::string> args, const fs::path& c
 
 TEST_CASE("SIGINT stops coral train within seconds with a checkpoint, and --resume continues it",
           "[apps][signals][train]") {
-  const auto dir = fresh_dir("train");
+  const auto dir = fresh_dir("signals-train");
   coral::test::child c(coral_with({"train", "--total-steps", "100000000", "--keep-going", "--checkpoint-dir", "ck",
                                    "--run-dir", "run", "--progress-seconds", "0.2"},
                                   dir),
@@ -120,7 +108,7 @@ TEST_CASE("SIGINT stops coral train within seconds with a checkpoint, and --resu
 
 TEST_CASE("SIGKILL while checkpoints are being written leaves a run that --resume continues",
           "[apps][signals][train]") {
-  const auto dir = fresh_dir("kill");
+  const auto dir = fresh_dir("signals-kill");
   // A checkpoint after every update: a kill often lands inside a write.
   const std::vector<std::string> run = {"train",      "--total-steps",      "100000000",
                                         "--keep-going", "--checkpoint-dir", "ck",
@@ -159,7 +147,7 @@ TEST_CASE("SIGKILL while checkpoints are being written leaves a run that --resum
 
 TEST_CASE("SIGINT stops coral bench's sampler or its baseline loop, and bench prints what it measured",
           "[apps][signals][bench]") {
-  const auto dir = fresh_dir("bench");
+  const auto dir = fresh_dir("signals-bench");
   SECTION("one SIGINT: the sampler's figures, no baseline, exit 0") {
     coral::test::child c(coral_with({"bench", "--env", "delay", "--env-arg", "mean_us=1000", "--steps", "100000000",
                                      "--json"},
@@ -196,7 +184,7 @@ TEST_CASE("SIGINT stops coral bench's sampler or its baseline loop, and bench pr
 
 TEST_CASE("a second SIGINT while the first stop waits for a stuck env ends coral train at once with 130",
           "[apps][signals][train]") {
-  const auto dir = fresh_dir("second");
+  const auto dir = fresh_dir("signals-second");
   coral::test::child c(stalled_train(dir), 60s);
   REQUIRE(c.wait_for_output("s] steps"));  // the envs are inside their 60 s step
   c.signal(SIGINT);
@@ -211,7 +199,7 @@ TEST_CASE("a second SIGINT while the first stop waits for a stuck env ends coral
 
 TEST_CASE("an env step that ignores a stop ends the command at the stop deadline, with exit code 2",
           "[apps][signals][train]") {
-  const auto dir = fresh_dir("deadline");
+  const auto dir = fresh_dir("signals-deadline");
   coral::test::child c(stalled_train(dir), 60s);
   REQUIRE(c.wait_for_output("s] steps"));
   const double signalled = c.seconds();
@@ -226,7 +214,7 @@ TEST_CASE("an env step that ignores a stop ends the command at the stop deadline
 
 TEST_CASE("SIGINT ends coral envs rollout after the step in progress, every line printed whole",
           "[apps][signals][envs]") {
-  const auto dir = fresh_dir("rollout");
+  const auto dir = fresh_dir("signals-rollout");
   coral::test::child c(
       coral_with({"envs", "rollout", "--env", "delay", "--env-arg", "mean_us=100000", "--steps", "1000"}, dir), 30s);
   REQUIRE(c.wait_for_output("\"step\":2,"));
@@ -244,7 +232,7 @@ TEST_CASE("SIGINT ends coral envs rollout after the step in progress, every line
 
 TEST_CASE("faults injected with the faulty env are reported by the env that caused them, with exit code 2",
           "[apps][faults]") {
-  const auto dir = fresh_dir("faults");
+  const auto dir = fresh_dir("signals-faults");
   // Groups of 2 (auto picks 2 here too; pinned so that a loaded machine
   // cannot change the names): the message names the env and its group apart.
   const std::vector<std::string> train = {"train", "--env", "faulty", "--no-run-dir", "--progress-seconds", "0",

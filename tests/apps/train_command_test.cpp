@@ -16,25 +16,17 @@
 
 #include "coral/core/error.hpp"
 #include "coral/learners/errors.hpp"
+#include "../support/scratch_dir.hpp"
+#include "child_process.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::last_line;
+using coral::test::fresh_path;
 namespace lm = coral::learners::errors;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("coral-train-command-test-" + name);
-  fs::remove_all(dir);
-  return dir;
-}
-
 using coral::test::run_cli;
-
-std::string last_line(const std::string& text) {
-  auto end = text.find_last_not_of('\n');
-  auto start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
-}
 
 }  // namespace
 
@@ -55,7 +47,7 @@ TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON li
 }
 
 TEST_CASE("coral train takes its flags from a TOML file, and flags override it", "[apps][train_command]") {
-  const auto dir = fresh_dir("config");
+  const auto dir = fresh_path("train-command-config");
   fs::create_directories(dir);
   const auto file = dir / "train.toml";
   std::ofstream(file) << "[train]\n"
@@ -169,7 +161,7 @@ TEST_CASE("coral train refuses another algorithm's flag given at its default val
     CHECK(out.empty());
   }
   // From a config file, which sets flags as typed ones do.
-  const auto dir = fresh_dir("default-of-other-algo");
+  const auto dir = fresh_path("train-command-default-of-other-algo");
   fs::create_directories(dir);
   const auto file = dir / "train.toml";
   std::ofstream(file) << "[train]\nalgo = \"ppo\"\nreplay-capacity = 100000\nno-run-dir = true\n";

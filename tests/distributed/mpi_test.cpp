@@ -14,18 +14,13 @@
 #include <catch2/catch.hpp>
 
 #include "../apps/child_process.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::fresh_dir;
 using namespace std::chrono_literals;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("coral-mpi-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 /// Root may run mpirun in CI containers; the shared-memory transport's
 /// single-copy mode needs ptrace rights containers often lack.
@@ -88,7 +83,7 @@ pid_t rank_pid(int rank) {
 
 /// Runs `args` on 3 ranks to the end, which must come by itself with exit 0.
 coral::test::outcome run_to_end(const std::string& name, std::vector<std::string> args) {
-  const auto dir = fresh_dir(name);
+  const auto dir = fresh_dir("mpi-" + name);
   coral::test::child c(mpi_train(3, std::move(args), dir), 300s);
   auto r = c.finish();
   INFO(r.out << r.err);
@@ -136,7 +131,7 @@ TEST_CASE("DQN with prioritized replay solves cartpole with one learner and two 
 }
 
 TEST_CASE("killing a sampler rank ends the job within 10 s with a non-zero exit naming the rank", "[mpi][faults]") {
-  const auto dir = fresh_dir("kill");
+  const auto dir = fresh_dir("mpi-kill");
   auto inv = mpi_train(3, {"--env", "cartpole", "--total-steps", "100000000", "--keep-going", "--no-run-dir",
                            "--progress-seconds", "0.5"},
                        dir);
@@ -157,7 +152,7 @@ TEST_CASE("killing a sampler rank ends the job within 10 s with a non-zero exit 
 }
 
 TEST_CASE("a sampler rank that fails stops every rank, and the learner names it with its error", "[mpi][faults]") {
-  const auto dir = fresh_dir("fail");
+  const auto dir = fresh_dir("mpi-fail");
   coral::test::child c(mpi_train(3,
                                  {"--env", "faulty", "--env-arg", "throw_step=2000", "--total-steps", "100000000",
                                   "--keep-going", "--no-run-dir", "--progress-seconds", "0"},
@@ -174,7 +169,7 @@ TEST_CASE("a sampler rank that fails stops every rank, and the learner names it 
 
 TEST_CASE("SIGINT on mpirun stops every rank with the learner's checkpoint, and --resume continues it",
           "[mpi][signals]") {
-  const auto dir = fresh_dir("sigint");
+  const auto dir = fresh_dir("mpi-sigint");
   coral::test::child c(mpi_train(3,
                                  {"--env", "cartpole", "--total-steps", "100000000", "--keep-going", "--no-run-dir",
                                   "--checkpoint-dir", "ck", "--progress-seconds", "0.5"},
@@ -212,7 +207,7 @@ TEST_CASE("SIGINT on mpirun stops every rank with the learner's checkpoint, and 
 }
 
 TEST_CASE("ranks started with different flags are refused by name before anything runs", "[mpi][contract]") {
-  const auto dir = fresh_dir("mismatch");
+  const auto dir = fresh_dir("mpi-mismatch");
   coral::test::invocation inv;
   inv.argv = {CORAL_MPIRUN, "--oversubscribe", "-np", "1", CORAL_BINARY, "train", "--distributed", "--no-run-dir",
               ":", "-np", "1", CORAL_BINARY, "train", "--distributed", "--no-run-dir", "--num-envs", "4"};
@@ -230,7 +225,7 @@ TEST_CASE("ranks started with different flags are refused by name before anythin
 }
 
 TEST_CASE("--distributed outside mpirun is refused: one rank cannot learn and sample", "[mpi][contract]") {
-  const auto dir = fresh_dir("alone");
+  const auto dir = fresh_dir("mpi-alone");
   coral::test::invocation inv;
   inv.argv = {CORAL_BINARY, "train", "--distributed", "--no-run-dir"};
   inv.extra_env = mpi_env;
@@ -246,7 +241,7 @@ TEST_CASE("--distributed outside mpirun is refused: one rank cannot learn and sa
 
 TEST_CASE("a sampler rank that stops answering ends the run through the learner's stall watchdog, which names it",
           "[mpi][faults]") {
-  const auto dir = fresh_dir("stall");
+  const auto dir = fresh_dir("mpi-stall");
   // A large lag bound keeps the other sampler going, so it is the learner
   // that finds the stall (it has a segment of rank 2's, none of rank 1's).
   auto inv = mpi_train(3, {"--env", "cartpole", "--total-steps", "10000000", "--keep-going", "--no-run-dir",

@@ -11,19 +11,16 @@
 #include <fmt/format.h>
 
 #include "coral/learners/errors.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::fresh_dir;
+using coral::test::read_bytes;
 using namespace coral::learners;
 
 namespace {
 
 /// A fresh, empty directory under the system's temporary directory.
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("coral-learners-test-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 checkpoint sample_checkpoint() {
   checkpoint c;
@@ -38,11 +35,6 @@ checkpoint sample_checkpoint() {
   c.learner.env_steps = 1536;
   c.learner.rng = 0xDEADBEEFULL;
   return c;
-}
-
-std::vector<char> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 void write_bytes(const fs::path& p, const std::vector<char>& bytes) {
@@ -62,7 +54,7 @@ std::string refusal(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("a checkpoint reads back exactly what was written", "[learners][checkpoint]") {
-  const auto dir = fresh_dir("roundtrip");
+  const auto dir = fresh_dir("learners-roundtrip");
   const auto file = checkpoint_path(dir, 1536);
   write_checkpoint(file, sample_checkpoint());
   const auto c = read_checkpoint(file);
@@ -81,7 +73,7 @@ TEST_CASE("a checkpoint reads back exactly what was written", "[learners][checkp
 }
 
 TEST_CASE("a truncated checkpoint is refused with a clear error at every length", "[learners][checkpoint]") {
-  const auto dir = fresh_dir("truncated");
+  const auto dir = fresh_dir("learners-truncated");
   const auto file = checkpoint_path(dir, 1);
   write_checkpoint(file, sample_checkpoint());
   const auto bytes = read_bytes(file);
@@ -96,7 +88,7 @@ TEST_CASE("a truncated checkpoint is refused with a clear error at every length"
 }
 
 TEST_CASE("a checkpoint with any byte of its payload changed is refused as corrupted", "[learners][checkpoint]") {
-  const auto dir = fresh_dir("corrupted");
+  const auto dir = fresh_dir("learners-corrupted");
   const auto file = checkpoint_path(dir, 1);
   write_checkpoint(file, sample_checkpoint());
   const auto bytes = read_bytes(file);
@@ -116,7 +108,7 @@ TEST_CASE("a checkpoint with any byte of its payload changed is refused as corru
 }
 
 TEST_CASE("a file that is not a checkpoint, or of another version, is refused", "[learners][checkpoint]") {
-  const auto dir = fresh_dir("foreign");
+  const auto dir = fresh_dir("learners-foreign");
   const auto text = dir / "notes.ckpt";
   write_bytes(text, std::vector<char>(100, 'x'));
   CHECK(refusal(text) == fmt::format(fmt::runtime(errors::checkpoint_not_coral), text.string()));
@@ -135,7 +127,7 @@ TEST_CASE("a file that is not a checkpoint, or of another version, is refused", 
 
 TEST_CASE("the newest checkpoint is the one with the most env steps recorded inside it, whatever the names",
           "[learners][checkpoint]") {
-  const auto dir = fresh_dir("newest");
+  const auto dir = fresh_dir("learners-newest");
   CHECK_FALSE(newest_checkpoint(dir).has_value());
   for (std::uint64_t steps : {512U, 100000U, 4096U}) {
     auto c = sample_checkpoint();
@@ -171,7 +163,7 @@ TEST_CASE("the newest checkpoint is the one with the most env steps recorded ins
 
 TEST_CASE("peeking a checkpoint reads who wrote it and its env steps, and refuses what read_checkpoint refuses",
           "[learners][checkpoint]") {
-  const auto dir = fresh_dir("peek");
+  const auto dir = fresh_dir("learners-peek");
   auto c = sample_checkpoint();
   c.algo = "dqn";
   c.replay.assign(100000, 'r');  // sought past, not read
@@ -201,7 +193,7 @@ TEST_CASE("peeking a checkpoint reads who wrote it and its env steps, and refuse
 }
 
 TEST_CASE("saving keeps the newest checkpoints of the run and never touches another run's", "[learners][checkpoint]") {
-  const auto dir = fresh_dir("prune");
+  const auto dir = fresh_dir("learners-prune");
   auto theirs = sample_checkpoint();
   theirs.seed = 99;
   theirs.learner.env_steps = 10;
@@ -228,7 +220,7 @@ TEST_CASE("saving keeps the newest checkpoints of the run and never touches anot
 
 TEST_CASE("saving never overwrites a newer checkpoint, another run's, or a directory under its name",
           "[learners][checkpoint]") {
-  const auto dir = fresh_dir("no-overwrite");
+  const auto dir = fresh_dir("learners-no-overwrite");
   auto c = sample_checkpoint();
   // A checkpoint of 5000 steps misnamed as 1000.
   c.learner.env_steps = 5000;
@@ -258,7 +250,7 @@ TEST_CASE("saving never overwrites a newer checkpoint, another run's, or a direc
 }
 
 TEST_CASE("temporaries left by killed checkpoint writes are removed, and nothing else", "[learners][checkpoint]") {
-  const auto dir = fresh_dir("tmp");
+  const auto dir = fresh_dir("learners-tmp");
   write_bytes(dir / "checkpoint-000000000512.ckpt.tmp", {'x'});
   write_bytes(dir / "checkpoint-000000001024.ckpt.tmp", {'x'});
   write_bytes(dir / "notes.tmp", {'x'});

@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-train_options count_run(std::uint64_t total_steps) {
+train_options rank_run(std::uint64_t total_steps) {
   register_algorithm("count", test::make_count_steps);
   train_options o;
   o.algo = "count";
@@ -83,7 +83,7 @@ std::vector<rank_end> run_ranks(std::vector<train_options> options) {
 TEST_CASE("a distributed run: the learner counts every sampler's steps and each sampler acts with its weights",
           "[learners][distributed]") {
   test::watchdog dog("distributed count run", 120s);
-  const auto ends = run_ranks({count_run(6000), count_run(6000), count_run(6000)});
+  const auto ends = run_ranks({rank_run(6000), rank_run(6000), rank_run(6000)});
   for (const auto& e : ends) REQUIRE(e.error.empty());
   const auto& learner = ends[0];
   // Each sampler's gate stops it at its share, 3000 steps; the learner
@@ -111,10 +111,10 @@ TEST_CASE("a distributed run: the learner counts every sampler's steps and each 
 TEST_CASE("a sampler rank started with other flags is refused by name on every rank before anything runs",
           "[learners][distributed]") {
   test::watchdog dog("distributed refusal", 60s);
-  auto other = count_run(6000);
+  auto other = rank_run(6000);
   other.sampler.num_envs = 2;
   other.sampler.batch_size = 1;
-  const auto ends = run_ranks({count_run(6000), count_run(6000), other});
+  const auto ends = run_ranks({rank_run(6000), rank_run(6000), other});
   const auto text = fmt::format(fmt::runtime(learners::errors::distributed_mismatch), "rank 2", "--num-envs", 2, 4);
   for (const auto& e : ends) {
     CHECK(e.config);
@@ -124,7 +124,7 @@ TEST_CASE("a sampler rank started with other flags is refused by name on every r
 
 TEST_CASE("a sampler rank that fails stops every rank, and the learner names it", "[learners][distributed]") {
   test::watchdog dog("distributed failure", 60s);
-  auto o = count_run(1'000'000);
+  auto o = rank_run(1'000'000);
   o.sampler.env = "faulty";
   o.sampler.env_args = {{"env", "-1"}, {"throw_step", "200"}};
   const auto ends = run_ranks({o, o, o});
@@ -138,9 +138,9 @@ TEST_CASE("a sampler rank that fails stops every rank, and the learner names it"
 
 TEST_CASE("a learner stopped by its caller stops the samplers, which end interrupted", "[learners][distributed]") {
   test::watchdog dog("distributed stop", 60s);
-  auto learner = count_run(10'000'000);
+  auto learner = rank_run(10'000'000);
   learner.on_metrics_row = [](std::string_view, std::string_view) { return false; };  // stop at the first row
-  const auto ends = run_ranks({learner, count_run(10'000'000), count_run(10'000'000)});
+  const auto ends = run_ranks({learner, rank_run(10'000'000), rank_run(10'000'000)});
   for (const auto& e : ends) REQUIRE(e.error.empty());
   for (const auto& e : ends) CHECK(e.result.interrupted);
   CHECK(ends[0].result.env_steps < 10'000'000);
@@ -148,7 +148,7 @@ TEST_CASE("a learner stopped by its caller stops the samplers, which end interru
 
 TEST_CASE("--distributed refuses a job of one rank and an algorithm without a distributed form",
           "[learners][distributed]") {
-  auto o = count_run(1000);
+  auto o = rank_run(1000);
   o.remote = local_transport::make(1)[0];
   std::ostringstream progress;
   CHECK_THROWS_MATCHES(training_run(o, progress).run(), config_error,
@@ -156,7 +156,7 @@ TEST_CASE("--distributed refuses a job of one rank and an algorithm without a di
   register_algorithm("count-local", [](const train_options& to, actors::sampler& s) {
     return std::make_unique<test::count_steps>(to, s, false);
   });
-  auto local = count_run(1000);
+  auto local = rank_run(1000);
   local.algo = "count-local";
   const auto ends = run_ranks({local, local});
   for (const auto& e : ends) {
@@ -174,7 +174,7 @@ TEST_CASE("a malformed hello is refused, naming its sender and the field", "[lea
   w.put<std::uint8_t>(2);
   w.put_text("");
   ranks[1]->send(0, wire_tag::stop, stop);
-  auto o = count_run(1000);
+  auto o = rank_run(1000);
   o.remote = ranks[0];
   std::ostringstream progress;
   CHECK_THROWS_MATCHES(training_run(o, progress).run(), error,
@@ -188,7 +188,7 @@ TEST_CASE("a malformed hello is refused, naming its sender and the field", "[lea
 TEST_CASE("a sampler rank whose learner never answers gives up after 10 s, naming it", "[learners][distributed]") {
   test::watchdog dog("distributed silent learner", 60s);
   auto ranks = local_transport::make(2);  // rank 0 never runs
-  auto o = count_run(1000);
+  auto o = rank_run(1000);
   o.stall_seconds = 0;  // the floor of 10 s holds
   o.remote = ranks[1];
   std::ostringstream progress;

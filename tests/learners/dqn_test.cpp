@@ -22,8 +22,10 @@
 #include "coral/replay/replay_actor.hpp"
 #include "../support/watchdog.hpp"
 #include "test_envs.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::fresh_path;
 using namespace coral::learners;
 namespace lm = coral::learners::errors;
 namespace actors = coral::actors;
@@ -68,12 +70,6 @@ std::string refusal(const train_options& o) {
     return e.what();
   }
   return "(accepted)";
-}
-
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("coral-dqn-test-" + name);
-  fs::remove_all(dir);
-  return dir;
 }
 
 std::string without_wall_time(std::string json) {
@@ -235,7 +231,7 @@ TEST_CASE("two DQN runs of a seed under --executor single give identical results
 }
 
 TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay contents", "[learners][dqn]") {
-  const auto dir = fresh_dir("resume");
+  const auto dir = fresh_path("dqn-resume");
   auto o = small_dqn(3000);
   o.checkpoint_dir = dir.string();
   std::ostringstream first;
@@ -313,7 +309,7 @@ TEST_CASE("periodic DQN checkpoints taken while the run goes on hold the replay,
   // and failed with std::bad_alloc or a double free.
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
   CAPTURE(mode == executor_mode::single ? "single" : "threads");
-  const auto dir = fresh_dir("periodic");
+  const auto dir = fresh_path("dqn-periodic");
   auto o = small_dqn(4000);
   o.sampler.executor = mode;
   o.sampler.threads = 2;
@@ -354,7 +350,7 @@ TEST_CASE("periodic DQN checkpoints taken while the run goes on hold the replay,
 
   // Resume from the earliest periodic checkpoint alone.
   const auto& from = periodic.front();
-  const auto resume_dir = fresh_dir("periodic-resume");
+  const auto resume_dir = fresh_path("dqn-periodic-resume");
   fs::create_directories(resume_dir);
   write_checkpoint(checkpoint_path(resume_dir, from.learner.env_steps), from);
   coral::replay::replay_actor saved(rc);

@@ -16,8 +16,10 @@
 #include <catch2/catch.hpp>
 
 #include "test_envs.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::read_bytes;
 using namespace coral::learners;
 namespace actors = coral::actors;
 
@@ -40,11 +42,6 @@ train_result run(const train_options& o) {
   const auto r = train(o, progress);
   std::cout << progress.str() << r.to_json(o) << '\n' << std::flush;
   return r;
-}
-
-std::vector<char> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 /// The final JSON without its wall-clock field.

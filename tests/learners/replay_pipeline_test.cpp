@@ -54,7 +54,7 @@ struct pipeline_setup {
 };
 
 /// What the run and the checking learner saw.
-struct pipeline_result {
+struct replay_pipeline_result {
   std::uint64_t env_steps = 0;
   bool interrupted = false;
   std::uint64_t transitions = 0;
@@ -100,7 +100,7 @@ replay_actor_config replay_config(const pipeline_setup& p, const coral::learners
 class checked_replay final : public coral::learners::algorithm {
  public:
   checked_replay(const coral::learners::train_options& o, coral::actors::sampler& s, pipeline_setup p,
-                 std::shared_ptr<pipeline_result> out)
+                 std::shared_ptr<replay_pipeline_result> out)
       : sampler_(&s), setup_(p), out_(std::move(out)), replay_(replay_config(p, o, s)) {}
 
   std::string signature() const override { return "test-replay"; }
@@ -223,7 +223,7 @@ class checked_replay final : public coral::learners::algorithm {
 
   coral::actors::sampler* sampler_;
   pipeline_setup setup_;
-  std::shared_ptr<pipeline_result> out_;
+  std::shared_ptr<replay_pipeline_result> out_;
   replay_actor replay_;
   std::unique_ptr<coral::replay::replay_feeder> feeder_;
   std::unique_ptr<coral::replay::rate_limit_gate> gate_;
@@ -265,9 +265,9 @@ coral::learners::train_options options_for(const pipeline_setup& p) {
 }
 
 /// Runs the training composition with "test-replay" over test-counter envs.
-pipeline_result run_pipeline(const pipeline_setup& p) {
+replay_pipeline_result run_pipeline(const pipeline_setup& p) {
   coral::test::counter_env::register_once();
-  auto out = std::make_shared<pipeline_result>();
+  auto out = std::make_shared<replay_pipeline_result>();
   coral::learners::register_algorithm(
       "test-replay", [p, out](const coral::learners::train_options& o, coral::actors::sampler& s) {
         return std::make_unique<checked_replay>(o, s, p, out);

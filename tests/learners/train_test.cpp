@@ -25,8 +25,11 @@
 #include "coral/learners/checkpoint.hpp"
 #include "coral/learners/errors.hpp"
 #include "count_steps.hpp"
+#include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::fresh_path;
+using coral::test::read_bytes;
 using namespace coral::learners;
 namespace lm = coral::learners::errors;
 namespace actors = coral::actors;
@@ -34,12 +37,6 @@ using coral::config_error;
 using coral::executor_mode;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("coral-train-test-" + name);
-  fs::remove_all(dir);
-  return dir;
-}
 
 /// A small cartpole run on one thread: 8 envs, 512 steps per segment.
 train_options small_run(std::uint64_t total_steps) {
@@ -62,11 +59,6 @@ std::string config_refusal(const train_options& o) {
     return e.what();
   }
   return "(accepted)";
-}
-
-std::vector<char> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace
@@ -221,7 +213,7 @@ TEST_CASE("a run ends with a result holding solved, env steps, wall time and mea
 }
 
 TEST_CASE("a resumed run continues from the newest checkpoint", "[learners][train][checkpoint]") {
-  const auto dir = fresh_dir("resume");
+  const auto dir = fresh_path("train-resume");
   std::ostringstream progress;
   auto o = small_run(2048);
   o.checkpoint_dir = dir.string();
@@ -240,7 +232,7 @@ TEST_CASE("a resumed run continues from the newest checkpoint", "[learners][trai
 }
 
 TEST_CASE("a corrupted or truncated checkpoint is refused on resume with a clear error", "[learners][train][checkpoint]") {
-  const auto dir = fresh_dir("refuse");
+  const auto dir = fresh_path("train-refuse");
   std::ostringstream progress;
   auto o = small_run(1024);
   o.checkpoint_dir = dir.string();
@@ -268,7 +260,7 @@ TEST_CASE("with --executor single two runs of a seed give identical results and 
   std::vector<std::vector<char>> checkpoints;
   std::vector<train_result> results;
   for (const char* name : {"det-a", "det-b"}) {
-    const auto dir = fresh_dir(name);
+    const auto dir = fresh_path(std::string("train-") + name);
     auto o = small_run(6000);
     o.sampler.topo = actors::topology::pool;
     o.checkpoint_dir = dir.string();
@@ -283,7 +275,7 @@ TEST_CASE("with --executor single two runs of a seed give identical results and 
 }
 
 TEST_CASE("a run writes its metrics rows and a learning curve to the run directory", "[learners][train]") {
-  const auto dir = fresh_dir("metrics");
+  const auto dir = fresh_path("train-metrics");
   std::ostringstream progress;
   auto o = small_run(2048);
   o.run_dir = dir.string();
@@ -341,7 +333,7 @@ std::vector<std::string> lines_of(const fs::path& file) {
 
 TEST_CASE("a run directory with quotes, semicolons, backquotes and $() in its name reaches no shell",
           "[learners][train][run-dir]") {
-  const auto base = fresh_dir("injection");
+  const auto base = fresh_path("train-injection");
   const std::vector<std::string> markers{"PWNED1", "PWNED2", "PWNED3"};
   for (const auto& m : markers) fs::remove(m);
   auto o = small_run(1024);
@@ -366,7 +358,7 @@ TEST_CASE("a run directory with quotes, semicolons, backquotes and $() in its na
 
 TEST_CASE("unusable run and checkpoint directories are refused by name before anything starts",
           "[learners][train][run-dir]") {
-  const auto base = fresh_dir("dirs");
+  const auto base = fresh_path("train-dirs");
   fs::create_directories(base);
   const auto file = base / "good.toml";
   std::ofstream(file) << "[train]\n";
@@ -409,7 +401,7 @@ TEST_CASE("unusable run and checkpoint directories are refused by name before an
 
 TEST_CASE("a metrics file that cannot be written is reported and never claimed as written",
           "[learners][train][run-dir]") {
-  const auto dir = fresh_dir("full");
+  const auto dir = fresh_path("train-full");
   fs::create_directories(dir);
   fs::create_symlink("/dev/full", dir / "metrics.csv");  // every write fails with ENOSPC
   auto o = small_run(1024);
@@ -424,7 +416,7 @@ TEST_CASE("a metrics file that cannot be written is reported and never claimed a
 
 TEST_CASE("a fresh run into a directory holding checkpoints is refused, and killed writes' temporaries are cleared",
           "[learners][train][checkpoint]") {
-  const auto dir = fresh_dir("in-use");
+  const auto dir = fresh_path("train-in-use");
   fs::create_directories(dir);
   std::ofstream(dir / "checkpoint-000000000512.ckpt.tmp") << "cut short";
   auto o = small_run(1024);
@@ -440,7 +432,7 @@ TEST_CASE("a fresh run into a directory holding checkpoints is refused, and kill
 
 TEST_CASE("a checkpoint of another run is refused on resume: algo, env, network and seed",
           "[learners][train][checkpoint]") {
-  const auto dir = fresh_dir("identity");
+  const auto dir = fresh_path("train-identity");
   auto o = small_run(1024);
   o.checkpoint_dir = dir.string();
   std::ostringstream progress;
@@ -469,7 +461,7 @@ TEST_CASE("a checkpoint of another run is refused on resume: algo, env, network 
 
 TEST_CASE("resume continues the checkpoint with the most recorded steps, past a stray file and a directory, and prunes",
           "[learners][train][checkpoint]") {
-  const auto dir = fresh_dir("recorded-steps");
+  const auto dir = fresh_path("train-recorded-steps");
   auto o = small_run(2048);
   o.checkpoint_dir = dir.string();
   o.checkpoint_every = 512;
@@ -504,7 +496,7 @@ TEST_CASE("resume continues the checkpoint with the most recorded steps, past a 
 
 TEST_CASE("a resumed run appends to metrics.csv and names the checkpoint it continued in its JSON",
           "[learners][train][checkpoint][run-dir]") {
-  const auto base = fresh_dir("append");
+  const auto base = fresh_path("train-append");
   auto o = small_run(1024);
   o.checkpoint_dir = (base / "ckpt").string();
   o.run_dir = (base / "run").string();

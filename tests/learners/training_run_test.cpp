@@ -12,19 +12,15 @@
 #include "coral/core/error.hpp"
 #include "coral/learners/checkpoint.hpp"
 #include "count_steps.hpp"
+#include "../support/scratch_dir.hpp"
 
 using namespace coral;
 using namespace coral::learners;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using coral::test::fresh_path;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("coral-training-run-test-" + name);
-  fs::remove_all(dir);
-  return dir;
-}
 
 /// A run of the test-only "count" algorithm: 8 cartpole envs, updates every 64 steps per row.
 train_options count_run(std::uint64_t total_steps, executor_mode mode = executor_mode::single) {
@@ -50,7 +46,7 @@ TEST_CASE("a test-only algorithm of one file runs through the training compositi
   coral::test::watchdog dog("count algorithm", 60s);
   for (auto mode : {executor_mode::single, executor_mode::threads}) {
     INFO((mode == executor_mode::single ? "single" : "threads"));
-    const auto dir = fresh_dir("count");
+    const auto dir = fresh_path("training-run-count");
     auto o = count_run(4096, mode);
     o.run_dir = (dir / "run").string();
     std::ostringstream progress;
@@ -84,7 +80,7 @@ TEST_CASE("a test-only algorithm of one file runs through the training compositi
 
 TEST_CASE("the composition checkpoints a plug-in's state on its cadence and resumes it", "[learners][training_run]") {
   coral::test::watchdog dog("count algorithm checkpoints", 60s);
-  const auto dir = fresh_dir("count-resume");
+  const auto dir = fresh_path("training-run-count-resume");
   auto o = count_run(2048);
   o.checkpoint_dir = (dir / "ckpt").string();
   o.checkpoint_every = 1024;
