@@ -12,7 +12,8 @@ jobs=$(nproc)
 
 scripts/deps.sh
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step is printed with the minutes since the script started.
+step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 # ccache, where the machine has it, makes a rebuild of an unchanged tree cheap;
 # without it the build is the same, only slower.
 cache=()
@@ -33,8 +34,11 @@ if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 step "ThreadSanitizer build of the runtime layers, then the AddressSanitizer + UBSan build (clang 14) of them, the torch-free command and the fuzz targets: in the background at nice 19"
 cmake --preset tsan "${cache[@]}" > /dev/null
 cmake --preset asan "${cache[@]}" > /dev/null
+started=$SECONDS
 setsid nice -n 19 bash -c "cmake --build --preset tsan -j$jobs > build/tsan-build.log 2>&1 &&
-                           cmake --build --preset asan -j$jobs > build/asan-build.log 2>&1" &
+                           echo \"tsan tree built \$((SECONDS + $started)) s into the run\" >> build/tsan-build.log &&
+                           cmake --build --preset asan -j$jobs > build/asan-build.log 2>&1 &&
+                           echo \"asan tree built \$((SECONDS + $started)) s into the run\" >> build/asan-build.log" &
 sanitizer_builds=$!
 # If the release tests fail, the script ends there: stop the builds too.
 trap 'kill -- -"$sanitizer_builds" 2> /dev/null || true' EXIT
