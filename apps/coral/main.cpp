@@ -1,5 +1,15 @@
 #include <iostream>
 
 #include "coral/cli.hpp"
+#ifdef CORAL_HAVE_TRAIN
+#include "coral/learners/blas_core.hpp"
+#endif
 
-int main(int argc, char** argv) { return coral::cli::run(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+#ifdef CORAL_HAVE_TRAIN
+  // Before any thread or BLAS call: OpenBLAS's kernels for this CPU, where
+  // it chose its generic ones (learners/blas_core.hpp).
+  coral::learners::choose_blas_core();
+#endif
+  return coral::cli::run(argc, argv, std::cout, std::cerr);
+}

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "coral/core/error.hpp"
 #include "coral/core/logging.hpp"
 #include "coral/envs/rng.hpp"
+#include "coral/learners/blas_core.hpp"
 #include "coral/learners/frame_stack.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/running_moments.hpp"
@@ -70,6 +72,23 @@ void use_one_torch_thread() {
       // inter-op work first). coral never submits inter-op work, so the
       // pool's size does not matter to it.
       log::get("learners")->debug("torch inter-op threads already set; left as they are");
+    }
+    // OpenBLAS's kernels: the `coral` command has OpenBLAS choose again
+    // first thing in main() where it chose its generic ones (blas_core.hpp).
+    // Here, with threads running, that is no longer safe: a host program
+    // (Python, an app of the user's) is told what to set instead.
+    const std::string core = blas_core_in_use();
+    if (core.empty()) return;
+    const char* better = blas_core_for(read_cpu_features());
+    const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+    if (core == "Prescott" && better != nullptr && chosen == nullptr) {
+      log::get("learners")->warn(
+          "OpenBLAS does not know this CPU and runs its generic SSE3 kernels (Prescott): updates are slower. "
+          "Set OPENBLAS_CORETYPE={} before the process starts (the coral command does this itself)",
+          better);
+    } else {
+      log::get("learners")->debug("OpenBLAS runs its {} kernels (OPENBLAS_CORETYPE {})", core,
+                                  chosen != nullptr ? chosen : "unset");
     }
   });
 }

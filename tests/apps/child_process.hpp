@@ -28,6 +28,7 @@ namespace coral::test {
 struct invocation {
   std::vector<std::string> argv;         ///< argv[0] is the program's path
   std::vector<std::string> extra_env;    ///< `NAME=value` added to this process's environment
+  std::vector<std::string> removed_env;  ///< `NAME`s taken out of it (before extra_env is added)
   std::string cwd;                       ///< working directory; empty: this process's
 };
 
@@ -66,6 +67,9 @@ inline running start(const invocation& inv, std::chrono::milliseconds limit) {
   // async-signal-safe calls.
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  for (const auto& name : inv.removed_env) {
+    std::erase_if(env_strings, [&](const std::string& s) { return s.starts_with(name + "="); });
+  }
   for (const auto& e : inv.extra_env) {
     const auto name = e.substr(0, e.find('=') + 1);
     std::erase_if(env_strings, [&](const std::string& s) { return s.starts_with(name); });

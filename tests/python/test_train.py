@@ -245,3 +245,47 @@ def test_ctrl_c_as_train_starts_stops_it_instead_of_going_unseen():
         assert "interrupted" in out, out
         assert code_ == 0
         assert seconds < 10
+
+
+def blas_child(extra_env):
+    """A short coral.train in a fresh interpreter with OpenBLAS's verbose
+    output on; returns (its stderr, the kernel set OpenBLAS last reported)."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["OPENBLAS_VERBOSE"] = "2"
+    env.update(extra_env)
+    code = "import coral; coral.train(total_steps=2000, no_run_dir=True, verbose=False)"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert child.returncode == 0, child.stderr
+    cores = [line[len("Core: "):] for line in child.stderr.splitlines() if line.startswith("Core: ")]
+    return child.stderr, (cores[-1] if cores else None)
+
+
+def cpu_can_do_better():
+    """The kernel set coral would ask OpenBLAS for on this CPU (learners/blas_core.hpp), read from /proc/cpuinfo."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return None
+    vendor = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("vendor_id")), "")
+    flags = set(next((l.split(":", 1)[1].split() for l in text.splitlines() if l.startswith("flags")), []))
+    if vendor != "GenuineIntel" or not {"avx2", "fma"} <= flags:
+        return None
+    if {"avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"} <= flags:
+        return "SkylakeX"
+    return "Haswell"
+
+
+def test_train_names_the_openblas_kernels_to_ask_for_where_openblas_runs_its_generic_ones():
+    err, core = blas_child({})
+    if core is None:
+        pytest.skip("this build's BLAS is not OpenBLAS")
+    better = cpu_can_do_better()
+    if core == "Prescott" and better is not None:
+        assert f"Set OPENBLAS_CORETYPE={better} before the process starts" in err
+    else:
+        assert "OPENBLAS_CORETYPE=" not in err
+    # Asked for, the generic kernels get no advice.
+    err, core = blas_child({"OPENBLAS_CORETYPE": "Prescott"})
+    assert core == "Prescott"
+    assert "generic SSE3 kernels" not in err

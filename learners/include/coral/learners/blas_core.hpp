@@ -1,0 +1,58 @@
+#pragma once
+/// \file
+/// Which of OpenBLAS's kernel sets ("core types") suits this CPU, which one
+/// the process runs, and choosing again where OpenBLAS chose badly.
+///
+/// OpenBLAS built for many CPUs (Debian's is) picks its kernels when it
+/// loads, by the CPU's family and model number. Before 0.3.25 (Debian 12 has
+/// 0.3.21) an Intel model it does not know gets its generic SSE3 kernels,
+/// "Prescott", whatever the CPU can do (OpenBLAS issue 4267, fixed by pull
+/// request 4268): a Raptor Lake, or the Emerald Rapids Xeon (model 207) this
+/// project is developed on, runs its GEMMs without AVX, 5-8x slower, and
+/// coral's learners update 1.3-1.4x slower (BENCHMARKS.md, "OpenBLAS's kernels").
+///
+/// Torch-free: the `coral` command calls choose_blas_core() first thing in
+/// main(); the learners log which kernels run, and advise where a host
+/// program (Python) runs the generic ones.
+
+#include <string>
+
+namespace coral::learners {
+
+/// What OpenBLAS's own feature checks look at, read with cpuid and xgetbv.
+struct cpu_features {
+  bool intel = false;   ///< vendor GenuineIntel
+  bool avx2 = false;    ///< AVX2 and FMA, with the OS saving the YMM registers
+  bool avx512 = false;  ///< AVX-512 F, CD, BW, DQ and VL, with the OS saving the ZMM registers
+};
+
+/// This CPU's features; all false on a CPU that is not x86-64.
+cpu_features read_cpu_features() noexcept;
+
+/// The `OPENBLAS_CORETYPE` for an Intel CPU with these features: SkylakeX
+/// with AVX-512, Haswell with AVX2, the kernel sets OpenBLAS 0.3.21 gives
+/// the Intel models it knows that have them, and that later releases give by
+/// these features to the models they do not know. (It gives Cooper Lake and
+/// Sapphire Rapids "Cooperlake", which adds bfloat16 GEMMs to SkylakeX's
+/// kernels; the float GEMMs coral's learners call are the same, measured.)
+/// nullptr where OpenBLAS's own choice stands: a CPU without AVX2, or one
+/// not made by Intel (OpenBLAS tunes AMD's Zen cores apart).
+const char* blas_core_for(const cpu_features& cpu) noexcept;
+
+/// The kernel set the OpenBLAS in this process runs ("SkylakeX",
+/// "Prescott"); empty where the process has no OpenBLAS (another BLAS, or
+/// none loaded).
+std::string blas_core_in_use();
+
+/// Where OpenBLAS runs its generic kernels ("Prescott") on a CPU that
+/// blas_core_for() names a kernel set for, and the user has not set
+/// OPENBLAS_CORETYPE: sets the variable and has OpenBLAS choose again, by
+/// the steps its own constructor took when it loaded
+/// (gotoblas_dynamic_quit(), then gotoblas_dynamic_init(), which reads the
+/// variable; both looked up with dlsym, so nothing happens where they are
+/// missing). Call it before any BLAS call and before other threads exist:
+/// first thing in main(). Returns the kernel set running afterwards, empty
+/// without OpenBLAS. Children inherit the variable.
+std::string choose_blas_core();
+
+}  // namespace coral::learners

@@ -1,0 +1,80 @@
+// The `coral` command has OpenBLAS choose its kernels again where it chose
+// its generic ones on a CPU that can do better (learners/blas_core.hpp), and
+// leaves a user's OPENBLAS_CORETYPE alone. OpenBLAS prints the kernel set
+// it initialises ("Core: SkylakeX") when OPENBLAS_VERBOSE is 2.
+
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "child_process.hpp"
+#include "coral/learners/blas_core.hpp"
+
+namespace {
+
+// The kernel set of the last "Core: " line; empty where there is none.
+std::string last_core(const std::string& err) {
+  const auto at = err.rfind("Core: ");
+  if (at == std::string::npos) return {};
+  const auto begin = at + 6;
+  return err.substr(begin, err.find('\n', begin) - begin);
+}
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+coral::test::outcome train_briefly(std::vector<std::string> extra_env) {
+  coral::test::invocation inv;
+  inv.argv = {CORAL_BINARY, "train", "--total-steps", "2000", "--no-run-dir", "--progress-seconds", "0"};
+  extra_env.push_back("OPENBLAS_VERBOSE=2");
+  inv.extra_env = std::move(extra_env);
+  inv.removed_env = {"OPENBLAS_CORETYPE"};
+  const auto results = coral::test::run_children({inv}, 1, std::chrono::milliseconds(60'000));
+  return results.front();
+}
+
+}  // namespace
+
+TEST_CASE("coral train runs the OpenBLAS kernels of this CPU's features", "[blas]") {
+  if (coral::learners::blas_core_in_use().empty()) {
+    WARN("this build's BLAS is not OpenBLAS: nothing to check");
+    return;
+  }
+  const auto r = train_briefly({});
+  INFO(r.err);
+  REQUIRE_FALSE(r.killed);
+  REQUIRE(r.exit_code == 0);
+  const char* better = coral::learners::blas_core_for(coral::learners::read_cpu_features());
+  const auto initialised = occurrences(r.err, "Core: ");
+  if (r.err.starts_with("Core: Prescott\n") && better != nullptr) {
+    // OpenBLAS chose its generic kernels when it loaded; coral had it choose again.
+    CHECK(initialised == 2);
+    CHECK(last_core(r.err) == better);
+  } else {
+    // OpenBLAS knew this CPU (or coral has nothing better): its choice stands.
+    CHECK(initialised == 1);
+  }
+  // A CPU with AVX2 never ends on the generic kernels.
+  if (better != nullptr) CHECK(last_core(r.err) != "Prescott");
+  CHECK(r.err.find("generic SSE3 kernels") == std::string::npos);
+}
+
+TEST_CASE("coral train keeps the OPENBLAS_CORETYPE a user set", "[blas]") {
+  if (coral::learners::blas_core_in_use().empty()) {
+    WARN("this build's BLAS is not OpenBLAS: nothing to check");
+    return;
+  }
+  // Prescott: the kernel set every x86-64 CPU runs.
+  const auto r = train_briefly({"OPENBLAS_CORETYPE=Prescott"});
+  INFO(r.err);
+  REQUIRE_FALSE(r.killed);
+  REQUIRE(r.exit_code == 0);
+  CHECK(occurrences(r.err, "Core: ") == 1);
+  CHECK(occurrences(r.err, "Core: Prescott\n") == 1);
+  // The user chose: no advice to choose.
+  CHECK(r.err.find("generic SSE3 kernels") == std::string::npos);
+}

@@ -1,0 +1,12 @@
+// The learner test binaries start as the `coral` command does: before main()
+// (one thread, no BLAS call yet; every shared library's constructor has
+// run), OpenBLAS's kernels for this CPU where it chose its generic ones
+// (learners/blas_core.hpp).
+
+#include "coral/learners/blas_core.hpp"
+
+namespace {
+
+[[maybe_unused]] const std::string blas_kernels_at_start = coral::learners::choose_blas_core();
+
+}  // namespace
