@@ -67,13 +67,16 @@ std::string blas_core_in_use() {
   return name != nullptr ? std::string(name) : std::string();
 }
 
+const char* blas_core_to_ask_for() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || blas_core_in_use() != "Prescott") return nullptr;
+  return blas_core_for(read_cpu_features());
+}
+
 std::string choose_blas_core() {
-  std::string running = blas_core_in_use();
-  if (running != "Prescott" || std::getenv("OPENBLAS_CORETYPE") != nullptr) return running;
-  const char* core = blas_core_for(read_cpu_features());
+  const char* core = blas_core_to_ask_for();
   auto* quit = blas_function<void()>("gotoblas_dynamic_quit");
   auto* init = blas_function<void()>("gotoblas_dynamic_init");
-  if (core == nullptr || quit == nullptr || init == nullptr) return running;
+  if (core == nullptr || quit == nullptr || init == nullptr) return blas_core_in_use();
   ::setenv("OPENBLAS_CORETYPE", core, 0);
   quit();
   init();

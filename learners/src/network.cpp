@@ -77,16 +77,13 @@ void use_one_torch_thread() {
     // first thing in main() where it chose its generic ones (blas_core.hpp).
     // Here, with threads running, that is no longer safe: a host program
     // (Python, an app of the user's) is told what to set instead.
-    const std::string core = blas_core_in_use();
-    if (core.empty()) return;
-    const char* better = blas_core_for(read_cpu_features());
-    const char* chosen = std::getenv("OPENBLAS_CORETYPE");
-    if (core == "Prescott" && better != nullptr && chosen == nullptr) {
+    if (const char* better = blas_core_to_ask_for(); better != nullptr) {
       log::get("learners")->warn(
           "OpenBLAS does not know this CPU and runs its generic SSE3 kernels (Prescott): updates are slower. "
           "Set OPENBLAS_CORETYPE={} before the process starts (the coral command does this itself)",
           better);
-    } else {
+    } else if (const std::string core = blas_core_in_use(); !core.empty()) {
+      const char* chosen = std::getenv("OPENBLAS_CORETYPE");
       log::get("learners")->debug("OpenBLAS runs its {} kernels (OPENBLAS_CORETYPE {})", core,
                                   chosen != nullptr ? chosen : "unset");
     }

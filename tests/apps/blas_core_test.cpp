@@ -13,18 +13,14 @@
 
 namespace {
 
+using coral::test::count_of;
+
 // The kernel set of the last "Core: " line; empty where there is none.
 std::string last_core(const std::string& err) {
   const auto at = err.rfind("Core: ");
   if (at == std::string::npos) return {};
   const auto begin = at + 6;
   return err.substr(begin, err.find('\n', begin) - begin);
-}
-
-std::size_t occurrences(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
-  return n;
 }
 
 coral::test::outcome train_briefly(std::vector<std::string> extra_env) {
@@ -49,7 +45,7 @@ TEST_CASE("coral train runs the OpenBLAS kernels of this CPU's features", "[blas
   REQUIRE_FALSE(r.killed);
   REQUIRE(r.exit_code == 0);
   const char* better = coral::learners::blas_core_for(coral::learners::read_cpu_features());
-  const auto initialised = occurrences(r.err, "Core: ");
+  const auto initialised = count_of(r.err, "Core: ");
   if (r.err.starts_with("Core: Prescott\n") && better != nullptr) {
     // OpenBLAS chose its generic kernels when it loaded; coral had it choose again.
     CHECK(initialised == 2);
@@ -73,8 +69,8 @@ TEST_CASE("coral train keeps the OPENBLAS_CORETYPE a user set", "[blas]") {
   INFO(r.err);
   REQUIRE_FALSE(r.killed);
   REQUIRE(r.exit_code == 0);
-  CHECK(occurrences(r.err, "Core: ") == 1);
-  CHECK(occurrences(r.err, "Core: Prescott\n") == 1);
+  CHECK(count_of(r.err, "Core: ") == 1);
+  CHECK(count_of(r.err, "Core: Prescott\n") == 1);
   // The user chose: no advice to choose.
   CHECK(r.err.find("generic SSE3 kernels") == std::string::npos);
 }

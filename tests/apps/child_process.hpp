@@ -20,6 +20,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace coral::test {
@@ -284,6 +285,13 @@ inline std::string last_line(const std::string& text) {
   const auto start = text.rfind('\n', end);
   const auto from = start == std::string::npos ? 0 : start + 1;
   return text.substr(from, end - from + 1);
+}
+
+/// How many times `part` occurs in `text` (occurrences that do not overlap).
+inline std::size_t count_of(const std::string& text, std::string_view part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
 }
 
 }  // namespace coral::test

@@ -19,6 +19,7 @@
 #include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
+using coral::test::count_of;
 using coral::test::last_line;
 using coral::test::fresh_dir;
 using coral::cli::exit_code::failed;
@@ -40,13 +41,6 @@ long long json_number(const std::string& line, const std::string& key) {
   std::smatch m;
   if (!std::regex_search(line, m, std::regex("\"" + key + "\":(-?[0-9]+)"))) return -1;
   return std::stoll(m[1].str());
-}
-
-/// How many times `text` occurs in `out`.
-std::size_t count_of(const std::string& out, std::string_view text) {
-  std::size_t n = 0;
-  for (auto at = out.find(text); at != std::string::npos; at = out.find(text, at + text.size())) ++n;
-  return n;
 }
 
 /// Whether `dir` holds a whole checkpoint (a `checkpoint-*.ckpt`; a killed

@@ -44,9 +44,14 @@ const char* blas_core_for(const cpu_features& cpu) noexcept;
 /// none loaded).
 std::string blas_core_in_use();
 
-/// Where OpenBLAS runs its generic kernels ("Prescott") on a CPU that
-/// blas_core_for() names a kernel set for, and the user has not set
-/// OPENBLAS_CORETYPE: sets the variable and has OpenBLAS choose again, by
+/// The kernel set to ask OpenBLAS for: blas_core_for() this CPU, where
+/// OpenBLAS runs its generic kernels ("Prescott") and the user has not set
+/// OPENBLAS_CORETYPE; nullptr otherwise (OpenBLAS's choice, or the user's,
+/// stands).
+const char* blas_core_to_ask_for();
+
+/// Where blas_core_to_ask_for() names a kernel set: sets
+/// OPENBLAS_CORETYPE to it and has OpenBLAS choose again, by
 /// the steps its own constructor took when it loaded
 /// (gotoblas_dynamic_quit(), then gotoblas_dynamic_init(), which reads the
 /// variable; both looked up with dlsym, so nothing happens where they are
