@@ -8,8 +8,9 @@
 /// 0.3.21) an Intel model it does not know gets its generic SSE3 kernels,
 /// "Prescott", whatever the CPU can do (OpenBLAS issue 4267, fixed by pull
 /// request 4268): a Raptor Lake, or the Emerald Rapids Xeon (model 207) this
-/// project is developed on, runs its GEMMs without AVX, 4-7x slower, and
-/// coral's learners update 1.1-1.6x slower (BENCHMARKS.md, "OpenBLAS's kernels").
+/// project is developed on, runs its GEMMs without AVX, 5-6x slower than
+/// with the AVX-512 kernels, and coral's training runs up to 1.6x slower
+/// (BENCHMARKS.md, "OpenBLAS's kernels").
 ///
 /// Torch-free: the `coral` command calls choose_blas_core() first thing in
 /// main(); the learners log which kernels run, and advise where a host
