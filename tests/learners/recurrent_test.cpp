@@ -250,6 +250,71 @@ TEST_CASE("the recurrent state is zeroed when a row's episode starts, and only t
   CHECK_FALSE(std::all_of(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(sd), [](float x) { return x == 0.0f; }));
 }
 
+TEST_CASE("the trunk's unroll computes LSTMCell step by step, values and gradients", "[learners][recurrent]") {
+  // unroll() forms the input's part of the gates for all steps at once and
+  // the gates by hand; the reference steps torch::nn::LSTMCell over the same
+  // parameters. Resets at the first step of some rows and in the middle of
+  // others, none at most steps.
+  torch::manual_seed(3);
+  const std::int64_t B = 5, T = 9, D = 3, H = 6;
+  coral::learners::detail::recurrent_trunk trunk(static_cast<std::size_t>(D), std::vector<std::size_t>{7}, static_cast<std::size_t>(H));
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : trunk->parameters()) p.uniform_(-0.7, 0.7);  // biases too: the zero ones would hide their sum
+  }
+  const auto obs = torch::randn({B, T, D});
+  auto resets = torch::zeros({B, T});
+  resets[0][0] = 1;
+  resets[2][4] = 1;
+  resets[3][4] = 1;
+  resets[4][8] = 1;
+  const auto h0 = torch::randn({B, H}), c0 = torch::randn({B, H});
+  const auto loss_of = [&](const torch::Tensor& hs, const torch::Tensor& cs) {
+    // Weights that differ per element, so that no gradient cancels.
+    const auto w = torch::linspace(-1.0, 2.0, B * T * H).reshape({B, T, H});
+    return (hs * w).sum() + (cs * cs * w).sum();
+  };
+  const auto gradients = [&] {
+    std::vector<torch::Tensor> g;
+    for (auto& p : trunk->parameters()) {
+      g.push_back(p.grad().clone());
+      p.mutable_grad().zero_();
+    }
+    return g;
+  };
+
+  const auto [hs, cs] = trunk->unroll(obs, resets, h0, c0);
+  loss_of(hs, cs).backward();
+  const auto got = gradients();
+
+  const auto x = trunk->encoder->forward(obs.reshape({B * T, D})).reshape({B, T, -1});
+  auto h = h0, c = c0;
+  std::vector<torch::Tensor> ref_h, ref_c;
+  for (std::int64_t t = 0; t < T; ++t) {
+    const auto keep = (1.0 - resets.select(1, t)).unsqueeze(1);
+    std::tie(h, c) = trunk->lstm->forward(x.select(1, t), std::make_tuple(h * keep, c * keep));
+    ref_h.push_back(h);
+    ref_c.push_back(c);
+  }
+  const auto want_h = torch::stack(ref_h, 1), want_c = torch::stack(ref_c, 1);
+  loss_of(want_h, want_c).backward();
+  const auto want = gradients();
+
+  REQUIRE(hs.sizes() == want_h.sizes());
+  REQUIRE(cs.sizes() == want_c.sizes());
+  CHECK(torch::allclose(hs, want_h, 1e-5, 1e-5));
+  CHECK(torch::allclose(cs, want_c, 1e-5, 1e-5));
+  // A reset zeroes the state: row 2's step 4 is the cell run from zeros.
+  CHECK(torch::allclose(hs[2][4], trunk->step(obs[2][4].unsqueeze(0), torch::zeros({1, H}), torch::zeros({1, H})).first[0],
+                        1e-5, 1e-5));
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(got[i].abs().sum().item<float>() > 0.0f);
+    CHECK(torch::allclose(got[i], want[i], 1e-4, 1e-4));
+  }
+}
+
 TEST_CASE("the LSTM network has its own signature and parameter count", "[learners][recurrent]") {
   auto spec = recurrent_spec("cartpole");
   auto plain = spec;
