@@ -83,4 +83,15 @@ std::string choose_blas_core() {
   return blas_core_in_use();
 }
 
+int blas_threads_in_use() {
+  auto* threads = blas_function<int()>("openblas_get_num_threads");
+  return threads != nullptr ? threads() : 0;
+}
+
+int use_one_blas_thread() {
+  auto* set_threads = blas_function<void(int)>("openblas_set_num_threads");
+  if (set_threads != nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) set_threads(1);
+  return blas_threads_in_use();
+}
+
 }  // namespace coral::learners

@@ -84,8 +84,11 @@ void use_one_torch_thread() {
           better);
     } else if (const std::string core = blas_core_in_use(); !core.empty()) {
       const char* chosen = std::getenv("OPENBLAS_CORETYPE");
-      log::get("learners")->debug("OpenBLAS runs its {} kernels (OPENBLAS_CORETYPE {})", core,
-                                  chosen != nullptr ? chosen : "unset");
+      const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
+      log::get("learners")->debug("OpenBLAS runs its {} kernels on {} thread(s) (OPENBLAS_CORETYPE {}, "
+                                  "OPENBLAS_NUM_THREADS {})",
+                                  core, blas_threads_in_use(), chosen != nullptr ? chosen : "unset",
+                                  threads != nullptr ? threads : "unset");
     }
   });
 }

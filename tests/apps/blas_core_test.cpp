@@ -1,9 +1,13 @@
 // The `coral` command has OpenBLAS choose its kernels again where it chose
 // its generic ones on a CPU that can do better (learners/blas_core.hpp), and
 // leaves a user's OPENBLAS_CORETYPE alone. OpenBLAS prints the kernel set
-// it initialises ("Core: SkylakeX") when OPENBLAS_VERBOSE is 2.
+// it initialises ("Core: SkylakeX") when OPENBLAS_VERBOSE is 2. It also has
+// OpenBLAS compute on one thread, as torch does, unless the user set
+// OPENBLAS_NUM_THREADS; the learners' debug line says how many.
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -25,10 +29,11 @@ std::string last_core(const std::string& err) {
 
 coral::test::outcome train_briefly(std::vector<std::string> extra_env) {
   coral::test::invocation inv;
-  inv.argv = {CORAL_BINARY, "train", "--total-steps", "2000", "--no-run-dir", "--progress-seconds", "0"};
+  inv.argv = {CORAL_BINARY, "--log-level", "debug", "train", "--total-steps", "2000", "--no-run-dir",
+              "--progress-seconds", "0"};
   extra_env.push_back("OPENBLAS_VERBOSE=2");
   inv.extra_env = std::move(extra_env);
-  inv.removed_env = {"OPENBLAS_CORETYPE"};
+  inv.removed_env = {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS"};
   const auto results = coral::test::run_children({inv}, 1, std::chrono::milliseconds(60'000));
   return results.front();
 }
@@ -73,4 +78,29 @@ TEST_CASE("coral train keeps the OPENBLAS_CORETYPE a user set", "[blas]") {
   CHECK(count_of(r.err, "Core: Prescott\n") == 1);
   // The user chose: no advice to choose.
   CHECK(r.err.find("generic SSE3 kernels") == std::string::npos);
+}
+
+TEST_CASE("coral train runs OpenBLAS on one thread unless OPENBLAS_NUM_THREADS says otherwise", "[blas]") {
+  if (coral::learners::blas_core_in_use().empty()) {
+    WARN("this build's BLAS is not OpenBLAS: nothing to check");
+    return;
+  }
+  {
+    const auto r = train_briefly({});
+    INFO(r.err);
+    REQUIRE_FALSE(r.killed);
+    REQUIRE(r.exit_code == 0);
+    CHECK(count_of(r.err, "kernels on 1 thread(s) (") == 1);
+    CHECK(count_of(r.err, "OPENBLAS_NUM_THREADS unset)") == 1);
+  }
+  {
+    // The user's count stands (OpenBLAS caps it at the cores).
+    const auto r = train_briefly({"OPENBLAS_NUM_THREADS=2"});
+    INFO(r.err);
+    REQUIRE_FALSE(r.killed);
+    REQUIRE(r.exit_code == 0);
+    const unsigned threads = std::min(2U, std::max(1U, std::thread::hardware_concurrency()));
+    CHECK(count_of(r.err, "kernels on " + std::to_string(threads) + " thread(s) (") == 1);
+    CHECK(count_of(r.err, "OPENBLAS_NUM_THREADS 2)") == 1);
+  }
 }

@@ -12,9 +12,19 @@
 /// with the AVX-512 kernels, and coral's training runs up to 1.6x slower
 /// (BENCHMARKS.md, "OpenBLAS's kernels").
 ///
-/// Torch-free: the `coral` command calls choose_blas_core() first thing in
-/// main(); the learners log which kernels run, and advise where a host
-/// program (Python) runs the generic ones.
+/// And how many threads OpenBLAS splits a product over: it starts one per
+/// core, and a thread waiting on the others spins with sched_yield(), which
+/// on a machine with other work (a build beside the tests, the envs' own
+/// threads) hands the core away for a whole time slice. The learners run
+/// one torch thread; with OpenBLAS's threads as well, a recurrent PPO run
+/// took 3-5x as long beside two low-priority processes, and with one
+/// OpenBLAS thread no longer than on a quiet machine (BENCHMARKS.md,
+/// "One OpenBLAS thread").
+///
+/// Torch-free: the `coral` command calls choose_blas_core() and
+/// use_one_blas_thread() first thing in main(); the learners log which
+/// kernels run on how many threads, and advise where a host program
+/// (Python) runs the generic ones.
 
 #include <string>
 
@@ -60,5 +70,17 @@ const char* blas_core_to_ask_for();
 /// first thing in main(). Returns the kernel set running afterwards, empty
 /// without OpenBLAS. Children inherit the variable.
 std::string choose_blas_core();
+
+/// OpenBLAS's thread count (openblas_get_num_threads()); 0 where the
+/// process has no OpenBLAS.
+int blas_threads_in_use();
+
+/// Where the process has OpenBLAS and OPENBLAS_NUM_THREADS is unset, has it
+/// compute on the calling thread only (openblas_set_num_threads(1), looked
+/// up with dlsym); a user's OPENBLAS_NUM_THREADS stands. Like
+/// choose_blas_core(), for main() before other threads exist: in a host
+/// program the count is the host's (numpy shares the library). Returns the
+/// thread count afterwards, 0 without OpenBLAS.
+int use_one_blas_thread();
 
 }  // namespace coral::learners
