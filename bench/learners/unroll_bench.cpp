@@ -11,7 +11,9 @@
 // - r2d2_paper: BENCHMARKS.md's R2D2 run at the paper's sizes, 64 rows of
 //   41 slots (after a burn-in of 40), hidden 32 32, LSTM 64.
 // train: forward, a loss on every h and c, backward; forward: under
-// torch::NoGradGuard (the burn-in, PPO's value pass).
+// torch::NoGradGuard (the burn-in, PPO's value pass). OpenBLAS as the
+// `coral` command sets it up (learners/blas_core.hpp): the kernels of this
+// CPU, one thread.
 
 #include <benchmark/benchmark.h>
 
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "../../learners/src/actor_critic.hpp"
+#include "coral/learners/blas_core.hpp"
 
 namespace {
 
@@ -116,4 +119,12 @@ BENCHMARK(forward_trunk)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  coral::learners::choose_blas_core();
+  coral::learners::use_one_blas_thread();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
