@@ -161,25 +161,30 @@ namespace {
 // Outputs: h and c after each step, [T, B, H]. All float, contiguous.
 // PyTorch's gate order: input, forget, cell, output.
 struct lstm_recurrence : torch::autograd::Function<lstm_recurrence> {
+  // `for_backward`: keep what backward() reads (false under
+  // torch::NoGradGuard: each step's scratch is then reused).
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gates_in,
                                                 const torch::Tensor& w_hh, const torch::Tensor& h0,
-                                                const torch::Tensor& c0, const torch::Tensor& keep) {
+                                                const torch::Tensor& c0, const torch::Tensor& keep,
+                                                bool for_backward) {
     const auto T = gates_in.size(0), B = gates_in.size(1), H = w_hh.size(1);
+    const auto kept = for_backward ? T : 1;
     const auto options = gates_in.options();
-    auto acts = torch::empty({T, B, 4 * H}, options);  // the gates after their activations
-    auto h_in = torch::empty({T, B, H}, options);      // the state each step starts from
-    auto c_in = torch::empty({T, B, H}, options);
-    auto tanh_c = torch::empty({T, B, H}, options);
+    auto acts = torch::empty({kept, B, 4 * H}, options);  // the gates after their activations
+    auto h_in = torch::empty({kept, B, H}, options);      // the state each step starts from
+    auto c_in = torch::empty({kept, B, H}, options);
+    auto tanh_c = torch::empty({kept, B, H}, options);
     auto hs = torch::empty({T, B, H}, options);
     auto cs = torch::empty({T, B, H}, options);
     auto g = torch::empty({B, H}, options);
     const auto w_t = w_hh.t();
     const float* k = keep.data_ptr<float>();
     for (std::int64_t t = 0; t < T; ++t) {
+      const auto slot = for_backward ? t : 0;
       const float* h_prev = (t == 0 ? h0 : hs[t - 1]).data_ptr<float>();
       const float* c_prev = (t == 0 ? c0 : cs[t - 1]).data_ptr<float>();
-      float* hi = h_in[t].data_ptr<float>();
-      float* ci = c_in[t].data_ptr<float>();
+      float* hi = h_in[slot].data_ptr<float>();
+      float* ci = c_in[slot].data_ptr<float>();
       for (std::int64_t b = 0; b < B; ++b) {
         const float kb = k[t * B + b];
         for (std::int64_t j = 0; j < H; ++j) {
@@ -187,8 +192,8 @@ struct lstm_recurrence : torch::autograd::Function<lstm_recurrence> {
           ci[b * H + j] = kb * c_prev[b * H + j];
         }
       }
-      auto a = acts[t];
-      at::addmm_out(a, gates_in[t], h_in[t], w_t);
+      auto a = acts[slot];
+      at::addmm_out(a, gates_in[t], h_in[slot], w_t);
       at::tanh_out(g, a.narrow(1, 2 * H, H));
       a.sigmoid_();
       float* ap = a.data_ptr<float>();
@@ -202,12 +207,12 @@ struct lstm_recurrence : torch::autograd::Function<lstm_recurrence> {
           cp[b * H + j] = row[H + j] * ci[b * H + j] + row[j] * gj;
         }
       }
-      auto tanh_ct = tanh_c[t];
+      auto tanh_ct = tanh_c[slot];
       auto h_t = hs[t];
       at::tanh_out(tanh_ct, cs[t]);
       at::mul_out(h_t, a.narrow(1, 3 * H, H), tanh_ct);
     }
-    ctx->save_for_backward({w_hh, keep, acts, h_in, c_in, tanh_c});
+    if (for_backward) ctx->save_for_backward({w_hh, keep, acts, h_in, c_in, tanh_c});
     return {hs, cs};
   }
 
@@ -263,7 +268,7 @@ struct lstm_recurrence : torch::autograd::Function<lstm_recurrence> {
       }
     }
     auto grad_w_hh = torch::mm(d_gates.view({T * B, 4 * H}).t(), h_in.view({T * B, H}));
-    return {d_gates, grad_w_hh, dh, dc, torch::Tensor()};
+    return {d_gates, grad_w_hh, dh, dc, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -282,7 +287,8 @@ std::pair<torch::Tensor, torch::Tensor> recurrent_trunk_impl::unroll(const torch
   if (!encoder->is_empty()) x = encoder->forward(x);
   const auto gates_in = torch::addmm(lstm->bias_ih + lstm->bias_hh, x, lstm->weight_ih.t()).view({T, B, 4 * H});
   const auto keep = (1.0 - resets.to(torch::kFloat32)).transpose(0, 1).contiguous();  // [T, B]
-  const auto out = lstm_recurrence::apply(gates_in, lstm->weight_hh, h.contiguous(), c.contiguous(), keep);
+  const auto out = lstm_recurrence::apply(gates_in, lstm->weight_hh, h.contiguous(), c.contiguous(), keep,
+                                          torch::GradMode::is_enabled());
   return {out[0].transpose(0, 1).contiguous(), out[1].transpose(0, 1).contiguous()};
 }
 
