@@ -88,9 +88,17 @@ int blas_threads_in_use() {
   return threads != nullptr ? threads() : 0;
 }
 
+bool blas_threads_chosen() {
+  const char* value = std::getenv("OPENBLAS_NUM_THREADS");
+  // OpenBLAS reads the value as atoi() does ("2x" is 2) and takes anything
+  // below 1 ("0", "abc", "-2", empty) as one thread per core. strtol: the
+  // same reading, without atoi's overflow.
+  return value != nullptr && std::strtol(value, nullptr, 10) > 0;
+}
+
 int use_one_blas_thread() {
   auto* set_threads = blas_function<void(int)>("openblas_set_num_threads");
-  if (set_threads != nullptr && std::getenv("OPENBLAS_NUM_THREADS") == nullptr) set_threads(1);
+  if (set_threads != nullptr && !blas_threads_chosen()) set_threads(1);
   return blas_threads_in_use();
 }
 

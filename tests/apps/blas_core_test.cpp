@@ -99,4 +99,10 @@ TEST_CASE("coral train runs OpenBLAS on one thread unless OPENBLAS_NUM_THREADS s
     CHECK(count_of(r.err, "kernels on " + std::to_string(threads) + " thread(s) (") == 1);
     CHECK(count_of(r.err, "OPENBLAS_NUM_THREADS 2)") == 1);
   }
+  {
+    // Not a count (OpenBLAS reads it as "one per core"): coral's one thread.
+    const auto r = train_briefly({"OPENBLAS_NUM_THREADS=abc"});
+    INFO(r.err);
+    CHECK(count_of(r.err, "kernels on 1 thread(s) (") == 1);
+  }
 }

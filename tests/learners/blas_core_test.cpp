@@ -1,6 +1,8 @@
 // blas_core_for(): OpenBLAS's kernel set for an Intel CPU's features, and
-// no choice (OpenBLAS's own stands) for anything else.
+// no choice (OpenBLAS's own stands) for anything else; which
+// OPENBLAS_NUM_THREADS values are a thread count.
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -61,4 +63,26 @@ TEST_CASE("read_cpu_features agrees with the kernel's /proc/cpuinfo", "[blas]") 
   CHECK(f.avx2 == (has("avx2") && has("fma")));
   CHECK(f.avx512 == (f.avx2 && has("avx512f") && has("avx512dq") && has("avx512cd") && has("avx512bw") &&
                      has("avx512vl")));
+}
+
+TEST_CASE("an OPENBLAS_NUM_THREADS that OpenBLAS reads as a positive count is kept; anything else is not a count", "[blas]") {
+  const char* before = std::getenv("OPENBLAS_NUM_THREADS");
+  const std::string saved = before != nullptr ? before : "";
+  ::unsetenv("OPENBLAS_NUM_THREADS");
+  CHECK_FALSE(coral::learners::blas_threads_chosen());
+  for (const char* not_a_count : {"", "0", "00", "abc", "-2", "x2"}) {
+    INFO("OPENBLAS_NUM_THREADS='" << not_a_count << "'");
+    ::setenv("OPENBLAS_NUM_THREADS", not_a_count, 1);
+    CHECK_FALSE(coral::learners::blas_threads_chosen());
+  }
+  for (const char* count : {"1", "2", "16", "0002", "2x", " 2", "+2", "99999", "123456789012345678901234567890"}) {
+    INFO("OPENBLAS_NUM_THREADS='" << count << "'");
+    ::setenv("OPENBLAS_NUM_THREADS", count, 1);
+    CHECK(coral::learners::blas_threads_chosen());
+  }
+  if (before != nullptr) {
+    ::setenv("OPENBLAS_NUM_THREADS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("OPENBLAS_NUM_THREADS");
+  }
 }

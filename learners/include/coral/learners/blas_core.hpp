@@ -75,9 +75,14 @@ std::string choose_blas_core();
 /// process has no OpenBLAS.
 int blas_threads_in_use();
 
-/// Where the process has OpenBLAS and OPENBLAS_NUM_THREADS is unset, has it
-/// compute on the calling thread only (openblas_set_num_threads(1), looked
-/// up with dlsym); a user's OPENBLAS_NUM_THREADS stands. Like
+/// Whether OPENBLAS_NUM_THREADS holds a thread count as OpenBLAS reads it
+/// (atoi: "2x" is 2; OpenBLAS caps a count at the cores). Unset, empty, 0,
+/// negative or not a number is OpenBLAS's "one per core", not a choice.
+bool blas_threads_chosen();
+
+/// Where the process has OpenBLAS and blas_threads_chosen() is false, has
+/// it compute on the calling thread only (openblas_set_num_threads(1),
+/// looked up with dlsym); a user's thread count stands. Like
 /// choose_blas_core(), for main() before other threads exist: in a host
 /// program the count is the host's (numpy shares the library). Returns the
 /// thread count afterwards, 0 without OpenBLAS.
