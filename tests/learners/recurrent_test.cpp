@@ -1,6 +1,7 @@
 // The recurrent policy core (`--lstm`): the acting kernels against the
-// learner's torch unroll, each row's own state whatever the batch order,
-// resets at episode starts, and recurrent PPO's update.
+// learner's torch unroll, the unroll's values and gradients against torch's
+// LSTMCell, each row's own state whatever the batch order, resets at
+// episode starts, and recurrent PPO's update.
 
 #include <algorithm>
 #include <cmath>
