@@ -10,8 +10,7 @@ int main(int argc, char** argv) {
   // Before any thread or BLAS call: OpenBLAS's kernels for this CPU, where
   // it chose its generic ones, and one OpenBLAS thread, as torch has
   // (learners/blas_core.hpp).
-  coral::learners::choose_blas_core();
-  coral::learners::use_one_blas_thread();
+  coral::learners::set_up_blas();
 #endif
   return coral::cli::run(argc, argv, std::cout, std::cerr);
 }

@@ -120,8 +120,7 @@ BENCHMARK(forward_trunk)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 }  // namespace
 
 int main(int argc, char** argv) {
-  coral::learners::choose_blas_core();
-  coral::learners::use_one_blas_thread();
+  coral::learners::set_up_blas();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

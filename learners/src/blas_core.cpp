@@ -102,4 +102,9 @@ int use_one_blas_thread() {
   return blas_threads_in_use();
 }
 
+void set_up_blas() {
+  choose_blas_core();
+  use_one_blas_thread();
+}
+
 }  // namespace coral::learners

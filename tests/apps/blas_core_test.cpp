@@ -42,13 +42,18 @@ coral::test::outcome train_briefly(std::vector<std::string> extra_env) {
   return r;
 }
 
+// Whether this build runs OpenBLAS (with a warning where it does not: the
+// tests below then have nothing to check).
+bool has_openblas() {
+  if (!coral::learners::blas_core_in_use().empty()) return true;
+  WARN("this build's BLAS is not OpenBLAS: nothing to check");
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("coral train runs the OpenBLAS kernels of this CPU's features", "[blas]") {
-  if (coral::learners::blas_core_in_use().empty()) {
-    WARN("this build's BLAS is not OpenBLAS: nothing to check");
-    return;
-  }
+  if (!has_openblas()) return;
   const auto r = train_briefly({});
   INFO(r.err);
   const char* better = coral::learners::blas_core_for(coral::learners::read_cpu_features());
@@ -67,10 +72,7 @@ TEST_CASE("coral train runs the OpenBLAS kernels of this CPU's features", "[blas
 }
 
 TEST_CASE("coral train keeps the OPENBLAS_CORETYPE a user set", "[blas]") {
-  if (coral::learners::blas_core_in_use().empty()) {
-    WARN("this build's BLAS is not OpenBLAS: nothing to check");
-    return;
-  }
+  if (!has_openblas()) return;
   // Prescott: the kernel set every x86-64 CPU runs.
   const auto r = train_briefly({"OPENBLAS_CORETYPE=Prescott"});
   INFO(r.err);
@@ -81,10 +83,7 @@ TEST_CASE("coral train keeps the OPENBLAS_CORETYPE a user set", "[blas]") {
 }
 
 TEST_CASE("coral train runs OpenBLAS on one thread unless OPENBLAS_NUM_THREADS says otherwise", "[blas]") {
-  if (coral::learners::blas_core_in_use().empty()) {
-    WARN("this build's BLAS is not OpenBLAS: nothing to check");
-    return;
-  }
+  if (!has_openblas()) return;
   {
     const auto r = train_briefly({});
     INFO(r.err);

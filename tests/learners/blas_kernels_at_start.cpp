@@ -7,7 +7,6 @@
 
 namespace {
 
-[[maybe_unused]] const std::string blas_kernels_at_start = coral::learners::choose_blas_core();
-[[maybe_unused]] const int blas_threads_at_start = coral::learners::use_one_blas_thread();
+[[maybe_unused]] const bool blas_set_up_at_start = (coral::learners::set_up_blas(), true);
 
 }  // namespace

@@ -21,8 +21,8 @@
 /// OpenBLAS thread no longer than on a quiet machine (BENCHMARKS.md,
 /// "One OpenBLAS thread").
 ///
-/// Torch-free: the `coral` command calls choose_blas_core() and
-/// use_one_blas_thread() first thing in main(); the learners log which
+/// Torch-free: the `coral` command calls set_up_blas() first thing in
+/// main(); the learners log which
 /// kernels run on how many threads, and advise where a host program
 /// (Python) runs the generic ones.
 
@@ -87,5 +87,9 @@ bool blas_threads_chosen();
 /// program the count is the host's (numpy shares the library). Returns the
 /// thread count afterwards, 0 without OpenBLAS.
 int use_one_blas_thread();
+
+/// OpenBLAS as coral runs it: choose_blas_core(), then use_one_blas_thread().
+/// For main() (or a static initialiser) before other threads exist.
+void set_up_blas();
 
 }  // namespace coral::learners
