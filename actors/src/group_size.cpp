@@ -156,14 +156,16 @@ sampler_options resolve_auto(sampler_options o) {
   if (!auto_shards && !auto_group && !auto_spin_asked) return o;
   const auto w = resolve_wiring(o);  // the flags' own errors first (auto shards checked as one)
   const auto batch = w.all_shards_batch();  // of all shards
-  const auto step = measure_step_seconds(o);
   if (auto_shards) {
+    // For heavy envs too: their hand-offs are under 1% of a step, but a
+    // shard keeps its envs on one core, and two shards measured level with
+    // one pool or above it for MuJoCo humanoid and ant (BENCHMARKS.md).
     o.batch_size = batch;
-    // A failed probe counts as heavy: the run meets that env's failure itself.
-    const bool heavy = !step || *step >= auto_shard_below_seconds;
-    o.shards = heavy ? 1 : choose_shards(o);
+    o.shards = choose_shards(o);
     logger->debug("--shards auto: {}", o.shards);
   }
+  if (!auto_group && !auto_spin_asked) return o;
+  const auto step = measure_step_seconds(o);
   if (auto_group) {
     o.batch_size = batch;
     o.envs_per_group = step ? choose_group_size(one_shard(o), *step) : 1;

@@ -246,8 +246,7 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
   add_sampler_flags(*cmd, flags->sampler, {.threads = 2});
   cmd->add_option("--shards", flags->shards,
                   "independent samplers, each with its own threads, envs, share of the batch and batcher, or auto: "
-                  "one per thread for envs cheaper than 200 us a step, where the envs and batch split evenly and the "
-                  "policy allows (docs/cli.md)")
+                  "one per thread where the envs and batch split evenly and the policy allows (docs/cli.md)")
       ->type_name(std::string(auto_or_count_type))
       ->capture_default_str();
   cmd->add_option("--policy", flags->policy, "random, constant, or mlp (an untrained actor-critic)")

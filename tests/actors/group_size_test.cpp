@@ -208,16 +208,28 @@ TEST_CASE("auto resolves the shards first and then picks the group size and spin
   auto one = o;
   one.shards = 1;
   CHECK(resolve_auto(one).shards == 1);  // given: kept
-  // A heavy env (a step of 400 us, over auto_shard_below_seconds) stays one shard.
+  // A heavy env (a step of 400 us) gets shards too, in groups of one.
   auto heavy = size_opts(topology::pool, 8, 4, 2);
   heavy.env = "delay";
   heavy.env_args = {{"mean_us", "400"}, {"std_us", "0"}};
   heavy.shards = shards_auto;
   const auto h = resolve_auto(heavy);
-  CHECK(h.shards == 1);
+  CHECK(h.shards == 2);
   CHECK(h.envs_per_group == 1);
   CHECK(h.batch_size == 4);
   auto heavy_given = heavy;
-  heavy_given.shards = 2;
-  CHECK(resolve_auto(heavy_given).shards == 2);  // given: kept
+  heavy_given.shards = 1;
+  CHECK(resolve_auto(heavy_given).shards == 1);  // given: kept
+  // The shard count needs no probe: an env the probe cannot make still gets
+  // shards when the group size and the spin are given (the run meets the
+  // env's failure itself), and the other settings stay as given.
+  auto unprobed = size_opts(topology::pool, 8, 4, 2);
+  unprobed.env = "no-such-env";
+  unprobed.envs_per_group = 1;
+  unprobed.spin = std::chrono::microseconds{7};
+  unprobed.shards = shards_auto;
+  const auto u = resolve_auto(unprobed);
+  CHECK(u.shards == 2);
+  CHECK(u.envs_per_group == 1);
+  CHECK(u.spin == std::chrono::microseconds{7});
 }

@@ -151,29 +151,16 @@ inline constexpr std::chrono::microseconds auto_spin{50};
 /// `options` must pass resolve_wiring with shards 1.
 [[nodiscard]] std::size_t choose_shards(const sampler_options& options);
 
-/// Auto shards only for envs whose step takes less than this. Shards save
-/// hand-offs, a few percent of a step of 100 µs (delay 100 ± 100 µs in
-/// groups of one: 98.3–98.6% of the ideal in two shards, 97.7–97.9% in one
-/// pool), and under 1% of MuJoCo ant's or humanoid's (335 and 424 µs on the
-/// probe): for those two, shards and one pool measured level against the
-/// machine's ceiling (BENCHMARKS.md, "Heavy envs against the machine's
-/// ceiling"; the 13% the shards once lost was their fixed shares of the
-/// steps, since replaced by a step_budget). The cut lies between those
-/// measured envs, clear of walker2d's 137 µs and of halfcheetah's 51 µs,
-/// which sat on the first cut tried (50 µs) and so flipped between one
-/// shard and two from run to run.
-inline constexpr double auto_shard_below_seconds = 200e-6;
-
 /// `options` with its auto settings made explicit: an auto shard count
-/// replaced by choose_shards' for an env whose measured step is under
-/// auto_shard_below_seconds and by 1 otherwise (before the group size,
-/// which is then chosen for one shard's envs, batch and threads), an auto
+/// replaced by choose_shards' for every env, light or heavy (before the
+/// group size, which is then chosen for one shard's envs, batch and
+/// threads; BENCHMARKS.md, "Issue 15's targets on the Zen 4 host", has the
+/// heavy envs' figures), an auto
 /// group size (0) replaced by the one chosen for the measured step time (groups of one if
 /// the probe env failed), the batch size filled in, and an auto spin
 /// replaced by choose_spin's for the resolved group size (auto_spin if the
 /// probe failed), for one shard's threads. The env is probed
-/// (measure_step_seconds) only when the shards, the group size or the spin
-/// are auto. Other options are returned as they are. Throws what
+/// (measure_step_seconds) only when the group size or the spin is auto. Other options are returned as they are. Throws what
 /// resolve_wiring throws.
 [[nodiscard]] sampler_options resolve_auto(sampler_options options);
 
