@@ -435,9 +435,9 @@ TEST_CASE("every instruction set's group refresh writes the leaves and gives the
   constexpr std::size_t lag = k::prefetch_distance;  // how far the writes lead the groups
   const auto random_leaf_value = [&] {
     // Whole numbers, magnitudes 2^-60 to 2^60 (sums round differently in
-    // every order), and zeros.
+    // every order), and zeros of both signs (absent, both).
     const std::size_t kind = r.below(4);
-    return kind == 0   ? 0.0f
+    return kind == 0   ? (r.below(2) == 0 ? 0.0f : -0.0f)
            : kind == 1 ? static_cast<float>(1 + r.below(1000))
                        : static_cast<float>(std::ldexp(r.uniform(0.5, 1.0), static_cast<int>(r.below(120)) - 60));
   };
@@ -453,7 +453,7 @@ TEST_CASE("every instruction set's group refresh writes the leaves and gives the
     for (std::size_t l = 0; l < 16; ++l) idx[l] = empty * 16 + l;
     if (round % 2 == 0) std::sort(idx.begin(), idx.end());
     std::vector<float> values(n);
-    for (std::size_t i = 0; i < n; ++i) values[i] = idx[i] / 16 == empty ? 0.0f : random_leaf_value();
+    for (std::size_t i = 0; i < n; ++i) values[i] = idx[i] / 16 == empty ? (i % 2 == 0 ? 0.0f : -0.0f) : random_leaf_value();
     std::vector<float> after = before;
     for (std::size_t i = 0; i < n; ++i) after[idx[i]] = values[i];
     // Minima that start at random values, so that some move and some do not.
