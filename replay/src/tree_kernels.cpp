@@ -333,19 +333,23 @@ CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std:
   return true;
 }
 
-// group_sum's sum in group_sum's order, the line in two registers of
-// eight doubles: with the 128-bit lanes (l0, l1), (l2, l3), ... named
-// L0..L7, the pairs are L0 + L1, L2 + L3, L4 + L5, L6 + L7 (one add of the
-// lanes gathered as [L0, L2, L4, L6] and [L1, L3, L5, L7]), then the quads
-// and the halves; each lane holds the even leaves' sum or the odd ones'.
+// group_sum's sum in group_sum's order. With the 128-bit lanes (l0, l1),
+// (l2, l3), ... named L0..L7, the pairs are P0 = L0 + L1, P1 = L2 + L3,
+// P2 = L4 + L5, P3 = L6 + L7 (two adds of 256 bits, [L0, L4] + [L1, L5]
+// and [L2, L6] + [L3, L7]), then the quads [P0 + P1, P2 + P3] and the
+// halves; each lane holds the even leaves' sum or the odd ones'. In
+// registers of at most 256 bits, which Zen 4 runs in one pass where it
+// splits a 512-bit operation in two (against the line in two registers of
+// eight doubles, an update of 256 from a million 3.84 -> 3.75 us there;
+// BENCHMARKS.md).
 CORAL_AVX512 inline double group_sum_avx512(const float* l) noexcept {
-  const __m512d a = _mm512_cvtps_pd(_mm256_load_ps(l)), b = _mm512_cvtps_pd(_mm256_load_ps(l + 8));
-  const __m512d pairs =
-      _mm512_add_pd(_mm512_shuffle_f64x2(a, b, 0b10'00'10'00), _mm512_shuffle_f64x2(a, b, 0b11'01'11'01));
-  const __m512d quads = _mm512_add_pd(pairs, _mm512_shuffle_f64x2(pairs, pairs, 0b10'11'00'01));
-  const __m512d halves = _mm512_add_pd(quads, _mm512_shuffle_f64x2(quads, quads, 0b01'00'11'10));
-  const __m128d s = _mm512_castpd512_pd128(halves);
-  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+  const __m256d a0 = _mm256_cvtps_pd(_mm_load_ps(l)), a1 = _mm256_cvtps_pd(_mm_load_ps(l + 4));
+  const __m256d b0 = _mm256_cvtps_pd(_mm_load_ps(l + 8)), b1 = _mm256_cvtps_pd(_mm_load_ps(l + 12));
+  const __m256d p02 = _mm256_add_pd(_mm256_permute2f128_pd(a0, b0, 0x20), _mm256_permute2f128_pd(a0, b0, 0x31));
+  const __m256d p13 = _mm256_add_pd(_mm256_permute2f128_pd(a1, b1, 0x20), _mm256_permute2f128_pd(a1, b1, 0x31));
+  const __m256d q = _mm256_add_pd(p02, p13);
+  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
 // group_min by the leaves' bits: floats >= 0 order as their bits do as
