@@ -340,8 +340,8 @@ CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std:
 // halves; each lane holds the even leaves' sum or the odd ones'. In
 // registers of at most 256 bits, which Zen 4 runs in one pass where it
 // splits a 512-bit operation in two (against the line in two registers of
-// eight doubles, an update of 256 from a million 3.84 -> 3.75 us there;
-// BENCHMARKS.md).
+// eight doubles, an update of 256 from a million 3.84 -> 3.75 us there,
+// after the minimum below; BENCHMARKS.md).
 CORAL_AVX512 inline double group_sum_avx512(const float* l) noexcept {
   const __m256d a0 = _mm256_cvtps_pd(_mm_load_ps(l)), a1 = _mm256_cvtps_pd(_mm_load_ps(l + 4));
   const __m256d b0 = _mm256_cvtps_pd(_mm_load_ps(l + 8)), b1 = _mm256_cvtps_pd(_mm_load_ps(l + 12));
@@ -357,7 +357,7 @@ CORAL_AVX512 inline double group_sum_avx512(const float* l) noexcept {
 // cleared) wraps to the largest and drops out of the minimum. The 16 lanes
 // are halved in 256- and 128-bit registers, which Zen 4 runs in one pass
 // where it splits a 512-bit operation in two: an update of 256 from a
-// million 3.96 -> 3.82 us there (BENCHMARKS.md). The same value as
+// million 3.99 -> 3.84 us there (BENCHMARKS.md). The same value as
 // group_min for every leaf >= 0.
 CORAL_AVX512 inline float group_min_bits(const float* l) noexcept {
   const __m512i magnitude = _mm512_and_si512(_mm512_load_si512(l), _mm512_set1_epi32(0x7fffffff));

@@ -152,16 +152,16 @@ inline constexpr std::chrono::microseconds auto_spin{50};
 [[nodiscard]] std::size_t choose_shards(const sampler_options& options);
 
 /// `options` with its auto settings made explicit: an auto shard count
-/// replaced by choose_shards' for every env, light or heavy (before the
-/// group size, which is then chosen for one shard's envs, batch and
-/// threads; BENCHMARKS.md, "Issue 15's targets on the Zen 4 host", has the
-/// heavy envs' figures), an auto
-/// group size (0) replaced by the one chosen for the measured step time (groups of one if
-/// the probe env failed), the batch size filled in, and an auto spin
-/// replaced by choose_spin's for the resolved group size (auto_spin if the
-/// probe failed), for one shard's threads. The env is probed
-/// (measure_step_seconds) only when the group size or the spin is auto. Other options are returned as they are. Throws what
-/// resolve_wiring throws.
+/// replaced by choose_shards', for light and heavy envs alike (heavy ones'
+/// figures: BENCHMARKS.md, "Issue 15's targets on the Zen 4 host"), before
+/// the group size, which is then chosen for one shard's envs, batch and
+/// threads; an auto group size (0) replaced by the one chosen for the
+/// measured step time (groups of one if the probe env failed), the batch
+/// size filled in; and an auto spin replaced by choose_spin's for the
+/// resolved group size (auto_spin if the probe failed), for one shard's
+/// threads. The env is probed (measure_step_seconds) only when the group
+/// size or the spin is auto. Other options are returned as they are.
+/// Throws what resolve_wiring throws.
 [[nodiscard]] sampler_options resolve_auto(sampler_options options);
 
 }  // namespace coral::actors
