@@ -9,7 +9,9 @@
 //   prefix-sum linear scan (sample_update_baseline/256), and against the
 //   same work done the way the buffer did it before issue 15
 //   (sample_update_reference/256: reference_tree.hpp, a uint64 generation
-//   array, std::pow per draw and per update), on the same leaves.
+//   array, std::pow per draw and per update), on the same leaves;
+//   sample_update_mid_ring/256 is the same with the ring's head half way
+//   round instead of just past the wrap.
 // - sequence_sample_update/64: R2D2's replay (issue 12): a prioritized
 //   sample of 64 sequences of 80 slots gathered into a batch, plus their
 //   priority update, from a sequence_buffer of 100,000 cartpole-sized
@@ -73,10 +75,11 @@ struct batch_data {
   std::vector<std::uint8_t> last;
 };
 
-std::unique_ptr<replay_buffer> full_buffer() {
+/// Full, its ring's head `head` slots past the wrap (a multiple of 1000).
+std::unique_ptr<replay_buffer> full_buffer(std::size_t head = 1000) {
   auto buffer = std::make_unique<replay_buffer>(config());
   const batch_data data(1000);
-  for (std::size_t i = 0; i < capacity / 1000 + 1; ++i) buffer->insert(0, data.view());
+  for (std::size_t i = 0; i < (capacity + head) / 1000; ++i) buffer->insert(0, data.view());
   return buffer;
 }
 
@@ -134,6 +137,25 @@ void sample_update(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
 }
 BENCHMARK(sample_update)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+/// sample_update with the ring's head half way round: a slot drawn at
+/// random is then as likely to be behind the head (written in this lap) as
+/// ahead of it (the lap before), as in a buffer that keeps filling, where
+/// the head sits 1000 slots past the wrap in sample_update.
+void sample_update_mid_ring(benchmark::State& state) {
+  const auto b = static_cast<std::size_t>(state.range(0));
+  auto buffer = full_buffer(capacity / 2);
+  coral::envs::rng rng(42);
+  sampled_batch out;
+  std::vector<float> td(b);
+  for (auto _ : state) {
+    buffer->sample_prioritized(rng, b, 0.4, out);
+    for (auto& x : td) x = static_cast<float>(rng.uniform(0.0, 2.0));
+    benchmark::DoNotOptimize(buffer->update_priorities(out.keys, td));
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
+}
+BENCHMARK(sample_update_mid_ring)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 /// The two halves of sample_update apart.
 void sample_only(benchmark::State& state) {
