@@ -123,38 +123,29 @@ void insert_baseline(benchmark::State& state) {
 }
 BENCHMARK(insert_baseline)->Arg(256)->Arg(1024);
 
-void sample_update(benchmark::State& state) {
+/// A prioritized sample of the benchmark's batch from `buffer`, then the
+/// update of its keys with random TD errors, per iteration.
+void sample_then_update(benchmark::State& state, replay_buffer& buffer) {
   const auto b = static_cast<std::size_t>(state.range(0));
-  auto buffer = full_buffer();
   coral::envs::rng rng(42);
   sampled_batch out;
   std::vector<float> td(b);
   for (auto _ : state) {
-    buffer->sample_prioritized(rng, b, 0.4, out);
+    buffer.sample_prioritized(rng, b, 0.4, out);
     for (auto& x : td) x = static_cast<float>(rng.uniform(0.0, 2.0));
-    benchmark::DoNotOptimize(buffer->update_priorities(out.keys, td));
+    benchmark::DoNotOptimize(buffer.update_priorities(out.keys, td));
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
 }
+
+void sample_update(benchmark::State& state) { sample_then_update(state, *full_buffer()); }
 BENCHMARK(sample_update)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 /// sample_update with the ring's head half way round: a slot drawn at
 /// random is then as likely to be behind the head (written in this lap) as
 /// ahead of it (the lap before), as in a buffer that keeps filling, where
 /// the head sits 1000 slots past the wrap in sample_update.
-void sample_update_mid_ring(benchmark::State& state) {
-  const auto b = static_cast<std::size_t>(state.range(0));
-  auto buffer = full_buffer(capacity / 2);
-  coral::envs::rng rng(42);
-  sampled_batch out;
-  std::vector<float> td(b);
-  for (auto _ : state) {
-    buffer->sample_prioritized(rng, b, 0.4, out);
-    for (auto& x : td) x = static_cast<float>(rng.uniform(0.0, 2.0));
-    benchmark::DoNotOptimize(buffer->update_priorities(out.keys, td));
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(b));
-}
+void sample_update_mid_ring(benchmark::State& state) { sample_then_update(state, *full_buffer(capacity / 2)); }
 BENCHMARK(sample_update_mid_ring)->Arg(256)->Unit(benchmark::kMicrosecond);
 
 /// The two halves of sample_update apart.
