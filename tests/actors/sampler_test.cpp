@@ -183,8 +183,12 @@ TEST_CASE("every topology delivers each env's step exactly once per action, in o
     least = std::min(least, n);
   }
   // No env is starved: in pool mode too, every env keeps getting batches.
+  // On threads the share also follows the scheduler: a run takes tens of
+  // milliseconds, and a thread held off the core for a few of them leaves
+  // its groups behind (one env at 820 steps against a mean of 5,000, in a
+  // CI run beside the sanitizer builds); there the bound is looser.
   CHECK(least > 0);
-  CHECK(least * 4 >= total / check.seen_.size());
+  CHECK(least * (mode == executor_mode::single ? 4 : 16) >= total / check.seen_.size());
 }
 
 TEST_CASE("a stop in the middle of a run ends it cleanly in every topology", "[actors][sampler][stop]") {
