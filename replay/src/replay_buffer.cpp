@@ -449,21 +449,14 @@ std::size_t replay_buffer::update_priorities(std::span<const sample_key> keys, s
   const std::size_t n = keys.size();
   scratch_slots_.resize(n);
   scratch_values_.resize(n);
-  // Random slots of a large buffer: their tree lines are cache misses
-  // unless a sample just read them. Each is asked for a few keys before its
-  // turn, so that the misses overlap with each other and with the work.
-  constexpr std::size_t ahead = priority_tree::prefetch_distance;
-  const priority_tree::prefetcher fetch = tree_.line_prefetcher();
-  const std::size_t capacity = config_.capacity;
-  const auto ask = [fetch, capacity, keys](std::size_t i) {
-    if (keys[i].slot < capacity) fetch(keys[i].slot);
-  };
-  for (std::size_t i = 0; i < std::min(n, ahead); ++i) ask(i);
+  // No prefetch of the keys' tree lines here: a sample has just read their
+  // leaf and group-sum lines, set_many asks for the group minima itself,
+  // and asking for them a few keys ahead here measured slower (update_only
+  // 3.75 -> 3.90 us for the three lines, 3.89 for the minimum's alone).
   std::size_t applied = 0;
   std::size_t top = n;  // the applied key whose priority first passes the largest seen, if any
   double top_priority = max_priority_;
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + ahead < n) ask(i + ahead);
     // Checked before anything changes: only scratch is written until the
     // loop ends.
     if (!std::isfinite(td_errors[i])) [[unlikely]] {

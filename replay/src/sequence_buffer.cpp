@@ -233,9 +233,6 @@ std::size_t sequence_buffer::update_priorities(std::span<const sequence_key> key
   }
   scratch_slots_.resize(keys.size());
   scratch_leaves_.resize(keys.size());
-  for (const sequence_key& key : keys) {
-    if (key.slot < config_.capacity) tree_.prefetch(key.slot);
-  }
   std::size_t applied = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const sequence_key key = keys[i];

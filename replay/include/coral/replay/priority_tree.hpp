@@ -122,29 +122,6 @@ class priority_tree {
     }
   }
 
-  /// Starts fetching the lines that setting leaf i reads first (its leaf
-  /// line, its group's sum and minimum), for a caller that knows the indices
-  /// of a set_many well before it calls it (i < size(), unchecked).
-  void prefetch(std::size_t i) const noexcept { line_prefetcher()(i); }
-
-  /// prefetch() with the tree's addresses read once, for a loop that asks
-  /// for many items while it stores to memory the compiler cannot tell
-  /// apart from the tree's fields.
-  struct prefetcher {
-    const float* leaves;
-    const double* group_sums;
-    const float* group_mins;
-    void operator()(std::size_t i) const noexcept {
-      const std::size_t g = i / leaf_fanout;
-      __builtin_prefetch(leaves + i);
-      __builtin_prefetch(group_sums + g);
-      __builtin_prefetch(group_mins + g);
-    }
-  };
-  [[nodiscard]] prefetcher line_prefetcher() const noexcept {
-    return {leaves_.data(), sums(depth()), mins_.data() + offsets_[depth()]};
-  }
-
   /// The leaves, for bulk writes followed by refresh().
   [[nodiscard]] float* leaf_data() noexcept { return leaves_.data(); }
 
