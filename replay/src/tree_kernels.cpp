@@ -79,12 +79,13 @@ inline std::size_t refresh_groups_loop(float* leaves, const float* values, doubl
       __builtin_prefetch(group_mins + ahead, 1);
     }
     const std::size_t g = idx[i] / 16;
-    const float old_min = group_mins[g];
+    // A minimum is never a zero or a NaN, so its bits compare as it does.
+    const auto old_min = std::bit_cast<std::uint32_t>(group_mins[g]);
     group_sums[g] = Kernels::sum(leaves + g * 16);
     const float new_min = Kernels::min(leaves + g * 16);
     group_mins[g] = new_min;
     changed[moved] = g;  // branch-free: whether it moved is a coin flip to the predictor
-    moved += new_min != old_min ? 1 : 0;
+    moved += std::bit_cast<std::uint32_t>(new_min) != old_min ? 1 : 0;
   }
   return moved;
 }
@@ -353,21 +354,25 @@ CORAL_AVX512 inline double group_sum_avx512(const float* l) noexcept {
 }
 
 // group_min by the leaves' bits: floats >= 0 order as their bits do as
-// unsigned integers, and less one an absent leaf (0, or -0 with the sign
-// cleared) wraps to the largest and drops out of the minimum. The 16 lanes
-// are halved in 256- and 128-bit registers, which Zen 4 runs in one pass
+// unsigned integers, and less one a 0 leaf wraps to the largest and drops
+// out of the minimum; a -0 leaf (0x80000000) becomes 0x7fffffff, above
+// every other float's bits less one, and drops out unless the group has
+// nothing else, where the result's bits are 0 or 0x80000000 (absent). The
+// 16 lanes are two 256-bit loads, each less one in the add that loads it,
+// then halved in 256- and 128-bit registers, which Zen 4 runs in one pass
 // where it splits a 512-bit operation in two: an update of 256 from a
-// million 3.99 -> 3.84 us there (BENCHMARKS.md). The same value as
-// group_min for every leaf >= 0.
+// million 3.99 -> 3.84 us there, and 3.74 -> 3.62 without the 512-bit
+// and that cleared the sign (BENCHMARKS.md). The same value as group_min
+// for every leaf >= 0.
 CORAL_AVX512 inline float group_min_bits(const float* l) noexcept {
-  const __m512i magnitude = _mm512_and_si512(_mm512_load_si512(l), _mm512_set1_epi32(0x7fffffff));
-  const __m512i t = _mm512_sub_epi32(magnitude, _mm512_set1_epi32(1));
-  const __m256i h = _mm256_min_epu32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
+  const __m256i less_one = _mm256_set1_epi32(-1);
+  const __m256i h = _mm256_min_epu32(_mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(l)), less_one),
+                                     _mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(l + 8)), less_one));
   __m128i q = _mm_min_epu32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
   q = _mm_min_epu32(q, _mm_shuffle_epi32(q, 0b01'00'11'10));
   q = _mm_min_epu32(q, _mm_shuffle_epi32(q, 0b10'11'00'01));
   const unsigned bits = static_cast<unsigned>(_mm_cvtsi128_si32(q)) + 1u;
-  return bits == 0 ? absent_min : std::bit_cast<float>(bits);
+  return std::bit_cast<float>((bits << 1) == 0 ? std::bit_cast<unsigned>(absent_min) : bits);
 }
 
 struct avx512_kernels {
