@@ -917,10 +917,12 @@ TEST_CASE("the batch key kernel gives every slot the generation a simulation of 
   namespace k = coral::replay::detail;
   rng r(41);
   std::size_t compared = 0;
+  std::size_t few = 0, many = 0;  // rounds with at most 8 streams (heads held in registers) and more (gathered)
   for (const k::isa isa : k::available_isas()) {
     for (int round = 0; round < 300; ++round) {
       INFO("isa " << static_cast<int>(isa) << ", round " << round);
-      const std::size_t streams = 1 + r.below(6);
+      const std::size_t streams = 1 + r.below(12);
+      ++(streams <= 8 ? few : many);
       // Small rings, and now and then one of a million slots (sampled).
       const std::size_t capacity = round % 50 == 0 ? 1'000'000 + r.below(1000) : 3 + r.below(100);
       std::vector<std::uint64_t> heads(streams);
@@ -935,7 +937,7 @@ TEST_CASE("the batch key kernel gives every slot the generation a simulation of 
         ring_heads[s] = static_cast<std::size_t>(heads[s] % capacity);
       }
       const k::divider streams_of(capacity);
-      const k::stream_heads view{heads.data(), ring_heads.data(), capacity, streams_of.magic()};
+      const k::stream_heads view{heads.data(), ring_heads.data(), capacity, streams_of.magic(), streams};
       std::vector<std::size_t> slots(capacity > 1000 ? 4000 : streams * capacity);
       for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = capacity > 1000 ? r.below(streams * capacity) : i;
       const std::size_t n = slots.size() - r.below(std::min<std::size_t>(8, slots.size()));  // a tail the caller derives
@@ -963,6 +965,8 @@ TEST_CASE("the batch key kernel gives every slot the generation a simulation of 
   }
   INFO(compared << " generations compared (none without AVX-512: the buffer then derives them one at a time)");
   if (k::isa_available(k::isa::avx512)) REQUIRE(compared > 0);
+  REQUIRE(few > 0);
+  REQUIRE(many > 0);
 }
 
 TEST_CASE("a prioritized draw's keys carry their slots' generations in every stream and lap", "[replay][buffer]") {

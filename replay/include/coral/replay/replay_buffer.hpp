@@ -256,7 +256,7 @@ class replay_buffer {
   // for slots that need more than 32 bits.
   [[nodiscard]] detail::stream_heads heads_view() const noexcept {
     const bool fits = config_.capacity <= (std::size_t{1} << 32);
-    return {heads_.data(), ring_heads_.data(), stream_capacity_, fits ? stream_of_.magic() : 0};
+    return {heads_.data(), ring_heads_.data(), stream_capacity_, fits ? stream_of_.magic() : 0, config_.num_streams};
   }
 
   replay_config config_;

@@ -18,6 +18,7 @@ struct stream_heads {
   const std::size_t* ring_heads;    ///< heads % stream_capacity: where each stream's next item goes
   std::uint64_t stream_capacity;    ///< slots per stream
   std::uint64_t magic;              ///< divider::magic() of stream_capacity; 0: no kernel (also where a slot may not fit in 32 bits)
+  std::size_t streams;              ///< how many streams (entries of heads and ring_heads)
 };
 
 /// keys[2 i] = slots[i] and keys[2 i + 1] = its generation, for the first
