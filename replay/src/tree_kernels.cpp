@@ -156,16 +156,28 @@ CORAL_AVX2 inline double group_sum_avx2(const float* l) noexcept {
   return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
-// The smallest leaf above zero (a minimum is exact in any order).
-CORAL_AVX2 inline float group_min_avx2(const float* l) noexcept {
-  const __m256 zero = _mm256_setzero_ps(), absent = _mm256_set1_ps(absent_min);
-  const __m256 a = _mm256_load_ps(l), b = _mm256_load_ps(l + 8);
-  const __m256 eight = _mm256_min_ps(_mm256_blendv_ps(absent, a, _mm256_cmp_ps(a, zero, _CMP_GT_OQ)),
-                                     _mm256_blendv_ps(absent, b, _mm256_cmp_ps(b, zero, _CMP_GT_OQ)));
-  __m128 m = _mm_min_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_min_ss(m, _mm_shuffle_ps(m, m, 1));
-  return _mm_cvtss_f32(m);
+// group_min by the leaves' bits: floats >= 0 order as their bits do as
+// unsigned integers, and less one a 0 leaf wraps to the largest and drops
+// out of the minimum; a -0 leaf (0x80000000) becomes 0x7fffffff, above
+// every other float's bits less one, and drops out unless the group has
+// nothing else, where the result's bits are 0 or 0x80000000 (absent). The
+// 16 lanes are two 256-bit loads, each less one in the add that loads it,
+// then halved in 256- and 128-bit registers, which Zen 4 runs in one pass
+// where it splits a 512-bit operation in two: an update of 256 from a
+// million 3.99 -> 3.84 us there, and 3.74 -> 3.62 without the 512-bit
+// and that cleared the sign (BENCHMARKS.md). AVX2 instructions only, so
+// the AVX2 groups' pass takes it too, in place of compares and blends of
+// floats (AVX2 forced on the same host: 3.95 -> 3.82 us). The same value
+// as group_min for every leaf >= 0.
+CORAL_AVX2 inline float group_min_bits(const float* l) noexcept {
+  const __m256i less_one = _mm256_set1_epi32(-1);
+  const __m256i h = _mm256_min_epu32(_mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(l)), less_one),
+                                     _mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(l + 8)), less_one));
+  __m128i q = _mm_min_epu32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  q = _mm_min_epu32(q, _mm_shuffle_epi32(q, 0b01'00'11'10));
+  q = _mm_min_epu32(q, _mm_shuffle_epi32(q, 0b10'11'00'01));
+  const unsigned bits = static_cast<unsigned>(_mm_cvtsi128_si32(q)) + 1u;
+  return std::bit_cast<float>((bits << 1) == 0 ? std::bit_cast<unsigned>(absent_min) : bits);
 }
 
 struct avx2_kernels {
@@ -175,7 +187,7 @@ struct avx2_kernels {
     return group_pick_avx2(l, mass);
   }
   CORAL_AVX2 static double sum(const float* l) noexcept { return group_sum_avx2(l); }
-  CORAL_AVX2 static float min(const float* l) noexcept { return group_min_avx2(l); }
+  CORAL_AVX2 static float min(const float* l) noexcept { return group_min_bits(l); }
 };
 
 // The same picks on a whole line in one register of eight doubles
@@ -351,28 +363,6 @@ CORAL_AVX512 inline double group_sum_avx512(const float* l) noexcept {
   const __m256d q = _mm256_add_pd(p02, p13);
   const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
   return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-
-// group_min by the leaves' bits: floats >= 0 order as their bits do as
-// unsigned integers, and less one a 0 leaf wraps to the largest and drops
-// out of the minimum; a -0 leaf (0x80000000) becomes 0x7fffffff, above
-// every other float's bits less one, and drops out unless the group has
-// nothing else, where the result's bits are 0 or 0x80000000 (absent). The
-// 16 lanes are two 256-bit loads, each less one in the add that loads it,
-// then halved in 256- and 128-bit registers, which Zen 4 runs in one pass
-// where it splits a 512-bit operation in two: an update of 256 from a
-// million 3.99 -> 3.84 us there, and 3.74 -> 3.62 without the 512-bit
-// and that cleared the sign (BENCHMARKS.md). The same value as group_min
-// for every leaf >= 0.
-CORAL_AVX512 inline float group_min_bits(const float* l) noexcept {
-  const __m256i less_one = _mm256_set1_epi32(-1);
-  const __m256i h = _mm256_min_epu32(_mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(l)), less_one),
-                                     _mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(l + 8)), less_one));
-  __m128i q = _mm_min_epu32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  q = _mm_min_epu32(q, _mm_shuffle_epi32(q, 0b01'00'11'10));
-  q = _mm_min_epu32(q, _mm_shuffle_epi32(q, 0b10'11'00'01));
-  const unsigned bits = static_cast<unsigned>(_mm_cvtsi128_si32(q)) + 1u;
-  return std::bit_cast<float>((bits << 1) == 0 ? std::bit_cast<unsigned>(absent_min) : bits);
 }
 
 struct avx512_kernels {
