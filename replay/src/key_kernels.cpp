@@ -2,6 +2,8 @@
 
 #include "coral/replay/detail/key_kernels.hpp"
 
+#include <algorithm>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CORAL_KEYS_AVX512 1
 #include <immintrin.h>
@@ -21,10 +23,10 @@ namespace {
 #endif
 
 // Each stream's two heads for eight slots of those streams: by gathers,
-// or, with at most eight streams, by permutes of the heads held in two
-// registers. Zen 4 gathers eight lanes far slower than it permutes them:
-// a prioritized sample of 256 from a million with one stream 4.78 ->
-// 4.56 us there (BENCHMARKS.md).
+// or, with at most sixteen streams, by two-source permutes of the heads
+// held in four registers (streams 0-7 and 8-15). Zen 4 gathers eight lanes
+// far slower than it permutes them: a prioritized sample of 256 from a
+// million with one stream 4.78 -> 4.56 us there (BENCHMARKS.md).
 struct gathered_heads {
   const stream_heads& s;
   CORAL_AVX512 void operator()(__m512i stream, __m512i& head, __m512i& ring_head) const noexcept {
@@ -33,16 +35,22 @@ struct gathered_heads {
   }
 };
 
+inline constexpr std::size_t most_held_streams = 16;
+
 struct held_heads {
-  __m512i heads, ring_heads;
+  __m512i heads[2], ring_heads[2];
   CORAL_AVX512 explicit held_heads(const stream_heads& s) noexcept {
-    const auto lanes = static_cast<__mmask8>((1u << s.streams) - 1);
-    heads = _mm512_maskz_loadu_epi64(lanes, s.heads);
-    ring_heads = _mm512_maskz_loadu_epi64(lanes, s.ring_heads);
+    for (std::size_t half = 0; half < 2; ++half) {
+      const std::size_t first = 8 * half;
+      const std::size_t count = s.streams > first ? std::min<std::size_t>(s.streams - first, 8) : 0;
+      const auto lanes = static_cast<__mmask8>((1u << count) - 1);
+      heads[half] = _mm512_maskz_loadu_epi64(lanes, s.heads + first);
+      ring_heads[half] = _mm512_maskz_loadu_epi64(lanes, s.ring_heads + first);
+    }
   }
   CORAL_AVX512 void operator()(__m512i stream, __m512i& head, __m512i& ring_head) const noexcept {
-    head = _mm512_permutexvar_epi64(stream, heads);
-    ring_head = _mm512_permutexvar_epi64(stream, ring_heads);
+    head = _mm512_permutex2var_epi64(heads[0], stream, heads[1]);
+    ring_head = _mm512_permutex2var_epi64(ring_heads[0], stream, ring_heads[1]);
   }
 };
 
@@ -88,7 +96,7 @@ CORAL_AVX512 [[gnu::flatten]] std::size_t keys_avx512(const stream_heads& s, con
 
 CORAL_AVX512 std::size_t make_keys_avx512(const stream_heads& s, const std::size_t* slots, std::size_t n,
                                           std::uint64_t* keys) noexcept {
-  if (s.streams <= 8) return keys_avx512(s, held_heads(s), slots, n, keys);
+  if (s.streams <= most_held_streams) return keys_avx512(s, held_heads(s), slots, n, keys);
   return keys_avx512(s, gathered_heads{s}, slots, n, keys);
 }
 

@@ -917,12 +917,14 @@ TEST_CASE("the batch key kernel gives every slot the generation a simulation of 
   namespace k = coral::replay::detail;
   rng r(41);
   std::size_t compared = 0;
-  std::size_t few = 0, many = 0;  // rounds with at most 8 streams (heads held in registers) and more (gathered)
+  // Rounds with at most 8 streams (heads in one register each), 9 to 16
+  // (two each), and more (gathered).
+  std::size_t few = 0, some = 0, many = 0;
   for (const k::isa isa : k::available_isas()) {
     for (int round = 0; round < 300; ++round) {
       INFO("isa " << static_cast<int>(isa) << ", round " << round);
-      const std::size_t streams = 1 + r.below(12);
-      ++(streams <= 8 ? few : many);
+      const std::size_t streams = 1 + r.below(24);
+      ++(streams <= 8 ? few : streams <= 16 ? some : many);
       // Small rings, and now and then one of a million slots (sampled).
       const std::size_t capacity = round % 50 == 0 ? 1'000'000 + r.below(1000) : 3 + r.below(100);
       std::vector<std::uint64_t> heads(streams);
@@ -966,6 +968,7 @@ TEST_CASE("the batch key kernel gives every slot the generation a simulation of 
   INFO(compared << " generations compared (none without AVX-512: the buffer then derives them one at a time)");
   if (k::isa_available(k::isa::avx512)) REQUIRE(compared > 0);
   REQUIRE(few > 0);
+  REQUIRE(some > 0);
   REQUIRE(many > 0);
 }
 
