@@ -121,10 +121,7 @@ void check_bench_flags(const bench_flags& f, const given_flags& g, const actors:
 /// where the policy acts on disjoint rows at once (random, constant), else
 /// one. Throws config_error for 0, or more than one with the mlp policy.
 std::size_t shards_of(const bench_flags& f) {
-  const auto n = count_or_auto_value("--shards", f.shards);
-  if (n && *n == 0) {
-    throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--shards", 0, "auto, or a whole number >= 1"));
-  }
+  const auto n = count_or_auto_value("--shards", f.shards);  // at least 1
   const bool concurrent_policy = f.policy != "mlp";
   if (!n) return concurrent_policy ? actors::shards_auto : 1;
   if (*n > 1 && !concurrent_policy) {

@@ -76,8 +76,8 @@ std::string unknown_key_hint(const command_info& c, std::string_view key) {
   return fmt::format("; see `coral {}--help`", c.path.empty() ? "" : c.path + " ");
 }
 
-std::string expected_text(value_kind kind) {
-  switch (kind) {
+std::string expected_text(const flag_info& flag) {
+  switch (flag.kind) {
     case value_kind::on_off:
       return "true or false";
     case value_kind::whole:
@@ -89,7 +89,7 @@ std::string expected_text(value_kind kind) {
     case value_kind::text:
       return "a string";
     case value_kind::count_or_auto:
-      return "a whole number >= 0 or \"auto\"";
+      return fmt::format("a whole number >= {} or \"auto\"", flag.least);
   }
   return "?";
 }
@@ -128,7 +128,7 @@ struct reader {
 
   // One scalar value of `flag` as the text of a command-line token.
   std::string scalar(const toml::node& n, const flag_info& flag, const std::string& label) const {
-    const auto expected = expected_text(flag.kind);
+    const auto expected = expected_text(flag);
     switch (flag.kind) {
       case value_kind::on_off:
         break;  // handled by the caller
@@ -139,14 +139,16 @@ struct reader {
           return "auto";
         }
         const bool want_unsigned = flag.kind != value_kind::whole;
+        // A count's smallest value (envs-per-group = 0 names the file's line).
+        const auto least = static_cast<double>(flag.kind == value_kind::count_or_auto ? flag.least : 0);
         if (const auto* i = n.as_integer()) {
-          if (want_unsigned && i->get() < 0) wrong_type(n, label, expected);
+          if (want_unsigned && static_cast<double>(i->get()) < least) wrong_type(n, label, expected);
           return fmt::format("{}", i->get());
         }
         if (const auto* f = n.as_floating_point()) {
           const double v = f->get();
           const double limit = want_unsigned ? 18446744073709551616.0 : 9223372036854775808.0;
-          if (std::isfinite(v) && v == std::floor(v) && v < limit && v >= (want_unsigned ? 0.0 : -limit)) {
+          if (std::isfinite(v) && v == std::floor(v) && v < limit && v >= (want_unsigned ? least : -limit)) {
             return fmt::format("{:.0f}", v + 0.0);  // + 0.0: -0.0 (-0e0 in a file) is written 0, not -0
           }
         }
@@ -187,22 +189,22 @@ struct reader {
     config_flag out{flag.name, {}, line_of(n)};
     if (flag.kind == value_kind::on_off) {
       const auto* b = n.as_boolean();
-      if (b == nullptr) wrong_type(n, label, expected_text(flag.kind));
+      if (b == nullptr) wrong_type(n, label, expected_text(flag));
       if (b->get()) out.tokens.push_back("--" + flag.name);
       return out;
     }
     if (const auto* a = n.as_array()) {
-      if (!flag.repeatable) wrong_type(n, label, expected_text(flag.kind));
+      if (!flag.repeatable) wrong_type(n, label, expected_text(flag));
       // No value at all would leave the flag at its default, silently (the
       // command line has no way to say it either).
-      if (a->empty()) wrong_type(n, label, expected_text(flag.kind) + " or a non-empty array of them");
+      if (a->empty()) wrong_type(n, label, expected_text(flag) + " or a non-empty array of them");
       for (std::size_t i = 0; i < a->size(); ++i) {
         add_value(out, scalar(*a->get(i), flag, fmt::format("{}[{}]", label, i)));
       }
       return out;
     }
     if (n.is_table()) {
-      wrong_type(n, label, expected_text(flag.kind) + (flag.repeatable ? " or an array of them" : ""));
+      wrong_type(n, label, expected_text(flag) + (flag.repeatable ? " or an array of them" : ""));
     }
     add_value(out, scalar(n, flag, label));
     return out;
@@ -278,6 +280,10 @@ const command_info* command_info::find_command(std::string_view n) const noexcep
   return nullptr;
 }
 
+std::uint64_t least_count(std::string_view name) noexcept {
+  return name == "envs-per-group" || name == "shards" ? 1 : 0;
+}
+
 value_kind kind_of(const CLI::Option& o) {
   if (o.get_expected_max() == 0) return value_kind::on_off;  // a switch (add_flag)
   const std::string type = o.get_type_name();
@@ -298,6 +304,7 @@ void describe_into(const CLI::App& app, command_info& c) {
     if (name == "help" || name == "config") continue;
     c.flags.push_back({.name = name,
                        .kind = kind_of(*o),
+                       .least = least_count(name),
                        .repeatable = o->get_items_expected_max() > 1,
                        .extra_values = o->get_items_expected_max() > 1 && o->get_allow_extra_args()});
   }

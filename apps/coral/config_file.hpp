@@ -14,6 +14,7 @@
 /// are not UTF-8 text, an unknown key or section, a command flag outside its
 /// section, a value of the wrong type.
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -36,10 +37,16 @@ enum class value_kind {
 /// The type name (CLI11's, shown in the help) that marks a count_or_auto flag.
 inline constexpr std::string_view auto_or_count_type = "UINT|auto";
 
+/// The smallest count a count_or_auto flag takes, by its name without
+/// dashes: 1 for `envs-per-group` and `shards` (a group or a shard of no
+/// envs is nothing), 0 for the others (`spin-us 0`: no spinning).
+[[nodiscard]] std::uint64_t least_count(std::string_view name) noexcept;
+
 /// One flag of a command.
 struct flag_info {
   std::string name;              ///< without dashes: `total-steps`
   value_kind kind = value_kind::text;
+  std::uint64_t least = 0;       ///< count_or_auto: the smallest count (least_count)
   bool repeatable = false;       ///< takes several values (`--hidden 64 64`, `--env-arg` repeated)
   bool extra_values = false;     ///< one occurrence may take several values (`--hidden 64 64`)
 };

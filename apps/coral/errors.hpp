@@ -20,6 +20,9 @@ inline constexpr std::string_view negative_value = "{} is negative: it must be >
 inline constexpr std::string_view not_whole_number = "'{}' is not a whole number";
 /// A whole number beyond the flag's type: the value, the largest allowed.
 inline constexpr std::string_view number_too_large = "{} is too large (at most {})";
+/// Anything else wrong with a count-or-auto flag (`--shards -1`, `0`,
+/// `many`): the value, the smallest count.
+inline constexpr std::string_view bad_count_or_auto = "invalid value '{}' (allowed: auto, or a whole number >= {})";
 /// An empty value for a flag that names something (`--checkpoint-dir=`,
 /// often an unset shell variable): what the flag names.
 inline constexpr std::string_view empty_name = "expected {}, got an empty value";

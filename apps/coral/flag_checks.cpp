@@ -59,6 +59,21 @@ std::string check_whole(std::string& s, bool must_be_non_negative) {
   return {};
 }
 
+// A count-or-auto flag's value: auto, or a whole number >= least. Too
+// large says so; anything else names the whole allowed set.
+std::string check_count_or_auto(std::string s, std::uint64_t least, std::uint64_t* value = nullptr) {
+  if (s == "auto") return {};
+  const std::string typed = s;
+  if (auto error = check_whole<std::uint64_t>(s, true); !error.empty()) {
+    if (const auto v = whole_number(typed); v && *v >= 18446744073709551616.0) return error;
+    return text(errors::bad_count_or_auto, typed, least);
+  }
+  const std::uint64_t n = std::stoull(s);  // check_whole rewrote it in decimal
+  if (n < least) return text(errors::bad_count_or_auto, typed, least);
+  if (value != nullptr) *value = n;
+  return {};
+}
+
 std::string check_finite(std::string& s) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
@@ -83,10 +98,11 @@ void add_checks(CLI::App& app) {
       case value_kind::number:
         o->check(CLI::Validator(check_finite, ""));
         break;
-      case value_kind::count_or_auto:
-        o->check(CLI::Validator(
-            [](std::string& s) { return s == "auto" ? std::string() : check_whole<std::uint64_t>(s, true); }, ""));
+      case value_kind::count_or_auto: {
+        const std::uint64_t least = least_count(o->get_lnames().empty() ? std::string() : o->get_lnames().front());
+        o->check(CLI::Validator([least](std::string& s) { return check_count_or_auto(s, least); }, ""));
         break;
+      }
       case value_kind::on_off:
       case value_kind::text:
         break;
@@ -103,12 +119,14 @@ CLI::Validator non_negative_whole() {
   return CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, true); }, "");
 }
 
-std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, std::string text) {
+std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, const std::string& text) {
   if (text == "auto") return std::nullopt;
-  if (const auto error = check_whole<std::uint64_t>(text, true); !error.empty()) {
+  const std::string_view name = flag.substr(flag.find_first_not_of('-'));
+  std::uint64_t n = 0;
+  if (const auto error = check_count_or_auto(text, least_count(name), &n); !error.empty()) {
     throw config_error(fmt::format("{}: {}", flag, error));
   }
-  return std::stoull(text);  // check_whole rewrote it in decimal
+  return n;
 }
 
 CLI::Validator non_empty(std::string what) {

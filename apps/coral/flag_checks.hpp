@@ -30,12 +30,13 @@ void add_value_checks(CLI::App& app);
 /// (`--batch-timeout-us`).
 [[nodiscard]] CLI::Validator non_negative_whole();
 
-/// The value of a `UINT|auto` flag (`--envs-per-group`, `--spin-us`), held
-/// as text because it may be a word: nullopt for `auto`, else the number
-/// read as the checks above read it (`1e6` is a million, `010` is ten).
-/// Throws config_error naming `flag` for any other text (the checks refuse
-/// it first, so only a caller that skipped them sees that).
-[[nodiscard]] std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, std::string text);
+/// The value of a `UINT|auto` flag (`--envs-per-group`, `--spin-us`,
+/// `--shards`), held as text because it may be a word: nullopt for `auto`,
+/// else the number read as the checks above read it (`1e6` is a million,
+/// `010` is ten), at least least_count(flag). Throws config_error naming
+/// `flag` for any other text (the checks refuse it first, so only a caller
+/// that skipped them sees that).
+[[nodiscard]] std::optional<std::uint64_t> count_or_auto_value(std::string_view flag, const std::string& text);
 
 /// A value that is not empty (errors::empty_name, with `what`: "a
 /// directory name"), for a flag naming a file or directory, whose empty

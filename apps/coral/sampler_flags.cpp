@@ -71,11 +71,7 @@ actors::sampler_options to_sampler_options(const sampler_flags& f) {
   if (f.batch_timeout_flag->count() > 0 && o.min_batch_size == 0) {
     fail(errors::flag_needs, "--batch-timeout-us", "--min-batch-size", "the timeout applies only to dynamic batching");
   }
-  if (const auto k = count_or_auto_value("--envs-per-group", f.envs_per_group)) {
-    if (*k == 0) {
-      throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--envs-per-group", 0,
-                                     "auto, or a whole number >= 1"));
-    }
+  if (const auto k = count_or_auto_value("--envs-per-group", f.envs_per_group)) {  // at least 1
     o.envs_per_group = static_cast<std::size_t>(*k);
   } else {
     o.envs_per_group = 0;  // auto
