@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "coral/learners/tanh_kernel.hpp"
+
 namespace coral::learners::detail {
 
 /// One dense layer: weights transposed to [in][out], so that the inner loop
@@ -39,9 +41,7 @@ struct dense_layer {
       const float* w = weights_t.data() + i * out;
       for (std::size_t j = 0; j < out; ++j) y[j] += w[j] * xi;
     }
-    if (squash) {
-      for (std::size_t j = 0; j < out; ++j) y[j] = std::tanh(y[j]);
-    }
+    if (squash) tanh_in_place(y, out);
   }
 };
 
@@ -121,14 +121,16 @@ struct dense_lstm {
       for (std::size_t j = 0; j < g; ++j) gates[j] += w[j] * hi;
     }
     const auto sigmoid = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+    // The g gates' tanh, then the new cell state; its tanh then goes where
+    // the g gates were.
+    float* g_gates = gates + 2 * H;
+    tanh_in_place(g_gates, H);
     for (std::size_t j = 0; j < H; ++j) {
-      const float ig = sigmoid(gates[j]);
-      const float fg = sigmoid(gates[H + j]);
-      const float gg = std::tanh(gates[2 * H + j]);
-      const float og = sigmoid(gates[3 * H + j]);
-      c[j] = fg * c[j] + ig * gg;
-      h[j] = og * std::tanh(c[j]);
+      c[j] = sigmoid(gates[H + j]) * c[j] + sigmoid(gates[j]) * g_gates[j];
+      g_gates[j] = c[j];
     }
+    tanh_in_place(g_gates, H);
+    for (std::size_t j = 0; j < H; ++j) h[j] = sigmoid(gates[3 * H + j]) * g_gates[j];
   }
 };
 
