@@ -196,8 +196,9 @@ struct lstm_recurrence : torch::autograd::Function<lstm_recurrence> {
       auto a = acts[slot];
       at::addmm_out(a, gates_in[t], h_in[slot], w_t);
       // The cell gates' tanh, by the acting side's kernel
-      // (coral/learners/tanh_kernel.hpp) rather than at::tanh_out: a third
-      // of a recurrent update's time went to torch's tanh.
+      // (coral/learners/tanh_kernel.hpp) rather than at::tanh_out, whose
+      // Sleef tanh was about 12% of an R2D2 run's samples (BENCHMARKS.md,
+      // "The acting side's tanh").
       float* ap = a.data_ptr<float>();
       float* gp = g.data_ptr<float>();
       for (std::int64_t b = 0; b < B; ++b) std::copy_n(ap + b * 4 * H + 2 * H, H, gp + b * H);
