@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/float_ulps.hpp"
 #include "coral/learners/tanh_kernel.hpp"
 
 using coral::learners::tanh_in_place;
@@ -18,13 +19,7 @@ using coral::learners::tanh_in_place;
 namespace {
 
 // |got - tanh(x)| in units of the float spacing at the exact value.
-double ulps_off(float got, float x) {
-  const double want = std::tanh(static_cast<double>(x));
-  const auto rounded = static_cast<float>(std::fabs(want));
-  const double spacing =
-      static_cast<double>(std::nextafter(rounded, std::numeric_limits<float>::infinity())) - static_cast<double>(rounded);
-  return std::fabs(static_cast<double>(got) - want) / spacing;
-}
+double ulps_off(float got, float x) { return coral::test::float_ulps(got, std::tanh(static_cast<double>(x))); }
 
 // The worst error over these floats and their negatives.
 double worst_over(const std::vector<float>& xs) {

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/float_ulps.hpp"
 #include "coral/envs/rng.hpp"
 
 namespace k = coral::replay::detail;
@@ -22,11 +23,7 @@ constexpr float flt_max = std::numeric_limits<float>::max();
 // Distance from the exact x^y (in double) in units of the float spacing
 // there.
 double ulps(float got, float x, float y) {
-  const double exact = std::pow(static_cast<double>(x), static_cast<double>(y));
-  const auto as_float = static_cast<float>(exact);
-  // A float's ulp there: its binade's, or the subnormals' 2^-149.
-  const double spacing = std::max(std::ldexp(1.0, std::ilogb(as_float) - 23), std::ldexp(1.0, -149));
-  return std::abs(static_cast<double>(got) - exact) / spacing;
+  return coral::test::float_ulps(got, std::pow(static_cast<double>(x), static_cast<double>(y)));
 }
 
 // x spread evenly in log over every normal positive float, and the points
