@@ -141,19 +141,25 @@ CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept
   return accept_count<false>(bits, 16, nullptr, mass);
 }
 
-// group_sum's sum in group_sum's order: per lane of two, ((l0 + l2) + (l4 +
-// l6)) + ((l8 + l10) + (l12 + l14)) and the same one leaf on, then the two
-// lanes. The floats are first paired as [l0, l1, l4, l5] and [l2, l3, l6,
-// l7], so that one add of four doubles forms four of the innermost sums.
-CORAL_AVX2 inline double group_sum_avx2(const float* l) noexcept {
-  const __m128 q0 = _mm_load_ps(l), q1 = _mm_load_ps(l + 4), q2 = _mm_load_ps(l + 8), q3 = _mm_load_ps(l + 12);
-  const __m256d low = _mm256_add_pd(_mm256_cvtps_pd(_mm_shuffle_ps(q0, q1, 0x44)),   // l0+l2, l1+l3, l4+l6, l5+l7
-                                    _mm256_cvtps_pd(_mm_shuffle_ps(q0, q1, 0xee)));
-  const __m256d high = _mm256_add_pd(_mm256_cvtps_pd(_mm_shuffle_ps(q2, q3, 0x44)),  // the same from l8
-                                     _mm256_cvtps_pd(_mm_shuffle_ps(q2, q3, 0xee)));
-  const __m128d s = _mm_add_pd(_mm_add_pd(_mm256_castpd256_pd128(low), _mm256_extractf128_pd(low, 1)),
-                               _mm_add_pd(_mm256_castpd256_pd128(high), _mm256_extractf128_pd(high, 1)));
-  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+// group_sum's sum in group_sum's order. With the 128-bit lanes (l0, l1),
+// (l2, l3), ... named L0..L7, the pairs are P0 = L0 + L1, P1 = L2 + L3,
+// P2 = L4 + L5, P3 = L6 + L7 (two adds of 256 bits, [L0, L4] + [L1, L5]
+// and [L2, L6] + [L3, L7]), then the quads [P0 + P1, P2 + P3] and the
+// halves; each lane holds the even leaves' sum or the odd ones'. In
+// registers of at most 256 bits, which Zen 4 runs in one pass where it
+// splits a 512-bit operation in two (against the line in two registers of
+// eight doubles, an update of 256 from a million 3.84 -> 3.75 us there;
+// BENCHMARKS.md). AVX instructions only, so the AVX2 groups' pass takes it
+// too, in place of its own sum, which paired the floats before converting
+// them (AVX2 forced on the same host: 3.82 -> 3.67 us).
+CORAL_AVX2 inline double group_sum_lanes(const float* l) noexcept {
+  const __m256d a0 = _mm256_cvtps_pd(_mm_load_ps(l)), a1 = _mm256_cvtps_pd(_mm_load_ps(l + 4));
+  const __m256d b0 = _mm256_cvtps_pd(_mm_load_ps(l + 8)), b1 = _mm256_cvtps_pd(_mm_load_ps(l + 12));
+  const __m256d p02 = _mm256_add_pd(_mm256_permute2f128_pd(a0, b0, 0x20), _mm256_permute2f128_pd(a0, b0, 0x31));
+  const __m256d p13 = _mm256_add_pd(_mm256_permute2f128_pd(a1, b1, 0x20), _mm256_permute2f128_pd(a1, b1, 0x31));
+  const __m256d q = _mm256_add_pd(p02, p13);
+  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
 // group_min by the leaves' bits: floats >= 0 order as their bits do as
@@ -186,7 +192,7 @@ struct avx2_kernels {
   CORAL_AVX2 static unsigned group(const float* l, double mass, state&) noexcept {
     return group_pick_avx2(l, mass);
   }
-  CORAL_AVX2 static double sum(const float* l) noexcept { return group_sum_avx2(l); }
+  CORAL_AVX2 static double sum(const float* l) noexcept { return group_sum_lanes(l); }
   CORAL_AVX2 static float min(const float* l) noexcept { return group_min_bits(l); }
 };
 
@@ -346,25 +352,6 @@ CORAL_AVX512 [[gnu::flatten]] bool search_level_avx512(const double* level, std:
   return true;
 }
 
-// group_sum's sum in group_sum's order. With the 128-bit lanes (l0, l1),
-// (l2, l3), ... named L0..L7, the pairs are P0 = L0 + L1, P1 = L2 + L3,
-// P2 = L4 + L5, P3 = L6 + L7 (two adds of 256 bits, [L0, L4] + [L1, L5]
-// and [L2, L6] + [L3, L7]), then the quads [P0 + P1, P2 + P3] and the
-// halves; each lane holds the even leaves' sum or the odd ones'. In
-// registers of at most 256 bits, which Zen 4 runs in one pass where it
-// splits a 512-bit operation in two (against the line in two registers of
-// eight doubles, an update of 256 from a million 3.84 -> 3.75 us there,
-// after the minimum below; BENCHMARKS.md).
-CORAL_AVX512 inline double group_sum_avx512(const float* l) noexcept {
-  const __m256d a0 = _mm256_cvtps_pd(_mm_load_ps(l)), a1 = _mm256_cvtps_pd(_mm_load_ps(l + 4));
-  const __m256d b0 = _mm256_cvtps_pd(_mm_load_ps(l + 8)), b1 = _mm256_cvtps_pd(_mm_load_ps(l + 12));
-  const __m256d p02 = _mm256_add_pd(_mm256_permute2f128_pd(a0, b0, 0x20), _mm256_permute2f128_pd(a0, b0, 0x31));
-  const __m256d p13 = _mm256_add_pd(_mm256_permute2f128_pd(a1, b1, 0x20), _mm256_permute2f128_pd(a1, b1, 0x31));
-  const __m256d q = _mm256_add_pd(p02, p13);
-  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-
 struct avx512_kernels {
   using state = line_state;
   CORAL_AVX512 static unsigned row(const double* c, double& mass, state& s) noexcept {
@@ -373,7 +360,7 @@ struct avx512_kernels {
   CORAL_AVX512 static unsigned group(const float* l, const double& mass, state& s) noexcept {
     return group_pick_avx512(l, mass, s);
   }
-  CORAL_AVX512 static double sum(const float* l) noexcept { return group_sum_avx512(l); }
+  CORAL_AVX512 static double sum(const float* l) noexcept { return group_sum_lanes(l); }
   CORAL_AVX512 static float min(const float* l) noexcept { return group_min_bits(l); }
 };
 
