@@ -18,7 +18,6 @@
 #include "coral/learners/frame_stack.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/running_moments.hpp"
-#include "coral/learners/tanh_kernel.hpp"
 
 namespace coral::learners {
 namespace {
@@ -195,15 +194,10 @@ struct lstm_recurrence : torch::autograd::Function<lstm_recurrence> {
       }
       auto a = acts[slot];
       at::addmm_out(a, gates_in[t], h_in[slot], w_t);
-      // The cell gates' tanh, by the acting side's kernel
-      // (coral/learners/tanh_kernel.hpp) rather than at::tanh_out, whose
-      // Sleef tanh was about 12% of an R2D2 run's samples (BENCHMARKS.md,
-      // "The acting side's tanh").
-      float* ap = a.data_ptr<float>();
-      float* gp = g.data_ptr<float>();
-      for (std::int64_t b = 0; b < B; ++b) std::copy_n(ap + b * 4 * H + 2 * H, H, gp + b * H);
-      tanh_in_place(gp, static_cast<std::size_t>(B * H));
+      at::tanh_out(g, a.narrow(1, 2 * H, H));
       a.sigmoid_();
+      float* ap = a.data_ptr<float>();
+      const float* gp = g.data_ptr<float>();
       float* cp = cs[t].data_ptr<float>();
       for (std::int64_t b = 0; b < B; ++b) {
         float* row = ap + b * 4 * H;
@@ -215,9 +209,7 @@ struct lstm_recurrence : torch::autograd::Function<lstm_recurrence> {
       }
       auto tanh_ct = tanh_c[slot];
       auto h_t = hs[t];
-      float* tc = tanh_ct.data_ptr<float>();
-      std::copy_n(cp, B * H, tc);
-      tanh_in_place(tc, static_cast<std::size_t>(B * H));
+      at::tanh_out(tanh_ct, cs[t]);
       at::mul_out(h_t, a.narrow(1, 3 * H, H), tanh_ct);
     }
     if (for_backward) ctx->save_for_backward({w_hh, keep, acts, h_in, c_in, tanh_c});

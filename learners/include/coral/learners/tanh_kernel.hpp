@@ -2,9 +2,7 @@
 /// \file
 /// tanh of many floats at once, for the acting side's dense layers and LSTM
 /// cell (learners/src/dense.hpp), where glibc's tanhf, one value at a time
-/// through expm1f, was about 8% of a default `coral train` run's samples,
-/// and for the learner's LSTM unroll (learners/src/network.cpp), where
-/// torch's tanh was about 12% of an R2D2 run's.
+/// through expm1f, was about 8% of a default `coral train` run's samples.
 ///
 /// Within 1.5 ulp of the exact tanh (1.33 at worst, near the switch between
 /// the two forms below; tests/learners/tanh_kernel_test.cpp measures it
