@@ -1,8 +1,8 @@
 // The recurrent trunk's unroll (learners/src/network.cpp), forward and
-// backward, against the same unroll done as it was until the thirty-first
-// session of issue 15: torch::nn::LSTMCell stepped over the sequence, each
-// step's input sliced with select(), the state multiplied by its keep mask at
-// every step. Both on the same module and inputs, one torch thread (as the
+// backward, against the plain unroll it replaced (git log has it):
+// torch::nn::LSTMCell stepped over the sequence, each step's input sliced
+// with select(), the state multiplied by its keep mask at every step.
+// Both on the same module and inputs, one torch thread (as the
 // learners run), at the sizes of the checked-in configs:
 // - ppo_memory: configs/memory-ppo-lstm.toml's minibatch, 8 rows of 24 steps,
 //   a hidden layer of 64 then an LSTM of 64, one reset per row (at step 0);

@@ -25,8 +25,8 @@ namespace {
 // Each stream's two heads for eight slots of those streams: by gathers,
 // or, with at most sixteen streams, by two-source permutes of the heads
 // held in four registers (streams 0-7 and 8-15). Zen 4 gathers eight lanes
-// far slower than it permutes them: a prioritized sample of 256 from a
-// million with one stream 4.78 -> 4.56 us there (BENCHMARKS.md).
+// far slower than it permutes them, so the permutes make a prioritized
+// sample from few streams a few percent faster there (BENCHMARKS.md).
 struct gathered_heads {
   const stream_heads& s;
   CORAL_AVX512 void operator()(__m512i stream, __m512i& head, __m512i& ring_head) const noexcept {

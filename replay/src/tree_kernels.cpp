@@ -27,8 +27,8 @@ const char* line(const void* base, std::size_t i) noexcept { return static_cast<
 // The loops over a batch, for a set of line kernels (`Kernels::row`, ...):
 // inlined whole into each instruction set's entry point (gnu::flatten), so
 // that the AVX2 kernels are compiled into an AVX2 function. The descent's
-// two are unrolled by four: find_prefix_many 2.37 to 2.33 us (256 of a
-// million, best of 20,000, three runs alternated).
+// two are unrolled by four, a small but repeatable gain for
+// find_prefix_many.
 template <class Kernels>
 inline void descend_loop(const double* level, std::size_t* nodes, double* masses, std::size_t n,
                          const void* next) noexcept {
@@ -147,11 +147,10 @@ CORAL_AVX2 inline unsigned group_pick_avx2(const float* l, double mass) noexcept
 // and [L2, L6] + [L3, L7]), then the quads [P0 + P1, P2 + P3] and the
 // halves; each lane holds the even leaves' sum or the odd ones'. In
 // registers of at most 256 bits, which Zen 4 runs in one pass where it
-// splits a 512-bit operation in two (against the line in two registers of
-// eight doubles, an update of 256 from a million 3.84 -> 3.75 us there;
-// BENCHMARKS.md). AVX instructions only, so the AVX2 groups' pass takes it
-// too, in place of its own sum, which paired the floats before converting
-// them (AVX2 forced on the same host: 3.82 -> 3.67 us).
+// splits a 512-bit operation in two, so updates are faster there than with
+// the line in two registers of eight doubles (BENCHMARKS.md). AVX
+// instructions only, so the AVX2 groups' pass takes it too: it is faster
+// there as well than pairing the floats before converting them.
 CORAL_AVX2 inline double group_sum_lanes(const float* l) noexcept {
   const __m256d a0 = _mm256_cvtps_pd(_mm_load_ps(l)), a1 = _mm256_cvtps_pd(_mm_load_ps(l + 4));
   const __m256d b0 = _mm256_cvtps_pd(_mm_load_ps(l + 8)), b1 = _mm256_cvtps_pd(_mm_load_ps(l + 12));
@@ -169,12 +168,11 @@ CORAL_AVX2 inline double group_sum_lanes(const float* l) noexcept {
 // nothing else, where the result's bits are 0 or 0x80000000 (absent). The
 // 16 lanes are two 256-bit loads, each less one in the add that loads it,
 // then halved in 256- and 128-bit registers, which Zen 4 runs in one pass
-// where it splits a 512-bit operation in two: an update of 256 from a
-// million 3.99 -> 3.84 us there, and 3.74 -> 3.62 without the 512-bit
-// and that cleared the sign (BENCHMARKS.md). AVX2 instructions only, so
-// the AVX2 groups' pass takes it too, in place of compares and blends of
-// floats (AVX2 forced on the same host: 3.95 -> 3.82 us). The same value
-// as group_min for every leaf >= 0.
+// where it splits a 512-bit operation in two, and the bits need no 512-bit
+// and to clear the sign: both make updates faster there (BENCHMARKS.md).
+// AVX2 instructions only, so the AVX2 groups' pass takes it too, where it
+// is faster than compares and blends of floats. The same value as
+// group_min for every leaf >= 0.
 CORAL_AVX2 inline float group_min_bits(const float* l) noexcept {
   const __m256i less_one = _mm256_set1_epi32(-1);
   const __m256i h = _mm256_min_epu32(_mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(l)), less_one),
@@ -226,8 +224,8 @@ CORAL_AVX512 inline __m512d broadcast_lane(__m512d x, long long lane) noexcept {
 // from memory where the line is there (a load uop); a row's remainder is
 // the mass less one of its ends read back from a store, not a vector of
 // remainders.
-// On the Xeon (Emerald Rapids) host of 2026-11-26: descent
-// 6.4 -> 6.1, leaf step 12.3 -> 11.4 TSC ticks a draw (BENCHMARKS.md).
+// On those cores this makes the descent and the leaf step a few percent
+// faster a draw (BENCHMARKS.md).
 //
 // What a pass keeps: the masks (odd lanes, lanes 2-3 of each block, the
 // second block) and a row's running ends. The masks are loaded into mask

@@ -30,7 +30,7 @@ struct train_options {
   ppo_config ppo;
   dqn_config dqn;                      ///< DQN's, and R2D2's shared with it
   r2d2_config r2d2;
-  std::vector<std::size_t> hidden{32, 32};  ///< chosen when 64 wide cost 4x (reference BLAS); see BENCHMARKS.md
+  std::vector<std::size_t> hidden{32, 32};  ///< 64 wide costs about 4x with the reference BLAS; see BENCHMARKS.md
   std::size_t horizon = 64;            ///< steps per row per segment
   std::size_t max_policy_lag = 0;      ///< 0: strictly on-policy
   std::size_t frames = 1;              ///< observations stacked into the policy's input

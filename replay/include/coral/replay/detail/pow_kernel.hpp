@@ -76,8 +76,9 @@ inline std::int32_t to_bits(float f) noexcept {
 /// against 1.6). The same operations in the same order for a float and for
 /// a vector of floats (T), so every lane count gives the same bits. The
 /// chain is ten products and sums long for q instead of sixteen, and eight
-/// for s instead of ten: pow_many was bound by the chains' latency
-/// (BENCHMARKS.md: about 10% faster with AVX-512, 20% with AVX2 and SSE2).
+/// for s instead of ten: pow_many is bound by the chains' latency, so the
+/// shorter chains make it faster, most with the narrower vectors
+/// (BENCHMARKS.md).
 /// (In and out by reference: a vector passed or returned by value by a
 /// function without its target has another ABI, which GCC warns of even
 /// where it inlines.)
