@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "coral/learners/checkpoint.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
@@ -29,7 +29,7 @@ bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-bool same(const learners::checkpoint& a, const learners::checkpoint& b) {
+bool same(const training::checkpoint& a, const training::checkpoint& b) {
   return a.env == b.env && a.network == b.network && a.seed == b.seed && a.algo == b.algo && a.replay == b.replay &&
          a.learner.updates == b.learner.updates && a.learner.env_steps == b.learner.env_steps &&
          a.learner.adam_steps == b.learner.adam_steps && a.learner.rng == b.learner.rng &&
@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<char> file(data + 1, data + size);
   if (repair && file.size() >= header_size) {
     const std::uint64_t payload = file.size() - header_size;
-    const std::uint64_t sum = learners::fnv1a64(file.data() + header_size, payload);
+    const std::uint64_t sum = training::fnv1a64(file.data() + header_size, payload);
     std::memcpy(file.data() + 12, &payload, sizeof payload);
     std::memcpy(file.data() + 20, &sum, sizeof sum);
   }
@@ -53,17 +53,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const coral::fuzz::scratch_file input("coral-fuzz-checkpoint");
   static const coral::fuzz::scratch_file again("coral-fuzz-checkpoint-again");
   input.write(file.data(), file.size());
-  learners::checkpoint c;
+  training::checkpoint c;
   try {
-    c = learners::read_checkpoint(input.path());
-  } catch (const learners::checkpoint_error&) {
+    c = training::read_checkpoint(input.path());
+  } catch (const training::checkpoint_error&) {
     return 0;  // refused with a named error: what a bad file must get
   }
   coral::fuzz::check(c.learner.adam_m.size() == c.learner.parameters.size() &&
                          c.learner.adam_v.size() == c.learner.parameters.size(),
                      "a checkpoint was read with optimiser moments of another size than its parameters");
-  learners::write_checkpoint(again.path(), c);
-  coral::fuzz::check(same(learners::read_checkpoint(again.path()), c),
+  training::write_checkpoint(again.path(), c);
+  coral::fuzz::check(same(training::read_checkpoint(again.path()), c),
                      "a checkpoint read, written and read again changed");
   return 0;
 }

@@ -25,7 +25,7 @@
 #include "coral/envs/registry.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/envs/space.hpp"
-#include "coral/learners/checkpoint.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "coral/replay/replay_buffer.hpp"
 
@@ -137,13 +137,13 @@ void actor_seeds(const fs::path& dir) {
 void checkpoint_seeds(const fs::path& dir) {
   namespace learners = coral::learners;
   const fs::path tmp = fs::temp_directory_path() / fmt::format("coral-make-seeds-{}.ckpt", ::getpid());
-  auto save = [&](const fs::path& file, const learners::checkpoint& c) {
-    learners::write_checkpoint(tmp, c);
+  auto save = [&](const fs::path& file, const training::checkpoint& c) {
+    training::write_checkpoint(tmp, c);
     std::ifstream in(tmp, std::ios::binary);
     write(file, repair, std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
     fs::remove(tmp);
   };
-  learners::checkpoint ppo;
+  training::checkpoint ppo;
   ppo.env = "cartpole";
   ppo.network = "mlp obs=4 frames=1 nvec=[2] box=0 hidden=[2] params=5";
   ppo.seed = 7;
@@ -155,12 +155,12 @@ void checkpoint_seeds(const fs::path& dir) {
                  .env_steps = 3072,
                  .rng = 12345};
   save(dir / "ppo", ppo);
-  learners::checkpoint dqn = ppo;
+  training::checkpoint dqn = ppo;
   dqn.algo = "dqn";
   dqn.target_parameters = {0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
   dqn.replay = replay_blob({.capacity = 8, .num_streams = 2, .obs_dim = 1}, 3, 2, false, false);
   save(dir / "dqn", dqn);
-  save(dir / "empty", learners::checkpoint{});
+  save(dir / "empty", training::checkpoint{});
 }
 
 void env_seeds(const fs::path& env_arg_dir, const fs::path& actions_dir) {

@@ -1,17 +1,14 @@
 // The libtorch-side functions that the sources the fuzz build compiles
-// without libtorch refer to, each reached by no target; if that changes,
-// the abort says so at once instead of giving wrong figures.
-//
-// - validate(), check_flag_read(), train() and train_result::to_json():
-//   apps/coral/train_command.cpp calls them from
-//   `coral train`'s callback, which the config target removes: it parses
-//   flags and runs no command.
+// without libtorch refer to. validate() and train() are reached by no
+// target (`coral train`'s callback, which the config target removes: it
+// parses flags and runs no command); if that changes, the abort says so at
+// once instead of giving wrong figures. register_builtin_algorithms() is
+// called when the command line is built: without libtorch there are no
+// built-in algorithms, so their flags are not declared.
 
 #include <cstdio>
 #include <cstdlib>
 #include <ostream>
-#include <string>
-#include <string_view>
 
 #include "coral/learners/train.hpp"
 
@@ -25,12 +22,10 @@ namespace {
 
 }  // namespace
 
-void validate(const train_options&) { needs_libtorch("learners::validate()"); }
+void register_builtin_algorithms() {}
 
-void check_flag_read(std::string_view, std::string_view) { needs_libtorch("learners::check_flag_read()"); }
+void validate(const training::train_options&) { needs_libtorch("learners::validate()"); }
 
-train_result train(const train_options&, std::ostream&) { needs_libtorch("learners::train()"); }
-
-std::string train_result::to_json(const train_options&) const { needs_libtorch("train_result::to_json()"); }
+training::train_result train(const training::train_options&, std::ostream&) { needs_libtorch("learners::train()"); }
 
 }  // namespace coral::learners

@@ -40,7 +40,7 @@ import pathlib
 import re
 import sys
 
-LAYERS = ("core", "channels", "envs", "actors", "replay", "learners", "distributed", "apps")
+LAYERS = ("core", "channels", "envs", "actors", "replay", "training", "learners", "distributed", "apps")
 TEST_DIRS = ("tests", "fuzz")
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".cc"}
 MIN_FIXED = 8

@@ -42,7 +42,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 /// What a program that runs `coral` in-process (Python's coral.train) can
 /// hook into.
 struct run_hooks {
-  /// `coral train`: learners::train_options::on_metrics_row.
+  /// `coral train`: training::train_options::on_metrics_row.
   std::function<bool(std::string_view header, std::string_view row)> on_metrics_row;
 };
 

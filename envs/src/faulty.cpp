@@ -42,6 +42,10 @@ std::vector<config_key> faulty::config_keys() {
   keys.push_back(counter_key("alloc_step", "step N allocates alloc_mb MiB and keeps it (0: never)"));
   keys.push_back({.name = "alloc_mb", .type = config_type::integer, .default_value = "64",
                   .description = "MiB an allocating step takes", .min = 0, .max = 1 << 20});
+  keys.push_back({.name = "reward_scale", .type = config_type::real, .default_value = "1",
+                  .description = "every reward times this: huge values overflow a learner's losses (finite rewards, "
+                                 "non-finite losses)",
+                  .min = 0, .max = 3e38});
   keys.push_back({.name = "repeat", .type = config_type::boolean, .default_value = "false",
                   .description = "a fault fires again every N steps (resets) after the first"});
   return keys;
@@ -59,6 +63,7 @@ faulty::faulty(const env_config& config, env_seed seed)
       stall_ms_(config.get_int("stall_ms")),
       alloc_step_(config.get_int("alloc_step")),
       alloc_mb_(config.get_int("alloc_mb")),
+      reward_scale_(static_cast<float>(config.get_float("reward_scale"))),
       repeat_(config.get_bool("repeat")) {}
 
 bool faulty::fires(std::int64_t at, std::int64_t n) const noexcept {
@@ -84,6 +89,7 @@ void faulty::step(const env_rows& rows) {
   }
   inner_.step(rows);
   float* obs = rows.observation().data();
+  if (mine_) rows.reward() *= reward_scale_;
   if (fires(nan_reward_, steps_)) rows.reward() = std::numeric_limits<float>::quiet_NaN();
   if (fires(nan_obs_, steps_)) obs[0] = std::numeric_limits<float>::quiet_NaN();
   if (fires(inf_obs_, steps_)) obs[2] = std::numeric_limits<float>::infinity();

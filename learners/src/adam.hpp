@@ -121,9 +121,9 @@ struct flat_adam {
 
 /// The checkpoint state of a Q learner (DQN, R2D2): its online `parameters`,
 /// `adam` and counters.
-inline learner_state q_learner_state(std::vector<float> parameters, const flat_adam& adam, std::uint64_t updates,
+inline training::learner_state q_learner_state(std::vector<float> parameters, const flat_adam& adam, std::uint64_t updates,
                                      std::uint64_t env_steps) {
-  learner_state st;
+  training::learner_state st;
   st.parameters = std::move(parameters);
   adam.save(st.adam_m, st.adam_v);
   st.adam_steps = adam.steps;

@@ -15,19 +15,27 @@
 #include "coral/learners/errors.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/q_policy.hpp"
-#include "coral/learners/training_run.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/training_run.hpp"
 #include "coral/replay/rate_limit_gate.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "coral/replay/replay_feeder.hpp"
-#include "finite_checks.hpp"
-#include "option_checks.hpp"
-#include "replay_snapshot.hpp"
-#include "wire.hpp"
+#include "coral/training/finite_checks.hpp"
+#include "coral/training/option_checks.hpp"
+#include "coral/training/replay_snapshot.hpp"
+#include "coral/training/wire.hpp"
+#include "memory_math.hpp"
+#include "q_fields.hpp"
+#include "q_options_check.hpp"
 
 namespace coral::learners {
 namespace {
 
-using detail::out_of_range;
+using namespace training;
+using training::detail::out_of_range;
+
+/// DQN's options (its descriptor's options type).
+const dqn_config& dqn_of(const train_options& o) { return options_of<dqn_config>(o); }
 
 /// The signature of the Q network's parameter layout.
 std::string q_signature(const std::vector<std::size_t>& widths) {
@@ -36,14 +44,14 @@ std::string q_signature(const std::vector<std::size_t>& widths) {
 
 /// The replay capacity for `rows` streams: --replay-capacity rounded up to a multiple of rows.
 std::size_t stream_capacity(const train_options& o, std::size_t rows) {
-  return (o.dqn.replay_capacity + rows - 1) / rows;
+  return (dqn_of(o).replay_capacity + rows - 1) / rows;
 }
 
 /// The replay actor's settings for a run of `o` over `s`. A distributed
 /// run's learner keeps one stream per row of every sampler rank; a sampler
 /// rank's replay actor only passes inserts to the bridge and holds nothing.
 replay::replay_actor_config replay_config(const train_options& o, actors::sampler& s) {
-  const auto& d = o.dqn;
+  const auto& d = dqn_of(o);
   const auto& so = o.sampler;
   const std::size_t rows = s.rows() * (learner_rank(o) ? sampler_ranks(o) : 1);
   const auto& batch = s.batch();
@@ -77,7 +85,7 @@ class dqn final : public algorithm {
         sampler_(&s),
         spec_(network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1)),
         widths_(q_network_widths(spec_, s.action_space().to_string())),
-        learner_(spec_, o.dqn, o.sampler.seed),
+        learner_(spec_, dqn_of(o), o.sampler.seed),
         replay_(replay_config(o, s)) {}
 
   std::string signature() const override { return q_signature(widths_); }
@@ -88,20 +96,20 @@ class dqn final : public algorithm {
     return fmt::format("{} transitions in replay", replay_.buffer().size());
   }
 
-  void start(training_run& run) override {
+  void start(training::training_run& run) override {
     run_ = &run;
     run.publish_initial(learner_.weights());
     base_inserts_ = replay_.limiter().inserts();
     if (!learner_rank(options_)) {  // the sampling side
       feeder_ = std::make_unique<replay::replay_feeder>(
           sampler_->batch(), replay_, [&run](double r, double l) { run.episode(r, l); },
-          replay::replay_feeder::options{.n_step = options_.dqn.n_step, .gamma = options_.dqn.gamma});
+          replay::replay_feeder::options{.n_step = dqn_of(options_).n_step, .gamma = dqn_of(options_).gamma});
       gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
     }
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     const auto steps = run.start_steps();
     policy_ = std::make_unique<q_policy>(spec_, sampler_->rows(), options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL),
-                                         options_.dqn, steps);
+                                         dqn_of(options_), steps);
     // A resumed replay carries its counters: rates count from them.
     const auto& rs = replay_.stats();
     windows_[0] = windows_[1] = {rs.env_steps.load(), rs.sampled.load(), rs.batches.load(), rs.sample_ns.load()};
@@ -110,10 +118,10 @@ class dqn final : public algorithm {
   actors::step_consumer& consumer() override { return *feeder_; }
   actors::gate_policy& gate_policy() override { return *gate_; }
 
-  void spawn(runtime& rt, training_run& run) override {
+  void spawn(runtime& rt, training::training_run& run) override {
     rt.spawn("replay", rt.pool("replay", 1), replay_.run());
     rt.spawn("learner", rt.pool("learner", 1), [this, &rt, &run]() -> asio::awaitable<void> {
-      const auto& d = options_.dqn;
+      const auto& d = dqn_of(options_);
       for (std::size_t i = 0; i < d.prefetch; ++i) {
         const bool sent = co_await replay_.inbox().async_send(replay::replay_msg(replay_.make_request()));
         if (!sent) co_return;
@@ -123,7 +131,7 @@ class dqn final : public algorithm {
         if (!got || rt.stop_requested()) co_return;
         auto b = std::move(*got);
         const auto st = learner_.update(*b);
-        if (options_.sampler.check_finite) detail::check_loss_terms("dqn", learner_.updates(), {{"td loss", st.td_loss}});
+        if (options_.sampler.check_finite) training::detail::check_loss_terms("dqn", learner_.updates(), {{"td loss", st.td_loss}});
         if (learner_.updates() % d.publish_every == 0) run.publish(learner_.weights(), "dqn", learner_.updates());
         const bool sent = co_await replay_.inbox().async_send(replay::replay_msg(std::move(b)));
         if (!sent) co_return;
@@ -139,7 +147,7 @@ class dqn final : public algorithm {
   }
 
   std::string describe_setup() const override {
-    const auto& d = options_.dqn;
+    const auto& d = dqn_of(options_);
     const std::size_t rows = sampler_->rows();
     return fmt::format(
         "Q network [{}], {} replay of {} transitions, {}-step returns, replay ratio {}, replay batch {}, prefetch {}, "
@@ -152,8 +160,8 @@ class dqn final : public algorithm {
     return "td_loss,mean_q,mean_abs_td,replay_size,inserts_per_second,samples_per_second,replay_ratio,sample_us,"
            "inbox_depth,ready_batches,waiting_requests,held_groups";
   }
-  std::string row(row_stream stream, const stats_snapshot& s, double dt) override {
-    auto& before = windows_[stream == row_stream::progress ? 0 : 1];
+  std::string row(training::row_stream stream, const training::stats_snapshot& s, double dt) override {
+    auto& before = windows_[stream == training::row_stream::progress ? 0 : 1];
     const auto& rs = replay_.stats();
     const auto inserted = rs.env_steps.load();
     const auto sampled = rs.sampled.load();
@@ -174,7 +182,7 @@ class dqn final : public algorithm {
     const auto waiting = rs.waiting_requests.load();
     const auto held = learner_rank(options_) ? 0 : run_->gate().held();
     const std::size_t rows = sampler_->rows();
-    if (stream == row_stream::metrics) {
+    if (stream == training::row_stream::metrics) {
       return fmt::format("{},{},{},{},{:.1f},{:.1f},{:.3f},{:.2f},{},{},{},{}", u.td_loss, u.mean_q, u.mean_abs_td,
                          size, inserts_per_second, samples_per_second, ratio, sample_us, inbox, ready, waiting, held);
     }
@@ -199,7 +207,7 @@ class dqn final : public algorithm {
   // the replay actor.
   asio::awaitable<bool> snapshot(checkpoint& c) override {
     fill_learner(c);
-    const bool taken = co_await detail::snapshot_replay(replay_, c.learner.env_steps, c.replay);
+    const bool taken = co_await training::detail::snapshot_replay(replay_, c.learner.env_steps, c.replay);
     co_return taken;
   }
   void final_state(checkpoint& c) override {
@@ -227,7 +235,7 @@ class dqn final : public algorithm {
     last_take_ = now;
     bool took = false;
     const auto count_at = out.size();
-    wire::writer w(out);
+    training::wire::writer w(out);
     w.put<std::uint64_t>(0);
     std::uint64_t blocks = 0;
     while (out.size() < max_bytes) {
@@ -246,7 +254,7 @@ class dqn final : public algorithm {
     return took;
   }
   bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) override {
-    wire::reader r(in, from);
+    training::wire::reader r(in, from);
     const auto blocks = r.get<std::uint64_t>("insert blocks");
     const auto& batch = sampler_->batch();
     const auto rows = sampler_->rows();
@@ -288,18 +296,18 @@ class dqn final : public algorithm {
     const bool has_room = granted_[index] > received_[index] + 2 * in_flight;
     if (has_room && grant - granted_[index] < std::max<std::uint64_t>(in_flight, 1)) return false;
     granted_[index] = grant;
-    wire::writer(out).put<std::uint64_t>(grant);
+    training::wire::writer(out).put<std::uint64_t>(grant);
     return true;
   }
   void apply_control(std::span<const std::byte> in, const std::string& from) override {
-    wire::reader r(in, from);
+    training::wire::reader r(in, from);
     const auto grant = r.get<std::uint64_t>("insert allowance");
     r.finish("insert allowance");
     replay_.grant(grant);
   }
 
  private:
-  static void encode_block(const replay::insert_block& b, wire::writer& w) {
+  static void encode_block(const replay::insert_block& b, training::wire::writer& w) {
     w.put<std::uint64_t>(b.env_steps);
     w.put_vector(b.streams);
     w.put_vector(b.observations);
@@ -312,7 +320,7 @@ class dqn final : public algorithm {
     w.put_vector(b.last_of_episode);
     w.put_vector(b.cuts);
   }
-  static void decode_block(wire::reader& r, replay::insert_block& b) {
+  static void decode_block(training::wire::reader& r, replay::insert_block& b) {
     b.env_steps = r.get<std::uint64_t>("insert env steps");
     r.get_vector(b.streams, "insert streams");
     const auto n = b.streams.size();
@@ -350,7 +358,7 @@ class dqn final : public algorithm {
   std::vector<std::size_t> widths_;
   dqn_learner learner_;
   replay::replay_actor replay_;
-  training_run* run_ = nullptr;
+  training::training_run* run_ = nullptr;
   std::unique_ptr<replay::replay_feeder> feeder_;
   std::unique_ptr<replay::rate_limit_gate> gate_;
   std::unique_ptr<q_policy> policy_;
@@ -366,13 +374,9 @@ class dqn final : public algorithm {
 };
 
 void check_dqn_options(const train_options& o) {
-  const auto& d = o.dqn;
-  if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), o.frames));
-  if (o.lstm != 0) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_lstm), o.lstm));
-  detail::check_settings_read(o);
-  detail::check_q_options(o);
-  // No flag sets it: named as the field, as algorithm_settings.cpp names it.
-  if (!(d.huber_delta > 0)) out_of_range("dqn.huber_delta", d.huber_delta, "must be > 0");
+  const auto& d = dqn_of(o);
+  detail::check_q_options(d);
+  if (!(d.huber_delta > 0)) out_of_range("--huber-delta", d.huber_delta, "must be > 0");
   const std::size_t rows = o.sampler.num_envs;  // single-agent envs: one row each
   if (rows > 0 && stream_capacity(o, rows) < d.n_step + 2) {
     out_of_range("--replay-capacity", d.replay_capacity,
@@ -408,16 +412,45 @@ void check_dqn_options(const train_options& o) {
   }
 }
 
+
+void add_dqn_memory(actors::memory_estimate& e, const train_options& o, const actors::env_shape& s) {
+  const auto& q = options_of<dqn_config>(o);
+  const double rows = static_cast<double>(o.sampler.num_envs) * static_cast<double>(s.agents);
+  const double d = static_cast<double>(s.obs_dim);
+  const double nd = static_cast<double>(s.discrete_action_dim);
+  const double nc = static_cast<double>(s.continuous_action_dim);
+  // Slots: the capacity rounded up to whole streams; per slot the
+  // observation and action, return, discount (floats), steps (uint16),
+  // state (byte), pending priority (double) and the priority tree's leaf
+  // (float). Generations and the tree's inner nodes are left out: their
+  // pages are touched lazily (measured: 49.5 bytes a slot on cartpole, this
+  // counts 43).
+  const double slots = std::ceil(static_cast<double>(q.replay_capacity) / std::max(1.0, rows)) * std::max(1.0, rows);
+  e.add("replay", slots * (4 * d + 4 * nd + 4 * nc + 4 + 4 + 2 + 1 + 8 + 4));
+  const double batch = static_cast<double>(q.batch_size);
+  // Prefetched batches and the one being learned from: observation and next
+  // observation, action, return, discount, weight, key and probability.
+  e.add("replay batches", (static_cast<double>(q.prefetch) + 1) * batch * (8 * d + 4 * nd + 4 * nc + 4 + 4 + 4 + 16 + 8));
+  e.add("n-step assembly", rows * (static_cast<double>(q.n_step) + 1) * (4 * d + 16));
+  const double out = static_cast<double>(s.action_choices);
+  e.add("network", detail::mlp_parameters(d, o.hidden, out) * detail::dqn_bytes_per_parameter);
+  // Online network on o and o', target on o': forward and backward.
+  e.add("activations", (6 * batch + 2 * rows) * detail::mlp_widths(d, o.hidden, out) * 4);
+}
+
 }  // namespace
 
 void register_dqn() {
-  register_algorithm(
-      "dqn",
-      [](const train_options& o, actors::sampler& s) {
-        use_one_torch_thread();
-        return std::make_unique<dqn>(o, s);
-      },
-      check_dqn_options);
+  algorithm_descriptor d;
+  d.name = "dqn";
+  d.title = "DQN";
+  d.summary = "Ape-X-style DQN: prioritized replay actor, double DQN, n-step returns";
+  d.defaults = [] { return std::any(dqn_config{}); };
+  d.fields = detail::q_fields<dqn_config>([](dqn_config& o) -> dqn_config& { return o; }, "transitions", true);
+  d.check = check_dqn_options;
+  d.memory = add_dqn_memory;
+  d.make = torch_plugin<dqn>();
+  register_algorithm(std::move(d));
 }
 
 }  // namespace coral::learners

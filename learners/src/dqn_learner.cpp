@@ -53,7 +53,7 @@ void dqn_learner::set_env_steps(std::uint64_t steps) noexcept { impl_->env_steps
 std::vector<float> dqn_learner::weights() const { return flatten(impl_->online); }
 std::vector<float> dqn_learner::target_weights() const { return flatten(impl_->target); }
 
-update_stats dqn_learner::update(replay::sample_batch& b) {
+training::update_stats dqn_learner::update(replay::sample_batch& b) {
   auto& s = *impl_;
   const auto& c = s.config;
   const auto started = std::chrono::steady_clock::now();
@@ -96,7 +96,7 @@ update_stats dqn_learner::update(replay::sample_batch& b) {
   if (c.max_grad_norm > 0) torch::nn::utils::clip_grad_norm_(s.online->parameters(), c.max_grad_norm);
   s.adam->step(s.online->parameters(), c.learning_rate);
 
-  update_stats out;
+  training::update_stats out;
   {
     torch::NoGradGuard no_grad;
     const auto abs_td = td.detach().abs().contiguous();
@@ -112,11 +112,11 @@ update_stats dqn_learner::update(replay::sample_batch& b) {
   return out;
 }
 
-learner_state dqn_learner::state() const {
+training::learner_state dqn_learner::state() const {
   return detail::q_learner_state(weights(), *impl_->adam, impl_->updates, impl_->env_steps);
 }
 
-void dqn_learner::restore(const learner_state& st, std::span<const float> target) {
+void dqn_learner::restore(const training::learner_state& st, std::span<const float> target) {
   auto& s = *impl_;
   load(s.online, st.parameters);
   load(s.target, target);

@@ -15,9 +15,9 @@
 #include "coral/core/logging.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/learners/blas_core.hpp"
-#include "coral/learners/frame_stack.hpp"
+#include "coral/training/frame_stack.hpp"
 #include "coral/learners/errors.hpp"
-#include "coral/learners/running_moments.hpp"
+#include "coral/training/running_moments.hpp"
 
 namespace coral::learners {
 namespace {
@@ -451,7 +451,7 @@ struct mlp_policy::impl {
   std::vector<float> samples;     // rows × continuous_dim: the unclipped Gaussian samples
   std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
   std::vector<float> normalized;  // one normalised input row
-  frame_stack stack;
+  training::frame_stack stack;
   std::vector<envs::rng> rngs;
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
@@ -498,7 +498,7 @@ void mlp_policy::act(const actors::policy_rows& rows) {
       m.stack.push(r, batch.observations().row(r));
       const float* x = m.stack.row(r).data();
       if (!m.normalizer.empty()) {
-        normalize_observation(m.normalizer, x, m.normalized.data());
+        training::normalize_observation(m.normalizer, x, m.normalized.data());
         x = m.normalized.data();
       }
       if (H > 0) {

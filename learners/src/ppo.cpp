@@ -11,30 +11,36 @@
 #include <fmt/format.h>
 
 #include "coral/learners/mlp_policy.hpp"
+#include "coral/learners/ppo.hpp"
 #include "coral/learners/network.hpp"
-#include "coral/learners/policy_lag_gate.hpp"
+#include "coral/training/policy_lag_gate.hpp"
 #include "coral/learners/ppo_learner.hpp"
-#include "coral/learners/rollout.hpp"
-#include "coral/learners/training_run.hpp"
-#include "finite_checks.hpp"
-#include "option_checks.hpp"
-#include "segment_wire.hpp"
+#include "coral/training/rollout.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/training_run.hpp"
+#include "coral/training/finite_checks.hpp"
+#include "coral/training/option_checks.hpp"
+#include "coral/training/segment_wire.hpp"
+#include "memory_math.hpp"
 
 namespace coral::learners {
 namespace {
+
+using namespace training;
 
 class ppo final : public algorithm {
  public:
   ppo(const train_options& o, actors::sampler& s)
       : options_(o),
+        p_(options_of<ppo_options>(o)),
         sampler_(&s),
         spec_(make_spec(o, s)),
-        learner_(spec_, o.ppo, o.sampler.seed, o.total_steps) {}
+        learner_(spec_, p_.ppo, o.sampler.seed, o.total_steps) {}
 
   // The reward scaler's state is in the checkpoint only when it is on: a run
   // with it does not resume a run without it, nor the other way round.
   std::string signature() const override {
-    return network_signature(spec_) + (options_.ppo.scale_rewards ? " reward_scale" : "");
+    return network_signature(spec_) + (p_.ppo.scale_rewards ? " reward_scale" : "");
   }
 
   std::string restore(const checkpoint& c) override {
@@ -42,16 +48,16 @@ class ppo final : public algorithm {
     return {};
   }
 
-  void start(training_run& run) override {
+  void start(training::training_run& run) override {
     run_ = &run;
     run.publish_initial(learner_.weights());
-    assembler_ = std::make_unique<rollout_assembler>(
+    assembler_ = std::make_unique<training::rollout_assembler>(
         sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
-        rollout_assembler::options{.horizon = options_.horizon,
-                                   .frames = options_.frames,
-                                   .segments_in_flight = policy_lag_gate::segments_in_flight(lag()),
+        training::rollout_assembler::options{.horizon = p_.horizon,
+                                   .frames = p_.frames,
+                                   .segments_in_flight = training::policy_lag_gate::segments_in_flight(lag()),
                                    .state_dim = spec_.state_dim()});
-    gate_ = std::make_unique<policy_lag_gate>(*assembler_, run.weights(), lag());
+    gate_ = std::make_unique<training::policy_lag_gate>(*assembler_, run.weights(), lag());
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
                                            options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
@@ -64,14 +70,14 @@ class ppo final : public algorithm {
   actors::step_consumer& consumer() override { return *assembler_; }
   actors::gate_policy& gate_policy() override { return *gate_; }
 
-  void spawn(runtime& rt, training_run& run) override {
+  void spawn(runtime& rt, training::training_run& run) override {
     rt.spawn("learner", rt.pool("learner", 1), [this, &rt, &run]() -> asio::awaitable<void> {
       for (;;) {
         auto seg = co_await assembler_->segments().async_receive();
         if (!seg || rt.stop_requested()) co_return;
         const auto st = learner_.update(**seg, run.weights().version());
         if (options_.sampler.check_finite) {
-          detail::check_loss_terms("ppo", learner_.updates(),
+          training::detail::check_loss_terms("ppo", learner_.updates(),
                                    {{"policy loss", st.policy_loss}, {"value loss", st.value_loss}, {"entropy", st.entropy}});
         }
         run.publish(learner_.weights(), "ppo", learner_.updates());
@@ -86,17 +92,17 @@ class ppo final : public algorithm {
   void close() noexcept override { assembler_->close(); }
 
   std::string describe_setup() const override {
-    return fmt::format("horizon {}, max policy lag {}, {} parameters{}{}{}", options_.horizon, options_.max_policy_lag,
+    return fmt::format("horizon {}, max policy lag {}, {} parameters{}{}{}", p_.horizon, p_.max_policy_lag,
                        parameter_count(spec_), spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
                        spec_.normalize_observations ? ", obs norm" : "",
-                       options_.ppo.scale_rewards ? ", reward scale" : "");
+                       p_.ppo.scale_rewards ? ", reward scale" : "");
   }
   std::string_view columns() const override {
     return "policy_loss,value_loss,entropy,approx_kl,clip_fraction,learning_rate,mean_policy_lag,max_policy_lag";
   }
-  std::string row(row_stream stream, const stats_snapshot& s, double) override {
+  std::string row(training::row_stream stream, const training::stats_snapshot& s, double) override {
     const auto& u = s.last_update;
-    if (stream == row_stream::metrics) {
+    if (stream == training::row_stream::metrics) {
       return fmt::format("{},{},{},{},{},{},{},{}", u.policy_loss, u.value_loss, u.entropy, u.approx_kl,
                          u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag);
     }
@@ -122,14 +128,14 @@ class ppo final : public algorithm {
     auto seg = assembler_->segments().try_receive();
     if (!seg) return false;
     wire::writer w(out);
-    detail::encode_segment(**seg, w);
+    training::detail::encode_segment(**seg, w);
     return true;
   }
   bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) override {
     wire::reader r(in, from);
-    auto seg = detail::decode_segment(r);
+    auto seg = training::detail::decode_segment(r);
     r.finish("segment");
-    if (seg.rows != sampler_->rows() || seg.horizon != options_.horizon || seg.obs_dim != assembler_width() ||
+    if (seg.rows != sampler_->rows() || seg.horizon != p_.horizon || seg.obs_dim != assembler_width() ||
         seg.discrete_dim != sampler_->batch().discrete_action_dim() ||
         seg.continuous_dim != sampler_->batch().continuous_action_dim() || seg.state_dim != spec_.state_dim()) {
       r.bad("segment shape");
@@ -159,10 +165,10 @@ class ppo final : public algorithm {
         if (parts_.empty()) return;
         auto& parts = parts_.begin()->second;
         if (!std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.has_value(); })) return;
-        std::vector<rollout_segment> all;
+        std::vector<training::rollout_segment> all;
         for (auto& p : parts) all.push_back(std::move(*p));
         parts_.erase(parts_.begin());
-        joined_ = std::make_unique<rollout_segment>(detail::join_segments(all));
+        joined_ = std::make_unique<training::rollout_segment>(training::detail::join_segments(all));
       }
       if (!assembler_->segments().try_send(std::move(joined_))) return;
       joined_.reset();
@@ -175,14 +181,15 @@ class ppo final : public algorithm {
 
  private:
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
-    auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, o.frames);
-    spec.normalize_observations = o.normalize_observations;
-    spec.lstm = o.lstm;
+    const auto& p = options_of<ppo_options>(o);
+    auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, p.frames);
+    spec.normalize_observations = p.normalize_observations;
+    spec.lstm = p.lstm;
     return spec;
   }
 
   /// The width of a segment's observation rows (stacked frames).
-  std::size_t assembler_width() const { return sampler_->batch().obs_dim() * options_.frames; }
+  std::size_t assembler_width() const { return sampler_->batch().obs_dim() * p_.frames; }
 
   struct rank_lag {
     std::atomic<double> mean{0};
@@ -192,56 +199,141 @@ class ppo final : public algorithm {
   /// bound lets the same steps through, and lag + 2 segments must fit the
   /// assembler's channel (2^64 − 1 wrapped to a channel of one segment).
   std::size_t lag() const {
-    const std::uint64_t segment = static_cast<std::uint64_t>(options_.horizon) * sampler_->rows();
-    return static_cast<std::size_t>(std::min<std::uint64_t>(options_.max_policy_lag, options_.total_steps / segment + 1));
+    const std::uint64_t segment = static_cast<std::uint64_t>(p_.horizon) * sampler_->rows();
+    return static_cast<std::size_t>(std::min<std::uint64_t>(p_.max_policy_lag, options_.total_steps / segment + 1));
   }
 
   const train_options& options_;
+  const ppo_options& p_;
   actors::sampler* sampler_;
   network_spec spec_;
   ppo_learner learner_;
-  std::unique_ptr<rollout_assembler> assembler_;
-  std::unique_ptr<policy_lag_gate> gate_;
+  std::unique_ptr<training::rollout_assembler> assembler_;
+  std::unique_ptr<training::policy_lag_gate> gate_;
   std::unique_ptr<mlp_policy> policy_;
-  training_run* run_ = nullptr;
+  training::training_run* run_ = nullptr;
   // Learner of a distributed run: the parts of each segment index, and a joined
   // segment waiting for room in the learner's channel.
-  std::map<std::uint64_t, std::vector<std::optional<rollout_segment>>> parts_;
-  std::unique_ptr<rollout_segment> joined_;
+  std::map<std::uint64_t, std::vector<std::optional<training::rollout_segment>>> parts_;
+  std::unique_ptr<training::rollout_segment> joined_;
   std::vector<rank_lag> lags_ = std::vector<rank_lag>(sampler_ranks(options_));
 };
 
 void check_ppo_options(const train_options& o) {
-  using detail::out_of_range;
-  detail::check_settings_read(o);
-  if (o.horizon == 0) out_of_range("--horizon", o.horizon, "must be at least 1");
-  if (o.frames == 0) out_of_range("--frames", o.frames, "must be at least 1");
-  if (o.ppo.epochs == 0) out_of_range("--epochs", o.ppo.epochs, "must be at least 1");
-  if (o.ppo.minibatch_size == 0) out_of_range("--minibatch-size", o.ppo.minibatch_size, "must be at least 1");
-  if (!(o.ppo.learning_rate > 0)) out_of_range("--learning-rate", o.ppo.learning_rate, "must be > 0");
-  if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) out_of_range("--gamma", o.ppo.gamma, "must be in (0, 1]");
-  if (!(o.ppo.gae_lambda >= 0 && o.ppo.gae_lambda <= 1)) {
-    out_of_range("--gae-lambda", o.ppo.gae_lambda, "must be in [0, 1]");
+  using training::detail::out_of_range;
+  const auto& p = options_of<ppo_options>(o);
+  if (p.horizon == 0) out_of_range("--horizon", p.horizon, "must be at least 1");
+  if (p.frames == 0) out_of_range("--frames", p.frames, "must be at least 1");
+  if (p.ppo.epochs == 0) out_of_range("--epochs", p.ppo.epochs, "must be at least 1");
+  if (p.ppo.minibatch_size == 0) out_of_range("--minibatch-size", p.ppo.minibatch_size, "must be at least 1");
+  if (!(p.ppo.learning_rate > 0 && p.ppo.learning_rate <= 1e6)) {
+    out_of_range("--learning-rate", p.ppo.learning_rate, "must be in (0, 1000000]");
   }
-  if (!(o.ppo.clip > 0)) out_of_range("--clip", o.ppo.clip, "must be > 0");
-  if (!(o.ppo.max_grad_norm >= 0)) out_of_range("--max-grad-norm", o.ppo.max_grad_norm, "must be >= 0");
-  if (!(o.ppo.adam_epsilon > 0 && o.ppo.adam_epsilon <= 1)) {
-    out_of_range("--adam-epsilon", o.ppo.adam_epsilon, "must be in (0, 1]");
+  if (!(p.ppo.gamma > 0 && p.ppo.gamma <= 1)) out_of_range("--gamma", p.ppo.gamma, "must be in (0, 1]");
+  if (!(p.ppo.gae_lambda >= 0 && p.ppo.gae_lambda <= 1)) {
+    out_of_range("--gae-lambda", p.ppo.gae_lambda, "must be in [0, 1]");
   }
-  if (!(o.ppo.entropy_coef >= 0)) out_of_range("--entropy-coef", o.ppo.entropy_coef, "must be >= 0");
-  if (!(o.ppo.value_coef >= 0)) out_of_range("--value-coef", o.ppo.value_coef, "must be >= 0");
+  if (!(p.ppo.clip > 0)) out_of_range("--clip", p.ppo.clip, "must be > 0");
+  if (!(p.ppo.max_grad_norm >= 0)) out_of_range("--max-grad-norm", p.ppo.max_grad_norm, "must be >= 0");
+  if (!(p.ppo.adam_epsilon > 0 && p.ppo.adam_epsilon <= 1)) {
+    out_of_range("--adam-epsilon", p.ppo.adam_epsilon, "must be in (0, 1]");
+  }
+  if (!(p.ppo.entropy_coef >= 0)) out_of_range("--entropy-coef", p.ppo.entropy_coef, "must be >= 0");
+  if (!(p.ppo.value_coef >= 0)) out_of_range("--value-coef", p.ppo.value_coef, "must be >= 0");
+}
+
+
+void add_ppo_memory(actors::memory_estimate& e, const train_options& o, const actors::env_shape& s) {
+  const auto& p = options_of<ppo_options>(o);
+  const double rows = static_cast<double>(o.sampler.num_envs) * static_cast<double>(s.agents);
+  const double horizon = static_cast<double>(p.horizon);
+  const double d = static_cast<double>(s.obs_dim) * static_cast<double>(std::max<std::size_t>(p.frames, 1));
+  const double nd = static_cast<double>(s.discrete_action_dim);
+  const double nc = static_cast<double>(s.continuous_action_dim);
+  // One segment: T + 1 observations per row, then per step the actions, log
+  // probability, value, reward (floats), two flags and the policy version.
+  const double segment = rows * ((horizon + 1) * 4 * d + horizon * (4 * nd + 4 * nc + 4 + 4 + 4 + 1 + 1 + 8));
+  // Segments open under the lag gate: up to max_policy_lag + 1 (counted
+  // without the learner's, to stay a lower bound), never more than the run has.
+  const double run_segments = std::ceil(static_cast<double>(o.total_steps) / std::max(1.0, rows * horizon));
+  const double live = std::min(static_cast<double>(p.max_policy_lag) + 1, std::max(1.0, run_segments));
+  e.add("rollout segments", live * segment);
+  const double samples = rows * horizon;
+  // The update's tensors: observations, advantages, returns, order (int64)
+  // and actions as int64.
+  e.add("PPO update tensors", samples * (4 * d + 4 + 4 + 8 + 8 * nd + 4 * nc));
+  if (p.frames > 1) e.add("frame stacks", 2 * rows * 4 * d);
+  const double heads = static_cast<double>(s.action_choices) + nc;
+  const double minibatch = std::min(static_cast<double>(p.ppo.minibatch_size), samples);
+  if (p.lstm > 0) {
+    // One trunk: the encoder (the hidden layers), the cell (4H gates over
+    // its input and h, two biases) and two linear heads.
+    const double h = static_cast<double>(p.lstm);
+    const double enc = static_cast<double>(o.hidden.back());
+    const std::vector<std::size_t> inner(o.hidden.begin(), o.hidden.end() - 1);
+    const double params = detail::mlp_parameters(d, inner, enc) + 4 * h * (enc + h + 2) + (h + 1) * (heads + 1) + nc;
+    e.add("network", params * detail::ppo_bytes_per_parameter);
+    // The policy's state and its copy per row; each segment's initial states.
+    e.add("recurrent state", 2 * rows * 2 * h * 4 + live * rows * 2 * h * 4);
+    // The update's unroll over every step without gradient (h and c kept),
+    // and a minibatch's with it (input, gates, h and c per step, twice for
+    // backward); at least one whole row per minibatch.
+    const double rows_steps = std::max(minibatch, horizon);
+    e.add("activations", (samples * 2 * h + rows_steps * 2 * (enc + 6 * h) + 2 * rows * (enc + 4 * h)) * 4);
+    return;
+  }
+  const double actor = detail::mlp_parameters(d, o.hidden, heads) + nc;
+  const double critic = detail::mlp_parameters(d, o.hidden, 1);
+  e.add("network", (actor + critic) * detail::ppo_bytes_per_parameter);
+  const double widths = detail::mlp_widths(d, o.hidden, heads) + detail::mlp_widths(d, o.hidden, 1);
+  // Forward and backward of a minibatch, and the acting batch's forward.
+  e.add("activations", (3 * minibatch + 2 * rows) * widths * 4);
 }
 
 }  // namespace
 
 void register_ppo() {
-  register_algorithm(
-      "ppo",
-      [](const train_options& o, actors::sampler& s) {
-        use_one_torch_thread();
-        return std::make_unique<ppo>(o, s);
-      },
-      check_ppo_options);
+  using O = ppo_options;
+  algorithm_descriptor d;
+  d.name = "ppo";
+  d.title = "PPO";
+  d.summary = "PPO with GAE and a clipped surrogate (recurrent with --lstm)";
+  d.defaults = [] { return std::any(O{}); };
+  d.fields = {
+      sizing(field<O>("horizon", "steps per env per rollout segment", [](O& o) -> std::size_t& { return o.horizon; })),
+      sizing(field<O>("max-policy-lag", "how many updates older than the learner the acting weights may be (0: strictly on-policy)",
+                      [](O& o) -> std::size_t& { return o.max_policy_lag; })),
+      sizing(field<O>("frames", "observations stacked into the policy input (memory needs 5)",
+                      [](O& o) -> std::size_t& { return o.frames; })),
+      sizing(field<O>("lstm", "width of an LSTM after the hidden layers, the policy's memory across steps (0: none)",
+                      [](O& o) -> std::size_t& { return o.lstm; })),
+      field<O>("obs-norm",
+               "normalise observations by their running mean and std (clipped to +-10), kept in checkpoints and "
+               "restored on --resume",
+               [](O& o) -> bool& { return o.normalize_observations; }),
+      field<O>("epochs", "epochs per segment", [](O& o) -> std::size_t& { return o.ppo.epochs; }),
+      sizing(field<O>("minibatch-size", "samples per minibatch", [](O& o) -> std::size_t& { return o.ppo.minibatch_size; })),
+      at_most(field<O>("learning-rate", "Adam step size, at most 1e6", [](O& o) -> double& { return o.ppo.learning_rate; }), 1e6),
+      switch_off<O>("no-anneal-lr", "keep the learning rate constant", [](O& o) -> bool& { return o.ppo.anneal_lr; }),
+      field<O>("adam-epsilon", "Adam's epsilon", [](O& o) -> double& { return o.ppo.adam_epsilon; }),
+      field<O>("gamma", "discount", [](O& o) -> double& { return o.ppo.gamma; }),
+      field<O>("gae-lambda", "GAE lambda", [](O& o) -> double& { return o.ppo.gae_lambda; }),
+      field<O>("clip", "surrogate (and value) clip range", [](O& o) -> double& { return o.ppo.clip; }),
+      switch_off<O>("no-clip-value-loss", "plain squared-error value loss",
+                    [](O& o) -> bool& { return o.ppo.clip_value_loss; }),
+      switch_off<O>("no-advantage-norm", "do not normalise advantages per minibatch",
+                    [](O& o) -> bool& { return o.ppo.normalize_advantages; }),
+      field<O>("value-coef", "value loss coefficient", [](O& o) -> double& { return o.ppo.value_coef; }),
+      field<O>("entropy-coef", "entropy bonus coefficient", [](O& o) -> double& { return o.ppo.entropy_coef; }),
+      field<O>("max-grad-norm", "gradient norm clip, 0: off", [](O& o) -> double& { return o.ppo.max_grad_norm; }),
+      field<O>("reward-scale",
+               "divide the rewards trained on by a running std of the discounted return (clipped to +-10)",
+               [](O& o) -> bool& { return o.ppo.scale_rewards; }),
+  };
+  d.check = check_ppo_options;
+  d.memory = add_ppo_memory;
+  d.make = torch_plugin<ppo>();
+  register_algorithm(std::move(d));
 }
 
 }  // namespace coral::learners

@@ -12,8 +12,8 @@
 #include "adam.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/rng.hpp"
-#include "coral/learners/reward_scaler.hpp"
-#include "coral/learners/running_moments.hpp"
+#include "coral/training/reward_scaler.hpp"
+#include "coral/training/running_moments.hpp"
 
 namespace coral::learners {
 namespace {
@@ -36,7 +36,7 @@ struct ppo_learner::impl {
     torch::manual_seed(seed);
     net = detail::actor_critic(s);
     adam = std::make_unique<detail::flat_adam>(net->ordered(), c.adam_epsilon);
-    if (s.normalize_observations) block = normalizer_block(moments);
+    if (s.normalize_observations) block = training::normalizer_block(moments);
   }
 
   /// `in` (rows of input_dim) normalised with the published block, or `in` itself.
@@ -46,7 +46,7 @@ struct ppo_learner::impl {
     if (block.empty()) return raw;
     auto out = torch::empty({rows, D}, torch::kFloat32);
     float* o = out.data_ptr<float>();
-    for (std::int64_t r = 0; r < rows; ++r) normalize_observation(block, in.data() + r * D, o + r * D);
+    for (std::int64_t r = 0; r < rows; ++r) training::normalize_observation(block, in.data() + r * D, o + r * D);
     return out;
   }
 
@@ -58,9 +58,9 @@ struct ppo_learner::impl {
   std::uint64_t updates = 0;
   std::uint64_t env_steps = 0;
   std::uint64_t rng;
-  running_moments moments{spec.normalize_observations ? spec.input_dim() : 0};
+  training::running_moments moments{spec.normalize_observations ? spec.input_dim() : 0};
   std::vector<float> block;  // normalizer_block(moments), as published; empty without obs norm
-  std::optional<reward_scaler> scaler = config.scale_rewards ? std::optional<reward_scaler>(config.gamma) : std::nullopt;
+  std::optional<training::reward_scaler> scaler = config.scale_rewards ? std::optional<training::reward_scaler>(config.gamma) : std::nullopt;
 };
 
 ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
@@ -95,14 +95,14 @@ std::vector<float> ppo_learner::values(std::span<const float> observations) cons
   return {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()};
 }
 
-update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t version) {
+training::update_stats ppo_learner::update(const training::rollout_segment& seg, std::uint64_t version) {
   auto& s = *impl_;
   const auto& c = s.config;
   const auto R = static_cast<std::int64_t>(seg.rows);
   const auto T = static_cast<std::int64_t>(seg.horizon);
   const auto N = R * T;
   const auto D = static_cast<std::int64_t>(seg.obs_dim);
-  update_stats out;
+  training::update_stats out;
   const auto started = std::chrono::steady_clock::now();
 
   // Policy lag of the data.
@@ -293,7 +293,7 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
       s.moments.update(std::span<const float>(seg.observations).subspan(static_cast<std::size_t>(r * (T + 1) * D),
                                                                        static_cast<std::size_t>(T * D)));
     }
-    s.block = normalizer_block(s.moments);
+    s.block = training::normalizer_block(s.moments);
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ++s.updates;
@@ -301,8 +301,8 @@ update_stats ppo_learner::update(const rollout_segment& seg, std::uint64_t versi
   return out;
 }
 
-learner_state ppo_learner::state() const {
-  learner_state st;
+training::learner_state ppo_learner::state() const {
+  training::learner_state st;
   st.parameters = detail::flatten(*impl_->net);  // the normaliser's block is derived from observation_moments
   impl_->adam->save(st.adam_m, st.adam_v);
   st.adam_steps = impl_->adam->steps;
@@ -314,7 +314,7 @@ learner_state ppo_learner::state() const {
   return st;
 }
 
-void ppo_learner::restore(const learner_state& st) {
+void ppo_learner::restore(const training::learner_state& st) {
   auto& s = *impl_;
   if (!s.block.empty() && st.observation_moments.empty()) {
     throw usage_error("ppo_learner: the checkpoint has no observation normaliser (it was written without --obs-norm)");
@@ -325,7 +325,7 @@ void ppo_learner::restore(const learner_state& st) {
   detail::load(*s.net, st.parameters);
   if (!s.block.empty()) {
     s.moments.load(st.observation_moments);
-    s.block = normalizer_block(s.moments);
+    s.block = training::normalizer_block(s.moments);
   }
   if (s.scaler) s.scaler->load(st.reward_scaling);
   s.adam->load(st.adam_m, st.adam_v, st.adam_steps);

@@ -13,41 +13,49 @@
 #include "coral/learners/errors.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/r2d2.hpp"
-#include "coral/learners/training_run.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/training_run.hpp"
 #include "coral/replay/rate_limit_gate.hpp"
 #include "coral/replay/sequence_feeder.hpp"
 #include "coral/replay/sequence_replay_actor.hpp"
-#include "finite_checks.hpp"
-#include "option_checks.hpp"
-#include "replay_snapshot.hpp"
+#include "coral/training/finite_checks.hpp"
+#include "coral/training/option_checks.hpp"
+#include "coral/training/replay_snapshot.hpp"
+#include "memory_math.hpp"
+#include "q_fields.hpp"
+#include "q_options_check.hpp"
 
 namespace coral::learners {
 namespace {
 
-using detail::out_of_range;
+using namespace training;
+using training::detail::out_of_range;
+
+/// R2D2's options (its descriptor's options type).
+const r2d2_options& r2d2_of(const train_options& o) { return options_of<r2d2_options>(o); }
 
 network_spec make_spec(const train_options& o, const actors::sampler& s) {
   auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1);
   if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
     throw config_error(fmt::format(fmt::runtime(errors::r2d2_needs_discrete), s.action_space().to_string()));
   }
-  spec.lstm = o.lstm;
+  spec.lstm = r2d2_of(o).lstm;
   return spec;
 }
 
 replay::sequence_layout make_layout(const train_options& o, actors::sampler& s) {
-  return {.length = o.r2d2.seq_len,
-          .burn_in = o.r2d2.burn_in,
-          .overlap = o.r2d2.effective_overlap(),
+  return {.length = r2d2_of(o).sequences.seq_len,
+          .burn_in = r2d2_of(o).sequences.burn_in,
+          .overlap = r2d2_of(o).sequences.effective_overlap(),
           .obs_dim = s.batch().obs_dim(),
           .discrete_dim = 1,
-          .state_dim = 2 * o.lstm};
+          .state_dim = 2 * r2d2_of(o).lstm};
 }
 
 /// The sequence replay's settings for a run of `o` over `s`: --replay-capacity
 /// sequences, the replay ratio in trained slots per env step.
 replay::sequence_replay_actor_config replay_config(const train_options& o, actors::sampler& s) {
-  const auto& d = o.dqn;
+  const auto& d = r2d2_of(o).q;
   const auto& so = o.sampler;
   replay::sequence_replay_actor_config rc;
   rc.buffer = {.layout = make_layout(o, s),
@@ -60,7 +68,7 @@ replay::sequence_replay_actor_config replay_config(const train_options& o, actor
   rc.min_size = d.learning_starts;
   rc.max_group_steps = s.wires().envs_per_group;
   rc.batcher_hold = replay::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
-  rc.batch_size = d.batch_size * o.r2d2.prefetch_batches;
+  rc.batch_size = d.batch_size * r2d2_of(o).sequences.prefetch_batches;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;
   rc.beta_start = d.priority_beta;
@@ -76,7 +84,7 @@ class r2d2 final : public algorithm {
       : options_(o),
         sampler_(&s),
         spec_(make_spec(o, s)),
-        learner_(spec_, o.dqn, o.r2d2, o.sampler.seed),
+        learner_(spec_, r2d2_of(o).q, r2d2_of(o).sequences, o.sampler.seed),
         replay_(replay_config(o, s)) {}
 
   std::string signature() const override {
@@ -90,13 +98,13 @@ class r2d2 final : public algorithm {
     return fmt::format("{} sequences in replay", replay_.buffer().size());
   }
 
-  void start(training_run& run) override {
+  void start(training::training_run& run) override {
     run_ = &run;
     run.publish_initial(learner_.weights());
     const auto steps = run.start_steps();
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<r2d2_policy>(spec_, sampler_->rows(),
-                                            options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL), options_.dqn, steps);
+                                            options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL), r2d2_of(options_).q, steps);
     replay::sequence_sink sink{
         .take_block =
             [this]() -> std::unique_ptr<replay::sequence_block> {
@@ -123,10 +131,10 @@ class r2d2 final : public algorithm {
   actors::step_consumer& consumer() override { return *feeder_; }
   actors::gate_policy& gate_policy() override { return *gate_; }
 
-  void spawn(runtime& rt, training_run& run) override {
+  void spawn(runtime& rt, training::training_run& run) override {
     rt.spawn("replay", rt.pool("replay", 1), replay_.run());
     rt.spawn("learner", rt.pool("learner", 1), [this, &rt, &run]() -> asio::awaitable<void> {
-      const auto& d = options_.dqn;
+      const auto& d = r2d2_of(options_).q;
       for (std::size_t i = 0; i < d.prefetch; ++i) {
         const bool sent = co_await replay_.inbox().async_send(replay::sequence_replay_msg(replay_.make_request()));
         if (!sent) co_return;
@@ -138,9 +146,9 @@ class r2d2 final : public algorithm {
         // A request holds prefetch_batches batches: the learner trains on each in turn.
         const auto st = train_on(*b);
         if (options_.sampler.check_finite) {
-          detail::check_loss_terms("r2d2", learner_.updates(), {{"td loss", st.base.td_loss}});
+          training::detail::check_loss_terms("r2d2", learner_.updates(), {{"td loss", st.base.td_loss}});
         }
-        if (learner_.updates() % d.publish_every < options_.r2d2.prefetch_batches) {
+        if (learner_.updates() % d.publish_every < r2d2_of(options_).sequences.prefetch_batches) {
           run.publish(learner_.weights(), "r2d2", learner_.updates());
         }
         const bool sent = co_await replay_.inbox().async_send(replay::sequence_replay_msg(std::move(b)));
@@ -154,7 +162,7 @@ class r2d2 final : public algorithm {
   void finish() override { replay_.drain(); }
 
   std::string describe_setup() const override {
-    const auto& d = options_.dqn;
+    const auto& d = r2d2_of(options_).q;
     const auto& l = replay_.buffer().config().layout;
     const std::size_t rows = sampler_->rows();
     return fmt::format(
@@ -162,7 +170,7 @@ class r2d2 final : public algorithm {
         "replay ratio {} trained steps per env step, batch {} x {} per request, prefetch {}, target update {}, "
         "epsilons {:.4f} to {:.4f} after {} steps",
         spec_.lstm, fmt::join(spec_.hidden, ","), d.prioritized ? "prioritized" : "uniform", d.replay_capacity,
-        l.length, l.burn_in, l.overlap, d.n_step, d.replay_ratio, d.batch_size, options_.r2d2.prefetch_batches,
+        l.length, l.burn_in, l.overlap, d.n_step, d.replay_ratio, d.batch_size, r2d2_of(options_).sequences.prefetch_batches,
         d.prefetch, d.target_update, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
         d.exploration_steps);
   }
@@ -171,8 +179,8 @@ class r2d2 final : public algorithm {
            "burn_in_ms,learn_ms,replay_size,sequences_added,sequences_sampled,replay_ratio,inbox_depth,"
            "priority_mean,priority_min,priority_max,stale_updates";
   }
-  std::string row(row_stream stream, const stats_snapshot& s, double dt) override {
-    auto& before = windows_[stream == row_stream::progress ? 0 : 1];
+  std::string row(training::row_stream stream, const training::stats_snapshot& s, double dt) override {
+    auto& before = windows_[stream == training::row_stream::progress ? 0 : 1];
     const auto& rs = replay_.stats();
     const auto inserted = rs.env_steps.load();
     const auto sampled = rs.sampled.load();
@@ -180,7 +188,7 @@ class r2d2 final : public algorithm {
     const auto sample_ns = rs.sample_ns.load();
     const auto updates = learner_.updates();
     const auto& l = replay_.buffer().config().layout;
-    const double trained_per_update = static_cast<double>(options_.dqn.batch_size * (l.length - l.burn_in));
+    const double trained_per_update = static_cast<double>(r2d2_of(options_).q.batch_size * (l.length - l.burn_in));
     const double updates_per_second = dt > 0 ? static_cast<double>(updates - before.updates) / dt : 0.0;
     const double learner_steps_per_second = updates_per_second * trained_per_update;
     const double ratio = inserted > 0 ? static_cast<double>(sampled) * static_cast<double>(l.length - l.burn_in) /
@@ -200,7 +208,7 @@ class r2d2 final : public algorithm {
     const auto size = rs.size.load();
     const auto added = rs.sequences.load();
     const auto inbox = replay_.inbox().size();
-    if (stream == row_stream::metrics) {
+    if (stream == training::row_stream::metrics) {
       return fmt::format("{},{},{},{},{},{:.1f},{:.2f},{:.2f},{:.3f},{:.3f},{},{},{},{:.3f},{},{},{},{},{}", u.td_loss,
                          u.mean_q, last.q_max, u.mean_abs_td, last.grad_norm, learner_steps_per_second,
                          updates_per_second, sample_us, 1e3 * last.burn_in_seconds, 1e3 * last.learn_seconds, size,
@@ -224,7 +232,7 @@ class r2d2 final : public algorithm {
 
   asio::awaitable<bool> snapshot(checkpoint& c) override {
     fill_learner(c);
-    const bool taken = co_await detail::snapshot_replay(replay_, c.learner.env_steps, c.replay);
+    const bool taken = co_await training::detail::snapshot_replay(replay_, c.learner.env_steps, c.replay);
     co_return taken;
   }
   void final_state(checkpoint& c) override {
@@ -237,7 +245,7 @@ class r2d2 final : public algorithm {
   /// Trains on each of the request's prefetch_batches batches in turn and
   /// puts the priorities of all of them back in `b`.
   r2d2_update_stats train_on(replay::sequence_batch& b) {
-    const std::size_t per = options_.dqn.batch_size;
+    const std::size_t per = r2d2_of(options_).q.batch_size;
     const std::size_t parts = std::max<std::size_t>(b.size / std::max<std::size_t>(per, 1), 1);
     r2d2_update_stats st;
     if (parts == 1) {
@@ -302,7 +310,7 @@ class r2d2 final : public algorithm {
   network_spec spec_;
   r2d2_learner learner_;
   replay::sequence_replay_actor replay_;
-  training_run* run_ = nullptr;
+  training::training_run* run_ = nullptr;
   std::unique_ptr<r2d2_policy> policy_;
   std::unique_ptr<replay::sequence_feeder> feeder_;
   std::unique_ptr<replay::rate_limit_gate> gate_;
@@ -313,11 +321,9 @@ class r2d2 final : public algorithm {
 };
 
 void check_r2d2_options(const train_options& o) {
-  const auto& d = o.dqn;
-  const auto& r = o.r2d2;
-  if (o.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::r2d2_no_frames), o.frames));
-  detail::check_settings_read(o);
-  if (o.lstm == 0) out_of_range("--lstm", o.lstm, "must be at least 1: R2D2's Q-network is recurrent");
+  const auto& d = r2d2_of(o).q;
+  const auto& r = r2d2_of(o).sequences;
+  if (r2d2_of(o).lstm == 0) out_of_range("--lstm", r2d2_of(o).lstm, "must be at least 1: R2D2's Q-network is recurrent");
   if (r.seq_len < 2) out_of_range("--seq-len", r.seq_len, "must be at least 2");
   if (r.burn_in >= r.seq_len) {
     out_of_range("--burn-in", r.burn_in, fmt::format("must be less than --seq-len ({})", r.seq_len));
@@ -330,7 +336,7 @@ void check_r2d2_options(const train_options& o) {
   if (!(r.rescale_epsilon > 0 && r.rescale_epsilon <= 1)) {
     out_of_range("--rescale-epsilon", r.rescale_epsilon, "must be in (0, 1]");
   }
-  detail::check_q_options(o);
+  detail::check_q_options(d);
   if (d.learning_starts >= o.total_steps) {
     out_of_range("--learning-starts", d.learning_starts,
                  fmt::format(fmt::runtime(errors::dqn_starts_too_late), o.total_steps));
@@ -351,16 +357,68 @@ void check_r2d2_options(const train_options& o) {
   }
 }
 
+void add_r2d2_memory(actors::memory_estimate& e, const train_options& o, const actors::env_shape& s) {
+  const auto& r = options_of<r2d2_options>(o);
+  const auto& q = r.q;
+  const double rows = static_cast<double>(o.sampler.num_envs) * static_cast<double>(s.agents);
+  const double d = static_cast<double>(s.obs_dim);
+  const double len = static_cast<double>(r.sequences.seq_len);
+  const double h = static_cast<double>(r.lstm);
+  // The sequence buffer's own figure; a batch holds the same per sequence.
+  replay::sequence_buffer_config buffer;
+  buffer.layout = {.length = r.sequences.seq_len, .burn_in = 0, .overlap = 0, .obs_dim = s.obs_dim, .discrete_dim = 1,
+                   .state_dim = 2 * r.lstm};
+  buffer.capacity = q.replay_capacity;
+  e.add("replay", replay::sequence_buffer::memory_bytes(buffer));
+  buffer.capacity = 1;
+  const double sequence = replay::sequence_buffer::memory_bytes(buffer);
+  const double batch = static_cast<double>(q.batch_size) * static_cast<double>(r.sequences.prefetch_batches);
+  e.add("replay batches", (static_cast<double>(q.prefetch) + 1) * batch * (sequence + 4 + 16));
+  // The feeder's ring of the last seq-len steps per row, and the states of its open sequences.
+  e.add("sequence assembly", rows * len * (4 * d + 9) + rows * 4 * 2 * h * 4);
+  // The online and target networks: the trunk and a linear Q head.
+  const double enc = o.hidden.empty() ? d : static_cast<double>(o.hidden.back());
+  const std::vector<std::size_t> inner(o.hidden.begin(), o.hidden.empty() ? o.hidden.end() : o.hidden.end() - 1);
+  const double out = static_cast<double>(s.action_choices);
+  const double params = (o.hidden.empty() ? 0.0 : detail::mlp_parameters(d, inner, enc)) + 4 * h * (enc + h + 2) + (h + 1) * out;
+  e.add("network", params * detail::dqn_bytes_per_parameter);
+  // Both networks unrolled over every slot of a batch (the online one kept
+  // for backward: input, gates, h and c per slot), and the acting state.
+  e.add("activations", 3 * batch * (len + 1) * (enc + 6 * h + out) * 4 + 2 * rows * 2 * h * 4);
+}
+
 }  // namespace
 
 void register_r2d2() {
-  register_algorithm(
-      "r2d2",
-      [](const train_options& o, actors::sampler& s) {
-        use_one_torch_thread();
-        return std::make_unique<r2d2>(o, s);
-      },
-      check_r2d2_options);
+  using O = r2d2_options;
+  algorithm_descriptor d;
+  d.name = "r2d2";
+  d.title = "R2D2";
+  d.summary = "recurrent DQN on stored sequences with burn-in (Kapturowski et al. 2019)";
+  d.defaults = [] { return std::any(O{}); };
+  d.fields = detail::q_fields<O>([](O& o) -> dqn_config& { return o.q; }, "sequences", false);
+  d.fields.push_back(sizing(field<O>("lstm", "width of the Q-network's LSTM", [](O& o) -> std::size_t& { return o.lstm; })));
+  d.fields.push_back(sizing(field<O>("seq-len", "slots per replayed sequence, burn-in included",
+                                     [](O& o) -> std::size_t& { return o.sequences.seq_len; })));
+  d.fields.push_back(field<O>("burn-in", "leading slots of a sequence that only warm the LSTM state up",
+                              [](O& o) -> std::size_t& { return o.sequences.burn_in; }));
+  auto overlap = field<O>("seq-overlap", "slots shared by consecutive sequences of an episode",
+                          [](O& o) -> std::size_t& { return o.sequences.overlap; });
+  // Read as the overlap in effect, so that a run's settings name a number.
+  overlap.get = [](const std::any& a) -> option_value {
+    return option_value(std::uint64_t{std::any_cast<const O&>(a).sequences.effective_overlap()});
+  };
+  d.fields.push_back(shown_default(std::move(overlap), "seq-len / 2"));
+  d.fields.push_back(field<O>("prefetch-batches", "batches the learner asks the replay for per request (amortises the round trip)",
+                              [](O& o) -> std::size_t& { return o.sequences.prefetch_batches; }));
+  d.fields.push_back(field<O>("priority-eta", "sequence priority = eta max|td| + (1 - eta) mean|td|",
+                              [](O& o) -> double& { return o.sequences.priority_eta; }));
+  d.fields.push_back(field<O>("rescale-epsilon", "epsilon of the value rescaling h(x) = sign(x)(sqrt(|x|+1) - 1) + epsilon x",
+                              [](O& o) -> double& { return o.sequences.rescale_epsilon; }));
+  d.check = check_r2d2_options;
+  d.memory = add_r2d2_memory;
+  d.make = torch_plugin<r2d2>();
+  register_algorithm(std::move(d));
 }
 
 }  // namespace coral::learners

@@ -13,7 +13,7 @@
 #include "coral/core/error.hpp"
 #include "coral/envs/rng.hpp"
 #include "coral/learners/errors.hpp"
-#include "coral/replay/r2d2_math.hpp"
+#include "coral/learners/r2d2_math.hpp"
 #include "dense.hpp"
 
 namespace coral::learners {
@@ -169,7 +169,7 @@ r2d2_update_stats r2d2_learner::update(replay::sequence_batch& b) {
   }
   s.targets.assign(static_cast<std::size_t>(B * L), 0.0f);
   s.mask.assign(static_cast<std::size_t>(B * L), 0.0f);
-  replay::nstep_batch_targets(b.size, layout.length, b.rewards, b.flags, s.bootstrap,
+  nstep_batch_targets(b.size, layout.length, b.rewards, b.flags, s.bootstrap,
                               {.gamma = d.gamma, .n = d.n_step, .eps = s.config.rescale_epsilon, .burn_in = layout.burn_in},
                               s.targets, s.mask);
   // Q of the actions taken at the trained slots [BI, L).
@@ -195,16 +195,16 @@ r2d2_update_stats r2d2_learner::update(replay::sequence_batch& b) {
     b.priorities.resize(b.size);
     s.td.assign(abs_td.data_ptr<float>(), abs_td.data_ptr<float>() + B * W);
     for (std::int64_t i = 0; i < B; ++i) {
-      b.priorities[static_cast<std::size_t>(i)] = replay::sequence_priority(
+      b.priorities[static_cast<std::size_t>(i)] = sequence_priority(
           std::span<const float>(s.td).subspan(static_cast<std::size_t>(i * W), static_cast<std::size_t>(W)),
           std::span<const float>(m.data_ptr<float>() + i * W, static_cast<std::size_t>(W)), s.config.priority_eta);
     }
     const double count = std::max(1.0, m.sum().item<double>());
     const auto qt = q_taken.detach();
     out.base.td_loss = loss.item<double>();
-    out.base.mean_q = replay::value_unrescale((qt * m).sum().item<double>() / count, s.config.rescale_epsilon);
+    out.base.mean_q = value_unrescale((qt * m).sum().item<double>() / count, s.config.rescale_epsilon);
     out.base.mean_abs_td = abs_td.sum().item<double>() / count;
-    out.q_max = replay::value_unrescale(q.detach().max().item<double>(), s.config.rescale_epsilon);
+    out.q_max = value_unrescale(q.detach().max().item<double>(), s.config.rescale_epsilon);
   }
   ++s.updates;
   if (d.target_update > 0 && s.updates % d.target_update == 0) load(s.target, flatten(s.online), "r2d2_learner");
@@ -251,11 +251,11 @@ std::vector<float> r2d2_learner::state_after(std::span<const float> observations
   return {hc.data_ptr<float>(), hc.data_ptr<float>() + hc.numel()};
 }
 
-learner_state r2d2_learner::state() const {
+training::learner_state r2d2_learner::state() const {
   return detail::q_learner_state(weights(), *impl_->adam, impl_->updates, impl_->env_steps);
 }
 
-void r2d2_learner::restore(const learner_state& st, std::span<const float> target) {
+void r2d2_learner::restore(const training::learner_state& st, std::span<const float> target) {
   auto& s = *impl_;
   load(s.online, st.parameters, "r2d2_learner");
   load(s.target, target, "r2d2_learner");

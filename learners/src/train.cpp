@@ -5,17 +5,12 @@
 
 #include <mutex>
 
-#include <fmt/format.h>
-
 #include "algorithms.hpp"
-#include "coral/core/json.hpp"
-#include "coral/actors/topology.hpp"
-#include "coral/learners/training_run.hpp"
+#include "coral/training/training_run.hpp"
 
 namespace coral::learners {
-namespace {
 
-/// Registers the built-in algorithms once per process: one line each.
+/// One line each.
 void register_builtin_algorithms() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -25,29 +20,15 @@ void register_builtin_algorithms() {
   });
 }
 
-}  // namespace
-
-void validate(const train_options& o) {
+void validate(const training::train_options& o) {
   register_builtin_algorithms();
-  training_run::validate(o);
+  training::training_run::validate(o);
 }
 
-train_result train(const train_options& o, std::ostream& progress) {
+training::train_result train(const training::train_options& o, std::ostream& progress) {
   register_builtin_algorithms();
-  training_run run(o, progress);
+  training::training_run run(o, progress);
   return run.run();
-}
-
-std::string train_result::to_json(const train_options& o) const {
-  return fmt::format(
-      R"({{"solved":{},"interrupted":{},"env":{},"algo":{},"topology":{},"executor":{},"seed":{},"env_steps":{},)"
-      R"("wall_seconds":{},"mean_return":{},"mean_length":{},"episodes":{},"updates":{},"target_return":{},)"
-      R"("checkpoint":{},"resumed_from":{}}})",
-      solved, interrupted, json::quote(o.sampler.env), json::quote(o.algo), json::quote(actors::to_string(o.sampler.topo)),
-      json::quote(o.sampler.executor == executor_mode::single ? "single" : "threads"), o.sampler.seed, env_steps,
-      json::number(wall_seconds), json::number(mean_return), json::number(mean_length), episodes, updates,
-      target_return ? json::number(*target_return) : "null", checkpoint.empty() ? "null" : json::quote(checkpoint),
-      resumed_from.empty() ? "null" : json::quote(resumed_from));
 }
 
 }  // namespace coral::learners

@@ -20,6 +20,7 @@
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
 #include "coral/learners/errors.hpp"
+#include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -27,6 +28,7 @@ using coral::test::last_line;
 using coral::test::fresh_dir;
 namespace cm = coral::cli::errors;
 namespace lm = coral::learners::errors;
+namespace te = coral::training::errors;
 using coral::cli::exit_code::failed;
 using coral::cli::exit_code::ok;
 using coral::cli::exit_code::rejected;
@@ -280,19 +282,19 @@ std::vector<bad_input> bad_inputs() {
        error_line(text(cm::conflicting_flags, "--baseline-steps", "--no-baseline", "the baseline is skipped"))},
       // A setting the algorithm does not read: refused, not ignored, typed or from a file.
       {{"train", "--algo", "dqn", "--gae-lambda", "0.5"},
-       error_line(text(lm::setting_of_other_algo, "--gae-lambda", "PPO", "dqn"))},
+       error_line(text(te::setting_of_other_algo, "--gae-lambda", "PPO", "dqn"))},
       {{"train", "--algo", "dqn", "--no-anneal-lr"},
-       error_line(text(lm::setting_of_other_algo, "--no-anneal-lr", "PPO", "dqn"))},
+       error_line(text(te::setting_of_other_algo, "--no-anneal-lr", "PPO", "dqn"))},
       {{"train", "--algo", "dqn", "--seq-len", "40"},
-       error_line(text(lm::setting_of_other_algo, "--seq-len", "R2D2", "dqn"))},
+       error_line(text(te::setting_of_other_algo, "--seq-len", "R2D2", "dqn"))},
       {{"train", "--replay-ratio", "4"},
-       error_line(text(lm::setting_of_other_algo, "--replay-ratio", "DQN and R2D2", "ppo"))},
+       error_line(text(te::setting_of_other_algo, "--replay-ratio", "DQN and R2D2", "ppo"))},
       {{"train", "--algo", "r2d2", "--horizon", "32"},
-       error_line(text(lm::setting_of_other_algo, "--horizon", "PPO", "r2d2"))},
+       error_line(text(te::setting_of_other_algo, "--horizon", "PPO", "r2d2"))},
       {{"train", "--algo", "r2d2", "--no-double-dqn"},
-       error_line(text(lm::setting_of_other_algo, "--no-double-dqn", "DQN", "r2d2"))},
+       error_line(text(te::setting_of_other_algo, "--no-double-dqn", "DQN", "r2d2"))},
       {{"--config", "other_algo.toml", "train"},
-       error_line(text(lm::setting_of_other_algo, "--gae-lambda", "PPO", "dqn"))},
+       error_line(text(te::setting_of_other_algo, "--gae-lambda", "PPO", "dqn"))},
       // Actions of `envs rollout`.
       {{"envs", "rollout", "--env", "race", "--actions", "0/1"},
        error_line(text(cm::wrong_action_count, "0/1", 1, 2, 4))},

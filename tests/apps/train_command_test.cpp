@@ -16,6 +16,7 @@
 
 #include "coral/core/error.hpp"
 #include "coral/learners/errors.hpp"
+#include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
 #include "child_process.hpp"
 
@@ -23,6 +24,7 @@ namespace fs = std::filesystem;
 using coral::test::last_line;
 using coral::test::fresh_path;
 namespace lm = coral::learners::errors;
+namespace te = coral::training::errors;
 
 namespace {
 
@@ -129,7 +131,7 @@ TEST_CASE("coral train runs each algorithm at its defaults and with the flags ev
   }
   std::string out, err;
   CHECK(run_cli({"train", "--algo", "dqn", "--gae-lambda", "0.5", "--no-run-dir"}, out, err) == 1);
-  CHECK(err == "error: " + fmt::format(fmt::runtime(lm::setting_of_other_algo), "--gae-lambda", "PPO", "dqn") + "\n");
+  CHECK(err == "error: " + fmt::format(fmt::runtime(te::setting_of_other_algo), "--gae-lambda", "PPO", "dqn") + "\n");
   CHECK(out.empty());
 }
 
@@ -157,7 +159,7 @@ TEST_CASE("coral train refuses another algorithm's flag given at its default val
     std::string out, err;
     CAPTURE(args);
     CHECK(run_cli(args, out, err) == 1);
-    CHECK(err == "error: " + fmt::format(fmt::runtime(lm::setting_of_other_algo), r.flag, r.read_by, r.algo) + "\n");
+    CHECK(err == "error: " + fmt::format(fmt::runtime(te::setting_of_other_algo), r.flag, r.read_by, r.algo) + "\n");
     CHECK(out.empty());
   }
   // From a config file, which sets flags as typed ones do.
@@ -167,7 +169,7 @@ TEST_CASE("coral train refuses another algorithm's flag given at its default val
   std::ofstream(file) << "[train]\nalgo = \"ppo\"\nreplay-capacity = 100000\nno-run-dir = true\n";
   std::string out, err;
   CHECK(run_cli({"--config", file.string(), "train"}, out, err) == 1);
-  CHECK(err == "error: " + fmt::format(fmt::runtime(lm::setting_of_other_algo), "--replay-capacity", "DQN and R2D2",
+  CHECK(err == "error: " + fmt::format(fmt::runtime(te::setting_of_other_algo), "--replay-capacity", "DQN and R2D2",
                                        "ppo") + "\n");
   // The same flags under the algorithms that read them are taken.
   CHECK(run_cli({"train", "--algo", "dqn", "--replay-capacity", "100000", "--replay-batch", "128", "--total-steps",

@@ -277,7 +277,7 @@ TEST_CASE("faulty does not offer cartpole's velocities key (its faults write the
   CHECK_THROWS_MATCHES(registry::global().make("faulty", {{"velocities", "false"}}, 1, 0), coral::config_error,
                        Catch::Message("env 'faulty': unknown config key 'velocities' (known: max_steps, env, "
                                       "throw_step, throw_reset, nan_reward, nan_obs, inf_obs, stall_step, stall_ms, "
-                                      "alloc_step, alloc_mb, repeat)"));
+                                      "alloc_step, alloc_mb, reward_scale, repeat)"));
 }
 
 TEST_CASE("memory recites after long delays", "[envs][memory_envs][memory]") {

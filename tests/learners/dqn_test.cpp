@@ -15,19 +15,26 @@
 #include "coral/actors/sampler_options.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/env_batch.hpp"
-#include "coral/learners/checkpoint.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/replay/errors.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "../support/watchdog.hpp"
-#include "test_envs.hpp"
+#include "../support/test_envs.hpp"
 #include "../support/scratch_dir.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
+#include "../support/train_refusal.hpp"
 
 namespace fs = std::filesystem;
 using coral::test::fresh_path;
 using namespace coral::learners;
+using namespace coral::training;
 namespace lm = coral::learners::errors;
+namespace te = coral::training::errors;
 namespace actors = coral::actors;
 using coral::executor_mode;
 
@@ -44,10 +51,10 @@ train_options small_dqn(std::uint64_t total_steps) {
   o.sampler.seed = 5;
   o.total_steps = total_steps;
   o.progress_seconds = 0;
-  o.dqn.learning_starts = 500;
-  o.dqn.replay_capacity = 4096;
-  o.dqn.batch_size = 32;
-  o.dqn.replay_ratio = 4;
+  options_of<dqn_config>(o).learning_starts = 500;
+  options_of<dqn_config>(o).replay_capacity = 4096;
+  options_of<dqn_config>(o).batch_size = 32;
+  options_of<dqn_config>(o).replay_ratio = 4;
   return o;
 }
 
@@ -55,21 +62,12 @@ train_options small_dqn(std::uint64_t total_steps) {
 train_result run_small(actors::topology t, executor_mode mode, std::uint64_t total_steps,
                        std::uint64_t learning_starts = 500) {
   auto o = small_dqn(total_steps);
-  o.dqn.learning_starts = learning_starts;
+  options_of<dqn_config>(o).learning_starts = learning_starts;
   o.sampler.topo = t;
   o.sampler.executor = mode;
   o.sampler.threads = 2;
   std::ostringstream progress;
   return train(o, progress);
-}
-
-std::string refusal(const train_options& o) {
-  try {
-    validate(o);
-  } catch (const coral::config_error& e) {
-    return e.what();
-  }
-  return "(accepted)";
 }
 
 std::string without_wall_time(std::string json) {
@@ -125,31 +123,28 @@ TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   auto check = [](auto change, std::string_view flag) {
     auto o = small_dqn(1000);
     change(o);
-    const auto text = refusal(o);
+    const auto text = coral::test::refusal(o);
     CAPTURE(text);
     CHECK(text.find(flag) != std::string::npos);
   };
-  check([](train_options& o) { o.dqn.replay_ratio = 0; }, "--replay-ratio");
-  check([](train_options& o) { o.dqn.n_step = 0; }, "--n-step");
-  check([](train_options& o) { o.dqn.batch_size = 0; }, "--replay-batch");
-  check([](train_options& o) { o.dqn.prefetch = 0; }, "--prefetch");
-  check([](train_options& o) { o.dqn.priority_alpha = 2; }, "--priority-alpha");
-  check([](train_options& o) { o.dqn.target_update = 0; }, "--target-update");
-  check([](train_options& o) { o.dqn.epsilon_base = 1.5; }, "--epsilon-base");
-  check([](train_options& o) { o.dqn.replay_capacity = 16; }, "--replay-capacity");
-  check([](train_options& o) { o.dqn.huber_delta = 0; }, "dqn.huber_delta");  // a field no flag sets
-  auto o = small_dqn(1000);
-  o.frames = 2;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_frames), 2));
-  o = small_dqn(1000);
-  o.lstm = 16;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::dqn_no_lstm), 16));
-  o = small_dqn(1000);
-  o.normalize_observations = true;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), "--obs-norm", "PPO", "dqn"));
-  o = small_dqn(1000);
-  o.ppo.scale_rewards = true;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), "--reward-scale", "PPO", "dqn"));
+  check([](train_options& o) { options_of<dqn_config>(o).replay_ratio = 0; }, "--replay-ratio");
+  check([](train_options& o) { options_of<dqn_config>(o).n_step = 0; }, "--n-step");
+  check([](train_options& o) { options_of<dqn_config>(o).batch_size = 0; }, "--replay-batch");
+  check([](train_options& o) { options_of<dqn_config>(o).prefetch = 0; }, "--prefetch");
+  check([](train_options& o) { options_of<dqn_config>(o).priority_alpha = 2; }, "--priority-alpha");
+  check([](train_options& o) { options_of<dqn_config>(o).target_update = 0; }, "--target-update");
+  check([](train_options& o) { options_of<dqn_config>(o).epsilon_base = 1.5; }, "--epsilon-base");
+  check([](train_options& o) { options_of<dqn_config>(o).replay_capacity = 16; }, "--replay-capacity");
+  check([](train_options& o) { options_of<dqn_config>(o).huber_delta = 0; }, "--huber-delta");
+  check([](train_options& o) { options_of<dqn_config>(o).learning_rate = 1e7; }, "--learning-rate");
+}
+
+TEST_CASE("a Q-network policy refuses stacked frames", "[learners][dqn][errors]") {
+  const auto obs = coral::envs::space::box({2}, -1, 1);
+  const auto act = coral::envs::space::discrete(3);
+  const auto spec = network_spec::from_spaces(obs, act, {4}, 2);
+  CHECK_THROWS_MATCHES(q_policy(spec, 2, 1, dqn_config{}), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(lm::dqn_no_frames), 2)));
 }
 
 TEST_CASE("DQN settings under which the learner could never train are refused before start, saying why",
@@ -158,41 +153,41 @@ TEST_CASE("DQN settings under which the learner could never train are refused be
     return fmt::format(fmt::runtime(coral::actors::errors::flag_out_of_range), flag, value, requirement);
   };
   auto o = small_dqn(1000);  // ratio 4, batch 32, prefetch 4, learning starts 500, capacity 4096
-  REQUIRE(refusal(o) == "(accepted)");
+  REQUIRE(coral::test::refusal(o) == "(accepted)");
 
   auto late = o;
-  late.dqn.learning_starts = 1000;
-  CHECK(refusal(late) ==
+  options_of<dqn_config>(late).learning_starts = 1000;
+  CHECK(coral::test::refusal(late) ==
         refused("--learning-starts", 1000, fmt::format(fmt::runtime(lm::dqn_starts_too_late), 1000)));
 
   auto huge_batch = o;
-  huge_batch.dqn.batch_size = 1'000'000;
-  CHECK(refusal(huge_batch) ==
+  options_of<dqn_config>(huge_batch).batch_size = 1'000'000;
+  CHECK(coral::test::refusal(huge_batch) ==
         refused("--replay-batch", 1'000'000, fmt::format(fmt::runtime(lm::dqn_batch_over_capacity), 4096)));
 
   // 4 x (1000 - 500) = 2000 transitions sampled over the whole run.
   auto starved = o;
-  starved.dqn.batch_size = 4000;
-  starved.dqn.replay_capacity = 8192;
-  CHECK(refusal(starved) ==
+  options_of<dqn_config>(starved).batch_size = 4000;
+  options_of<dqn_config>(starved).replay_capacity = 8192;
+  CHECK(coral::test::refusal(starved) ==
         refused("--replay-batch", 4000, fmt::format(fmt::runtime(lm::dqn_batch_over_grant), 2000, 4, 1000, 500)));
 
   auto deep = o;
-  deep.dqn.prefetch = 100'000;
-  CHECK(refusal(deep) ==
+  options_of<dqn_config>(deep).prefetch = 100'000;
+  CHECK(coral::test::refusal(deep) ==
         refused("--prefetch", 100'000,
                 fmt::format(fmt::runtime(lm::dqn_prefetch_over_capacity), 32, 3'200'000, 4096)));
 
   auto hungry = o;
-  hungry.dqn.prefetch = 100;  // 3200 in flight: within the replay, beyond the 2000 granted
-  CHECK(refusal(hungry) ==
+  options_of<dqn_config>(hungry).prefetch = 100;  // 3200 in flight: within the replay, beyond the 2000 granted
+  CHECK(coral::test::refusal(hungry) ==
         refused("--prefetch", 100,
                 fmt::format(fmt::runtime(lm::dqn_prefetch_over_grant), 32, 3200, 2000, 4, 1000, 500)));
 
   // The defaults of coral train are far inside every bound.
   train_options defaults;
   defaults.algo = "dqn";
-  CHECK(refusal(defaults) == "(accepted)");
+  CHECK(coral::test::refusal(defaults) == "(accepted)");
 }
 
 TEST_CASE("DQN refuses an action space that is not one Discrete", "[learners][dqn]") {
@@ -266,14 +261,14 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   // Another replay capacity is refused before anything starts, naming the
   // checkpoint and what differs; nothing is written.
   auto smaller = o;
-  smaller.dqn.replay_capacity = 2048;
+  options_of<dqn_config>(smaller).replay_capacity = 2048;
   std::ostringstream refused_progress;
   try {
     (void)train(smaller, refused_progress);
     FAIL("resumed into a replay of another capacity");
-  } catch (const coral::learners::checkpoint_error& e) {
+  } catch (const coral::training::checkpoint_error& e) {
     CHECK(std::string(e.what()) ==
-          fmt::format(fmt::runtime(lm::checkpoint_replay_mismatch), r2.checkpoint,
+          fmt::format(fmt::runtime(te::checkpoint_replay_mismatch), r2.checkpoint,
                       fmt::format(fmt::runtime(coral::replay::errors::state_shape_mismatch), "capacity", 4096, 2048)));
   }
   CHECK(read_checkpoint(r2.checkpoint).learner.env_steps == r2.env_steps);
@@ -282,7 +277,7 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   // defaults: PPO refuses those first).
   auto p = o;
   p.algo = "ppo";
-  p.dqn = {};
+  p.algo_options.reset();
   std::ostringstream third;
   CHECK_THROWS_WITH(train(p, third), Catch::Contains("was written by --algo dqn"));
 }

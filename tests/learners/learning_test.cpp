@@ -15,12 +15,18 @@
 
 #include <catch2/catch.hpp>
 
-#include "test_envs.hpp"
+#include "../support/test_envs.hpp"
 #include "../support/scratch_dir.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
 
 namespace fs = std::filesystem;
 using coral::test::read_bytes;
 using namespace coral::learners;
+using namespace coral::training;
 namespace actors = coral::actors;
 
 namespace {
@@ -70,7 +76,7 @@ TEST_CASE("PPO solves cartpole on every topology for several seeds within 500k e
 
 TEST_CASE("PPO solves cartpole with policy lag 1 on the pool topology", "[learning][cartpole]") {
   auto o = defaults("cartpole", 3);
-  o.max_policy_lag = 1;
+  options_of<ppo_options>(o).max_policy_lag = 1;
   const auto r = run(o);
   CHECK(r.solved);
   CHECK(r.env_steps <= step_budget);
@@ -96,7 +102,7 @@ TEST_CASE("PPO solves the deterministic sanity envs to their optimal return of 1
   };
   for (const auto& c : std::vector<sanity_case>{{"bandit"}, {"password"}, {"squared"}, {"memory", 5}}) {
     auto o = defaults(c.env, 1);
-    o.frames = c.frames;
+    options_of<ppo_options>(o).frames = c.frames;
     o.target_return = 0.99;
     INFO("env " << c.env);
     const auto r = run(o);

@@ -11,9 +11,16 @@
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
 #include "coral/learners/errors.hpp"
-#include "test_envs.hpp"
+#include "../support/test_envs.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/train.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
 
 using namespace coral::learners;
+using namespace coral::training;
 namespace actors = coral::actors;
 namespace envs = coral::envs;
 

@@ -1,4 +1,4 @@
-#include "coral/learners/running_moments.hpp"
+#include "coral/training/running_moments.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -13,14 +13,21 @@
 
 #include "coral/core/error.hpp"
 #include "coral/envs/rng.hpp"
-#include "coral/learners/checkpoint.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/ppo_learner.hpp"
-#include "coral/learners/reward_scaler.hpp"
-#include "coral/learners/rollout.hpp"
+#include "coral/training/reward_scaler.hpp"
+#include "coral/training/rollout.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/train.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
 
 using namespace coral::learners;
+using namespace coral::training;
 namespace actors = coral::actors;
 namespace envs = coral::envs;
 namespace fs = std::filesystem;

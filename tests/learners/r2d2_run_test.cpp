@@ -10,13 +10,20 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/learners/checkpoint.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
-#include "test_envs.hpp"
+#include "../support/test_envs.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
+#include "../support/train_refusal.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
+using namespace coral::training;
 namespace lm = coral::learners::errors;
 namespace actors = coral::actors;
 using coral::executor_mode;
@@ -36,25 +43,16 @@ train_options small_r2d2(std::uint64_t total_steps) {
   o.total_steps = total_steps;
   o.progress_seconds = 0;
   o.hidden = {16};
-  o.lstm = 16;
-  o.r2d2.seq_len = 8;
-  o.r2d2.burn_in = 2;
-  o.r2d2.overlap = 2;
-  o.dqn.n_step = 3;
-  o.dqn.learning_starts = 500;
-  o.dqn.replay_capacity = 1024;
-  o.dqn.batch_size = 8;
-  o.dqn.replay_ratio = 4;  // trained slots per env step: an update per 8 × 6 / 4 = 12 steps
+  options_of<r2d2_options>(o).lstm = 16;
+  options_of<r2d2_options>(o).sequences.seq_len = 8;
+  options_of<r2d2_options>(o).sequences.burn_in = 2;
+  options_of<r2d2_options>(o).sequences.overlap = 2;
+  options_of<r2d2_options>(o).q.n_step = 3;
+  options_of<r2d2_options>(o).q.learning_starts = 500;
+  options_of<r2d2_options>(o).q.replay_capacity = 1024;
+  options_of<r2d2_options>(o).q.batch_size = 8;
+  options_of<r2d2_options>(o).q.replay_ratio = 4;  // trained slots per env step: an update per 8 × 6 / 4 = 12 steps
   return o;
-}
-
-std::string refusal(const train_options& o) {
-  try {
-    validate(o);
-  } catch (const coral::config_error& e) {
-    return e.what();
-  }
-  return "(accepted)";
 }
 
 }  // namespace
@@ -126,9 +124,7 @@ TEST_CASE("an R2D2 run resumed from its checkpoint continues with the same seque
   for (const char* algo : {"ppo", "dqn"}) {
     auto p = o;
     p.algo = algo;
-    p.lstm = 0;
-    p.r2d2 = {};
-    if (p.algo == "ppo") p.dqn = {};
+    p.algo_options.reset();  // the other algorithm's defaults
     std::ostringstream third;
     CHECK_THROWS_WITH(train(p, third), Catch::Contains("was written by --algo r2d2"));
   }
@@ -138,37 +134,32 @@ TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", 
   auto check = [](auto change, const std::string& flag) {
     auto o = small_r2d2(3000);
     change(o);
-    const auto why = refusal(o);
+    const auto why = coral::test::refusal(o);
     INFO(why);
     CHECK(why.rfind(flag + ":", 0) == 0);
   };
-  check([](train_options& o) { o.lstm = 0; }, "--lstm");
-  check([](train_options& o) { o.r2d2.seq_len = 1; }, "--seq-len");
-  check([](train_options& o) { o.r2d2.burn_in = 8; }, "--burn-in");
-  check([](train_options& o) { o.r2d2.overlap = 9; }, "--seq-overlap");
+  check([](train_options& o) { options_of<r2d2_options>(o).lstm = 0; }, "--lstm");
+  check([](train_options& o) { options_of<r2d2_options>(o).sequences.seq_len = 1; }, "--seq-len");
+  check([](train_options& o) { options_of<r2d2_options>(o).sequences.burn_in = 8; }, "--burn-in");
+  check([](train_options& o) { options_of<r2d2_options>(o).sequences.overlap = 9; }, "--seq-overlap");
   // Not given, the overlap is half a sequence; 0 is none (it once meant
   // "not given").
   CHECK(coral::learners::r2d2_config{}.effective_overlap() == 40);
   CHECK(coral::learners::r2d2_config{.overlap = 0}.effective_overlap() == 0);
   auto none = small_r2d2(3000);
-  none.r2d2.overlap = 0;
-  CHECK(refusal(none) == "(accepted)");
-  check([](train_options& o) { o.r2d2.prefetch_batches = 0; }, "--prefetch-batches");
-  check([](train_options& o) { o.r2d2.priority_eta = 1.5; }, "--priority-eta");
-  check([](train_options& o) { o.r2d2.rescale_epsilon = 0; }, "--rescale-epsilon");
-  check([](train_options& o) { o.dqn.n_step = 0; }, "--n-step");
-  check([](train_options& o) { o.dqn.adam_epsilon = 2; }, "--adam-epsilon");
-  check([](train_options& o) { o.dqn.batch_size = 2000; }, "--replay-batch");
-  check([](train_options& o) { o.r2d2.prefetch_batches = 200; }, "--prefetch-batches");
-  check([](train_options& o) { o.dqn.learning_starts = 3000; }, "--learning-starts");
-  auto o = small_r2d2(3000);
-  o.frames = 2;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::r2d2_no_frames), 2));
-  o = small_r2d2(3000);
-  o.normalize_observations = true;
-  CHECK(refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), "--obs-norm", "PPO", "r2d2"));
+  options_of<r2d2_options>(none).sequences.overlap = 0;
+  CHECK(coral::test::refusal(none) == "(accepted)");
+  check([](train_options& o) { options_of<r2d2_options>(o).sequences.prefetch_batches = 0; }, "--prefetch-batches");
+  check([](train_options& o) { options_of<r2d2_options>(o).sequences.priority_eta = 1.5; }, "--priority-eta");
+  check([](train_options& o) { options_of<r2d2_options>(o).sequences.rescale_epsilon = 0; }, "--rescale-epsilon");
+  check([](train_options& o) { options_of<r2d2_options>(o).q.n_step = 0; }, "--n-step");
+  check([](train_options& o) { options_of<r2d2_options>(o).q.adam_epsilon = 2; }, "--adam-epsilon");
+  check([](train_options& o) { options_of<r2d2_options>(o).q.batch_size = 2000; }, "--replay-batch");
+  check([](train_options& o) { options_of<r2d2_options>(o).sequences.prefetch_batches = 200; }, "--prefetch-batches");
+  check([](train_options& o) { options_of<r2d2_options>(o).q.learning_starts = 3000; }, "--learning-starts");
+  check([](train_options& o) { options_of<r2d2_options>(o).q.learning_rate = 0; }, "--learning-rate");
   coral::test::register_test_envs();
-  o = small_r2d2(3000);
+  auto o = small_r2d2(3000);
   o.sampler.env = "test-target";
   std::ostringstream progress;
   CHECK_THROWS_WITH(train(o, progress), Catch::Contains("--algo r2d2: the action space must be one Discrete, not Box("));

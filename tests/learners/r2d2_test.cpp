@@ -16,9 +16,15 @@
 #include "coral/envs/rng.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/replay/sequence.hpp"
-#include "test_envs.hpp"
+#include "../support/test_envs.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/train.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
 
 using namespace coral::learners;
+using namespace coral::training;
 namespace actors = coral::actors;
 namespace envs = coral::envs;
 namespace replay = coral::replay;

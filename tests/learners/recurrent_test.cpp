@@ -22,12 +22,18 @@
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/ppo_learner.hpp"
-#include "coral/learners/rollout.hpp"
-#include "coral/learners/checkpoint.hpp"
+#include "coral/training/rollout.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "coral/learners/train.hpp"
-#include "test_envs.hpp"
+#include "../support/test_envs.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
 
 using namespace coral::learners;
+using namespace coral::training;
 namespace actors = coral::actors;
 namespace envs = coral::envs;
 
@@ -367,9 +373,9 @@ train_options small_recurrent(std::uint64_t total_steps) {
   o.sampler.executor = coral::executor_mode::single;
   o.sampler.seed = 3;
   o.hidden = {16};
-  o.lstm = 16;
-  o.horizon = 32;
-  o.ppo.minibatch_size = 64;
+  options_of<ppo_options>(o).lstm = 16;
+  options_of<ppo_options>(o).horizon = 32;
+  options_of<ppo_options>(o).ppo.minibatch_size = 64;
   o.total_steps = total_steps;
   o.progress_seconds = 0;
   return o;
@@ -417,7 +423,7 @@ TEST_CASE("two recurrent PPO runs of a seed under --executor single are identica
   o.resume = true;
   std::ostringstream resumed;
   CHECK(train(o, resumed).updates > results[0].updates);
-  o.lstm = 0;
+  options_of<ppo_options>(o).lstm = 0;
   o.total_steps = 8000;
   std::ostringstream refused;
   CHECK_THROWS_WITH(train(o, refused), Catch::Contains("does not match this run"));

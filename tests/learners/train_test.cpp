@@ -22,16 +22,24 @@
 
 #include "coral/actors/errors.hpp"
 #include "coral/core/error.hpp"
-#include "coral/learners/checkpoint.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "coral/learners/errors.hpp"
-#include "count_steps.hpp"
+#include "../support/count_steps.hpp"
 #include "../support/scratch_dir.hpp"
+#include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
+#include "../support/train_refusal.hpp"
 
 namespace fs = std::filesystem;
 using coral::test::fresh_path;
 using coral::test::read_bytes;
 using namespace coral::learners;
+using namespace coral::training;
 namespace lm = coral::learners::errors;
+namespace te = coral::training::errors;
 namespace actors = coral::actors;
 using coral::config_error;
 using coral::executor_mode;
@@ -46,19 +54,10 @@ train_options small_run(std::uint64_t total_steps) {
   o.sampler.topo = actors::topology::sync;
   o.sampler.executor = executor_mode::single;
   o.sampler.seed = 3;
-  o.horizon = 64;
+  options_of<ppo_options>(o).horizon = 64;
   o.total_steps = total_steps;
   o.progress_seconds = 0;
   return o;
-}
-
-std::string config_refusal(const train_options& o) {
-  try {
-    validate(o);
-  } catch (const config_error& e) {
-    return e.what();
-  }
-  return "(accepted)";
 }
 
 }  // namespace
@@ -67,122 +66,80 @@ TEST_CASE("an unknown --algo is rejected naming --algo and the allowed values, b
           "[learners][train]") {
   auto o = small_run(1000);
   o.algo = "a2c";
-  CHECK(config_refusal(o) == fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn, r2d2"));
+  CHECK(coral::test::refusal(o) == fmt::format(fmt::runtime(coral::errors::bad_value), "--algo", "a2c", "ppo, dqn, r2d2"));
 }
 
 TEST_CASE("bad PPO flags are rejected naming the flag", "[learners][train]") {
   auto flag = [](auto change) {
     auto o = small_run(1000);
     change(o);
-    return config_refusal(o);
+    return coral::test::refusal(o);
   };
   const auto& f = actors::errors::flag_out_of_range;
-  CHECK(flag([](train_options& o) { o.horizon = 0; }) == fmt::format(fmt::runtime(f), "--horizon", 0, "must be at least 1"));
-  CHECK(flag([](train_options& o) { o.ppo.epochs = 0; }) == fmt::format(fmt::runtime(f), "--epochs", 0, "must be at least 1"));
+  CHECK(flag([](train_options& o) { options_of<ppo_options>(o).horizon = 0; }) == fmt::format(fmt::runtime(f), "--horizon", 0, "must be at least 1"));
+  CHECK(flag([](train_options& o) { options_of<ppo_options>(o).ppo.epochs = 0; }) == fmt::format(fmt::runtime(f), "--epochs", 0, "must be at least 1"));
   CHECK(flag([](train_options& o) { o.total_steps = 0; }) ==
         fmt::format(fmt::runtime(f), "--total-steps", 0, "must be at least 1"));
-  CHECK(flag([](train_options& o) { o.ppo.gamma = 1.5; }) == fmt::format(fmt::runtime(f), "--gamma", 1.5, "must be in (0, 1]"));
-  CHECK(flag([](train_options& o) { o.ppo.adam_epsilon = 0; }) ==
+  CHECK(flag([](train_options& o) { options_of<ppo_options>(o).ppo.gamma = 1.5; }) == fmt::format(fmt::runtime(f), "--gamma", 1.5, "must be in (0, 1]"));
+  CHECK(flag([](train_options& o) { options_of<ppo_options>(o).ppo.adam_epsilon = 0; }) ==
         fmt::format(fmt::runtime(f), "--adam-epsilon", 0, "must be in (0, 1]"));
-  CHECK(flag([](train_options& o) { o.lstm = 4; o.frames = 0; }) ==
+  CHECK(flag([](train_options& o) { options_of<ppo_options>(o).lstm = 4; options_of<ppo_options>(o).frames = 0; }) ==
         fmt::format(fmt::runtime(f), "--frames", 0, "must be at least 1"));
-  CHECK(flag([](train_options& o) { o.resume = true; }) == std::string(lm::resume_needs_dir));
+  CHECK(flag([](train_options& o) { o.resume = true; }) == std::string(te::resume_needs_dir));
   CHECK(flag([](train_options& o) { o.sampler.num_envs = 0; }) != "(accepted)");  // the sampler's own checks
 }
 
-TEST_CASE("a setting only another algorithm reads is refused, naming the flag and the algorithms that read it",
+TEST_CASE("a setting only other built-in algorithms declare is refused, naming the algorithms that declare it",
           "[learners][train][errors]") {
-  // A run of each algorithm, accepted as it stands (R2D2 needs its LSTM).
-  auto run_of = [](const std::string& algo) {
-    auto o = small_run(4096);
-    o.algo = algo;
-    if (algo == "r2d2") o.lstm = 16;
-    return o;
-  };
-  // Each algorithm's defaults are accepted: nothing is taken for a setting given.
-  for (const std::string algo : {"ppo", "dqn", "r2d2"}) {
-    CAPTURE(algo);
-    CHECK(config_refusal(run_of(algo)) == "(accepted)");
-  }
-  struct setting {
-    std::string flag;
-    std::string read_by;
-    std::function<void(train_options&)> set;  // to a value the algorithms that read it accept
-  };
-  const std::vector<setting> settings = {
-      {"--gae-lambda", "PPO", [](train_options& o) { o.ppo.gae_lambda = 0.5; }},  // PPO's under DQN and R2D2
-      {"--no-anneal-lr", "PPO", [](train_options& o) { o.ppo.anneal_lr = false; }},
-      {"--epochs", "PPO", [](train_options& o) { o.ppo.epochs = 2; }},
-      {"--horizon", "PPO", [](train_options& o) { o.horizon = 32; }},
-      {"--max-policy-lag", "PPO", [](train_options& o) { o.max_policy_lag = 1; }},
-      {"--obs-norm", "PPO", [](train_options& o) { o.normalize_observations = true; }},
-      {"ppo.learning_rate", "PPO", [](train_options& o) { o.ppo.learning_rate = 1e-3; }},
-      {"--replay-ratio", "DQN and R2D2", [](train_options& o) { o.dqn.replay_ratio = 4; }},  // DQN's under PPO
-      {"--learning-starts", "DQN and R2D2", [](train_options& o) { o.dqn.learning_starts = 500; }},
-      {"--uniform-replay", "DQN and R2D2", [](train_options& o) { o.dqn.prioritized = false; }},
-      {"--epsilon-base", "DQN and R2D2", [](train_options& o) { o.dqn.epsilon_base = 0.1; }},
-      {"dqn.gamma", "DQN and R2D2", [](train_options& o) { o.dqn.gamma = 0.98; }},
-      {"--no-double-dqn", "DQN", [](train_options& o) { o.dqn.double_dqn = false; }},
-      {"dqn.huber_delta", "DQN", [](train_options& o) { o.dqn.huber_delta = 2; }},
-      {"--seq-len", "R2D2", [](train_options& o) { o.r2d2.seq_len = 100; }},  // R2D2's under DQN and PPO
-      {"--burn-in", "R2D2", [](train_options& o) { o.r2d2.burn_in = 10; }},
-      {"--priority-eta", "R2D2", [](train_options& o) { o.r2d2.priority_eta = 0.5; }},
-  };
-  const std::vector<std::pair<std::string, std::string>> algos = {{"ppo", "PPO"}, {"dqn", "DQN"}, {"r2d2", "R2D2"}};
-  for (const auto& s : settings) {
-    for (const auto& [algo, shown] : algos) {
-      CAPTURE(s.flag, algo);
-      auto o = run_of(algo);
-      s.set(o);
-      if (s.read_by.find(shown) != std::string::npos) {
-        CHECK(config_refusal(o) == "(accepted)");
-      } else {
-        CHECK(config_refusal(o) == fmt::format(fmt::runtime(lm::setting_of_other_algo), s.flag, s.read_by, algo));
-      }
-    }
-  }
-  // The four directions, spelled out.
-  auto dqn = run_of("dqn");
-  dqn.ppo.gae_lambda = 0.5;
-  CHECK(config_refusal(dqn) == "--gae-lambda: PPO only; --algo dqn does not take it");
-  dqn = run_of("dqn");
-  dqn.r2d2.seq_len = 40;
-  CHECK(config_refusal(dqn) == "--seq-len: R2D2 only; --algo dqn does not take it");
-  auto ppo = run_of("ppo");
-  ppo.dqn.replay_ratio = 4;
-  CHECK(config_refusal(ppo) == "--replay-ratio: DQN and R2D2 only; --algo ppo does not take it");
-  auto r2d2 = run_of("r2d2");
-  r2d2.ppo.clip = 0.1;
-  CHECK(config_refusal(r2d2) == "--clip: PPO only; --algo r2d2 does not take it");
-}
-
-TEST_CASE("check_flag_read refuses a flag that only other algorithms read, whatever its value",
-          "[learners][train][errors]") {
-  using coral::learners::check_flag_read;
-  const auto refusal = [](std::string_view flag, std::string_view algo) -> std::string {
+  register_builtin_algorithms();
+  const auto refusal = [](std::string_view name, std::string_view algo) -> std::string {
     try {
-      check_flag_read(flag, algo);
+      check_setting_declared(name, algo);
       return "(accepted)";
     } catch (const coral::config_error& e) {
       return e.what();
     }
   };
-  CHECK(refusal("--replay-capacity", "ppo") == "--replay-capacity: DQN and R2D2 only; --algo ppo does not take it");
-  CHECK(refusal("--replay-capacity", "dqn") == "(accepted)");
-  CHECK(refusal("--replay-capacity", "r2d2") == "(accepted)");
-  CHECK(refusal("--lstm", "dqn") == "--lstm: PPO and R2D2 only; --algo dqn does not take it");
-  CHECK(refusal("--lstm", "ppo") == "(accepted)");
-  CHECK(refusal("--no-double-dqn", "r2d2") == "--no-double-dqn: DQN only; --algo r2d2 does not take it");
-  CHECK(refusal("--seq-len", "ppo") == "--seq-len: R2D2 only; --algo ppo does not take it");
-  CHECK(refusal("--horizon", "dqn") == "--horizon: PPO only; --algo dqn does not take it");
-  // Flags every algorithm takes, and algorithms that are not built in.
+  CHECK(refusal("replay-capacity", "ppo") == "--replay-capacity: DQN and R2D2 only; --algo ppo does not take it");
+  CHECK(refusal("replay-capacity", "dqn") == "(accepted)");
+  CHECK(refusal("replay-capacity", "r2d2") == "(accepted)");
+  CHECK(refusal("lstm", "dqn") == "--lstm: PPO and R2D2 only; --algo dqn does not take it");
+  CHECK(refusal("frames", "r2d2") == "--frames: PPO only; --algo r2d2 does not take it");
+  CHECK(refusal("obs-norm", "dqn") == "--obs-norm: PPO only; --algo dqn does not take it");
+  CHECK(refusal("no-double-dqn", "r2d2") == "--no-double-dqn: DQN only; --algo r2d2 does not take it");
+  CHECK(refusal("seq-len", "ppo") == "--seq-len: R2D2 only; --algo ppo does not take it");
+  CHECK(refusal("horizon", "dqn") == "--horizon: PPO only; --algo dqn does not take it");
   for (const std::string_view algo : {"ppo", "dqn", "r2d2"}) {
-    for (const std::string_view flag : {"--learning-rate", "--gamma", "--hidden", "--total-steps", "--num-envs"}) {
-      CAPTURE(algo, flag);
-      CHECK(refusal(flag, algo) == "(accepted)");
+    for (const std::string_view name : {"learning-rate", "gamma", "max-grad-norm", "adam-epsilon"}) {
+      CAPTURE(algo, name);
+      CHECK(refusal(name, algo) == "(accepted)");
     }
   }
-  CHECK(refusal("--replay-capacity", "my-own-algo") == "(accepted)");
+}
+
+TEST_CASE("a run given no algorithm options gets its descriptor's defaults: R2D2's own, not DQN's",
+          "[learners][train]") {
+  register_builtin_algorithms();
+  train_options o;
+  o.algo = "r2d2";
+  const auto settings = algorithm_settings(o);
+  const auto value = [&](std::string_view name) {
+    for (const auto& [n, v] : settings) {
+      if (n == name) return v;
+    }
+    return std::string("(none)");
+  };
+  CHECK(value("replay-capacity") == "20000");
+  CHECK(value("replay-batch") == "32");
+  CHECK(value("learning-rate") == "0.001");
+  CHECK(value("gamma") == "0.997");
+  CHECK(value("lstm") == "64");
+  CHECK(value("frames") == "(none)");
+  o.algo = "dqn";
+  CHECK(algorithm_settings(o).front() == std::pair<std::string, std::string>{"learning-rate", "0.0005"});
+  // Options of another algorithm's type are a misuse, refused before a run.
+  o.algo_options = ppo_options{};
+  CHECK_THROWS_AS(validate(o), coral::usage_error);
 }
 
 TEST_CASE("a multi-agent env is refused by both algorithms, naming the env and its agents", "[learners][train]") {
@@ -191,9 +148,10 @@ TEST_CASE("a multi-agent env is refused by both algorithms, naming the env and i
   o.sampler.env_args = {{"agents", "3"}};
   const auto algo = GENERATE("ppo", "dqn");
   o.algo = algo;
+  o.algo_options.reset();
   std::ostringstream progress;
   CHECK_THROWS_MATCHES(train(o, progress), config_error,
-                       Catch::Message(fmt::format(fmt::runtime(lm::multi_agent_unsupported), "race", 3)));
+                       Catch::Message(fmt::format(fmt::runtime(te::multi_agent_unsupported), "race", 3)));
 }
 
 TEST_CASE("a run ends with a result holding solved, env steps, wall time and mean return", "[learners][train]") {
@@ -243,16 +201,16 @@ TEST_CASE("a corrupted or truncated checkpoint is refused on resume with a clear
     auto bad = bytes;
     bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x10);
     std::ofstream(first.checkpoint, std::ios::binary | std::ios::trunc).write(bad.data(), static_cast<std::streamsize>(bad.size()));
-    CHECK_THROWS_WITH(train(o, progress), fmt::format(fmt::runtime(lm::checkpoint_corrupted), first.checkpoint));
+    CHECK_THROWS_WITH(train(o, progress), fmt::format(fmt::runtime(te::checkpoint_corrupted), first.checkpoint));
   }
   {
     std::ofstream(first.checkpoint, std::ios::binary | std::ios::trunc).write(bytes.data(), 100);
     CHECK_THROWS_WITH(train(o, progress),
-                      fmt::format(fmt::runtime(lm::checkpoint_truncated), first.checkpoint, 100, bytes.size()));
+                      fmt::format(fmt::runtime(te::checkpoint_truncated), first.checkpoint, 100, bytes.size()));
   }
   fs::remove_all(dir);
   fs::create_directories(dir);
-  CHECK_THROWS_WITH(train(o, progress), fmt::format(fmt::runtime(lm::no_checkpoint), dir.string()));
+  CHECK_THROWS_WITH(train(o, progress), fmt::format(fmt::runtime(te::no_checkpoint), dir.string()));
 }
 
 TEST_CASE("with --executor single two runs of a seed give identical results and checkpoints", "[learners][train][determinism]") {
@@ -288,7 +246,7 @@ TEST_CASE("a run writes its metrics rows and a learning curve to the run directo
   for (std::string line; std::getline(csv, line);) ++rows;
   CHECK(rows == r.updates + 1);  // one per update, and the final one
   CHECK(r.metrics_written);
-  if (progress.str().find(lm::gnuplot_not_found) == std::string::npos) {  // gnuplot is installed
+  if (progress.str().find(te::gnuplot_not_found) == std::string::npos) {  // gnuplot is installed
     CHECK(fs::file_size(dir / "learning_curve.png") > 0);
   }
 }
@@ -347,7 +305,7 @@ TEST_CASE("a run directory with quotes, semicolons, backquotes and $() in its na
     CHECK_FALSE(fs::exists(base / m));
   }
   CHECK(r.metrics_written);
-  if (progress.str().find(lm::gnuplot_not_found) == std::string::npos) {
+  if (progress.str().find(te::gnuplot_not_found) == std::string::npos) {
     CHECK(progress.str().find("warning") == std::string::npos);
     CHECK(fs::file_size(dir / "learning_curve.png") > 0);
   }
@@ -367,25 +325,25 @@ TEST_CASE("unusable run and checkpoint directories are refused by name before an
   auto o = small_run(1024);
   o.checkpoint_dir = (file / "sub").string();
   auto r = refused(o);
-  CHECK(r.what == fmt::format(fmt::runtime(lm::dir_unusable), "--checkpoint-dir", o.checkpoint_dir, not_a_dir));
+  CHECK(r.what == fmt::format(fmt::runtime(te::dir_unusable), "--checkpoint-dir", o.checkpoint_dir, not_a_dir));
   CHECK(r.progress.empty());  // nothing started
 
   o = small_run(1024);
   o.run_dir = file.string();
   r = refused(o);
-  CHECK(r.what == fmt::format(fmt::runtime(lm::dir_unusable), "--run-dir", o.run_dir, lm::not_a_directory));
+  CHECK(r.what == fmt::format(fmt::runtime(te::dir_unusable), "--run-dir", o.run_dir, te::not_a_directory));
   CHECK(r.progress.empty());
 
   o.run_dir = (file / "sub").string();
-  CHECK(refused(o).what == fmt::format(fmt::runtime(lm::dir_unusable), "--run-dir", o.run_dir, not_a_dir));
+  CHECK(refused(o).what == fmt::format(fmt::runtime(te::dir_unusable), "--run-dir", o.run_dir, not_a_dir));
 
   o.run_dir = "/proc";  // a directory nobody may create files in
   r = refused(o);
   // The system's reason: ENOENT as root, EACCES otherwise.
   const int reason = errno_of_creating("/proc/.coral-train-test");
   CHECK((reason == ENOENT || reason == EACCES));
-  CHECK(r.what == fmt::format(fmt::runtime(lm::dir_unusable), "--run-dir", "/proc",
-                              fmt::format(fmt::runtime(lm::not_writable), std::strerror(reason))));
+  CHECK(r.what == fmt::format(fmt::runtime(te::dir_unusable), "--run-dir", "/proc",
+                              fmt::format(fmt::runtime(te::not_writable), std::strerror(reason))));
   CHECK(r.progress.empty());
 
   // A usable directory keeps no trace of the test write.
@@ -409,7 +367,7 @@ TEST_CASE("a metrics file that cannot be written is reported and never claimed a
   std::ostringstream progress;
   const auto r = train(o, progress);
   CHECK_FALSE(r.metrics_written);
-  CHECK(progress.str().find(fmt::format(fmt::runtime(lm::metrics_write_failed), (dir / "metrics.csv").string(),
+  CHECK(progress.str().find(fmt::format(fmt::runtime(te::metrics_write_failed), (dir / "metrics.csv").string(),
                                         std::strerror(ENOSPC))) != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "learning_curve.png"));
 }
@@ -425,7 +383,7 @@ TEST_CASE("a fresh run into a directory holding checkpoints is refused, and kill
   const auto first = train(o, progress);
   CHECK_FALSE(fs::exists(dir / "checkpoint-000000000512.ckpt.tmp"));
   const auto r = refused(o);
-  CHECK(r.what == fmt::format(fmt::runtime(lm::checkpoint_dir_in_use), dir.string(), first.checkpoint));
+  CHECK(r.what == fmt::format(fmt::runtime(te::checkpoint_dir_in_use), dir.string(), first.checkpoint));
   CHECK(r.progress.empty());
   CHECK(read_checkpoint(first.checkpoint).learner.env_steps == first.env_steps);  // untouched
 }
@@ -444,7 +402,7 @@ TEST_CASE("a checkpoint of another run is refused on resume: algo, env, network 
     how(changed);
     return refused(changed).what;
   };
-  const auto& mismatch = lm::checkpoint_mismatch;
+  const auto& mismatch = te::checkpoint_mismatch;
   CHECK(change([](train_options& c) { c.sampler.seed = 7; }) ==
         fmt::format(fmt::runtime(mismatch), first.checkpoint, "seed", 3, 7));
   CHECK(change([](train_options& c) { c.sampler.env = "bandit"; }) ==
@@ -453,8 +411,9 @@ TEST_CASE("a checkpoint of another run is refused on resume: algo, env, network 
             .starts_with(fmt::format(fmt::runtime(mismatch), first.checkpoint, "network", saved.network, "")));
   CHECK(change([](train_options& c) {
           c.algo = "dqn";
-          c.dqn.replay_capacity = 4096;
-        }) == fmt::format(fmt::runtime(lm::checkpoint_algo), first.checkpoint, "ppo", "dqn"));
+          c.algo_options = dqn_config{};
+          options_of<dqn_config>(c).replay_capacity = 4096;
+        }) == fmt::format(fmt::runtime(te::checkpoint_algo), first.checkpoint, "ppo", "dqn"));
   CHECK(peek_checkpoint(first.checkpoint).env_steps == first.env_steps);  // refused runs wrote nothing
   CHECK(list_checkpoints(dir).checkpoints.size() == 1);
 }
@@ -483,8 +442,8 @@ TEST_CASE("resume continues the checkpoint with the most recorded steps, past a 
   CHECK(second.resumed_from == newest);
   CHECK(second_progress.str().find("resumed from " + newest + " (2048 env steps") != std::string::npos);
   CHECK(second_progress.str().find(fmt::format(
-            fmt::runtime(lm::checkpoint_skipped),
-            fmt::format(fmt::runtime(lm::checkpoint_not_a_file), directory.string()))) != std::string::npos);
+            fmt::runtime(te::checkpoint_skipped),
+            fmt::format(fmt::runtime(te::checkpoint_not_a_file), directory.string()))) != std::string::npos);
   // Kept: the two newest of the run (2560 and 3072); the directory is left alone.
   const auto listing = list_checkpoints(dir);
   REQUIRE(listing.checkpoints.size() == 2);
@@ -521,19 +480,20 @@ TEST_CASE("a resumed run appends to metrics.csv and names the checkpoint it cont
   // A run directory with another kind of run's metrics is refused on resume.
   std::ofstream(csv, std::ios::trunc) << "seconds,env_steps,td_loss\n1,2,3\n";
   o.total_steps = 3072;
-  CHECK(refused(o).what == fmt::format(fmt::runtime(lm::metrics_header_differs), csv.string()));
+  CHECK(refused(o).what == fmt::format(fmt::runtime(te::metrics_header_differs), csv.string()));
   CHECK(lines_of(csv).size() == 2);
 }
 
 TEST_CASE("a learner whose loss or weights stop being finite stops the run naming the learner and the term",
           "[learners][train][finite]") {
-  // --learning-rate is capped on the command line; in-process nothing stops
-  // 1e30 from blowing the first updates up to inf and NaN.
+  // Rewards of 1e30 are finite, but their squared value errors are not.
   // (DQN's Huber loss and clipped gradients stay finite at any rate; its
   // checks are the same two calls, tested below on their own.)
   const std::string algo = "ppo";
   auto o = small_run(20'000);
-  o.ppo.learning_rate = 1e30;
+  o.sampler.env = "faulty";
+  o.sampler.env_args = {{"env", "-1"}, {"reward_scale", "1e30"}};
+  o.stop_when_solved = false;  // a return of 1e30 solves cartpole
   std::ostringstream progress;
   try {
     const auto r = train(o, progress);
@@ -566,9 +526,10 @@ TEST_CASE("under --on-env-error reset a failed step is no episode: PPO records n
 
 TEST_CASE("coral train's entry point runs a test-only algorithm added with one registration line",
           "[learners][train][algorithm]") {
-  coral::learners::register_algorithm("count", coral::test::make_count_steps);
+  coral::training::register_algorithm(coral::test::count_steps_descriptor());
   auto o = small_run(2048);
   o.algo = "count";
+  o.algo_options = coral::test::count_options{.horizon = 64};
   std::ostringstream progress;
   const auto r = train(o, progress);
   CHECK(r.env_steps == 2048);
@@ -583,7 +544,7 @@ TEST_CASE("a policy lag bound beyond the run's segments, up to 2^64 - 1, runs li
   // 2^64 - 1 once made the assembler's channel lag + 2 = 1 segment long,
   // and the run failed with "the segments channel is full".
   auto o = small_run(4096);
-  o.max_policy_lag = std::numeric_limits<std::size_t>::max();
+  options_of<ppo_options>(o).max_policy_lag = std::numeric_limits<std::size_t>::max();
   std::ostringstream progress;
   const auto r = train(o, progress);
   CHECK(r.env_steps == 4096);

@@ -62,6 +62,7 @@ class faulty final : public env {
   bool mine_;  ///< this env is the one the faults are for
   std::int64_t throw_step_, throw_reset_, nan_reward_, nan_obs_, inf_obs_;
   std::int64_t stall_step_, stall_ms_, alloc_step_, alloc_mb_;
+  float reward_scale_;
   bool repeat_;
   std::int64_t steps_ = 0;
   std::int64_t resets_ = 0;

@@ -13,8 +13,8 @@
 #include "coral/actors/epsilon_schedule.hpp"
 #include "coral/actors/policy.hpp"
 #include "coral/learners/network.hpp"
-#include "coral/learners/ppo_learner.hpp"
-#include "coral/learners/training_stats.hpp"
+#include "coral/training/learner_state.hpp"
+#include "coral/training/training_stats.hpp"
 #include "coral/replay/replay_actor.hpp"
 
 namespace coral::learners {
@@ -73,16 +73,16 @@ class dqn_learner {
   dqn_learner& operator=(const dqn_learner&) = delete;
 
   /// One update on `batch`; writes |TD error| per draw into batch.td_errors.
-  update_stats update(replay::sample_batch& batch);
+  training::update_stats update(replay::sample_batch& batch);
 
   /// The online network's flat weights (what the policy loads).
   [[nodiscard]] std::vector<float> weights() const;
   /// The target network's flat weights.
   [[nodiscard]] std::vector<float> target_weights() const;
   /// Learner state (online weights, Adam, counters) for a checkpoint.
-  [[nodiscard]] learner_state state() const;
+  [[nodiscard]] training::learner_state state() const;
   /// Restores a state and the target weights; usage_error if sizes differ.
-  void restore(const learner_state& s, std::span<const float> target);
+  void restore(const training::learner_state& s, std::span<const float> target);
   [[nodiscard]] std::uint64_t updates() const noexcept;
   /// Counts env steps into the state a checkpoint keeps.
   void set_env_steps(std::uint64_t steps) noexcept;

@@ -1,55 +1,20 @@
 #pragma once
 /// \file
-/// Error texts of the learners layer (fmt format strings); tests assert them exactly.
+/// Error texts of the built-in algorithms and networks (fmt format strings); tests assert them exactly.
 
 #include <string_view>
 
 namespace coral::learners::errors {
 
-/// A checkpoint file shorter than its header says: path, size, expected size.
-inline constexpr std::string_view checkpoint_truncated = "checkpoint '{}' is truncated: {} bytes, expected {}";
-/// A file that does not start with coral's checkpoint magic: path.
-inline constexpr std::string_view checkpoint_not_coral = "checkpoint '{}' is not a coral checkpoint";
-/// A checkpoint of another format version: path, its version, ours.
-inline constexpr std::string_view checkpoint_version = "checkpoint '{}' has format version {}, expected {}";
-/// Payload checksum mismatch: path.
-inline constexpr std::string_view checkpoint_corrupted = "checkpoint '{}' is corrupted: checksum mismatch";
-/// A well-formed checkpoint whose record is missing or malformed: path, record name.
-inline constexpr std::string_view checkpoint_bad_record = "checkpoint '{}' has a missing or malformed record '{}'";
-/// A checkpoint made for another network or env: path, what, its value, this run's.
-inline constexpr std::string_view checkpoint_mismatch = "checkpoint '{}' does not match this run: {} is {}, expected {}";
-/// A checkpoint whose saved replay has another shape than this run's (its
-/// capacity, streams or rows follow --replay-capacity, --num-envs, --n-step
-/// and R2D2's sequence flags): path, the replay's own message.
-inline constexpr std::string_view checkpoint_replay_mismatch =
-    "checkpoint '{}' does not match this run: {}; resume with the replay flags it was written with";
-/// A checkpoint that cannot be read or written: path, reason.
-inline constexpr std::string_view checkpoint_io = "checkpoint '{}': {}";
-/// `--resume` with no checkpoint in the directory: the directory.
-inline constexpr std::string_view no_checkpoint = "--resume: no checkpoint in '{}'";
-/// `--resume` without `--checkpoint-dir`.
-inline constexpr std::string_view resume_needs_dir = "--resume: requires --checkpoint-dir";
-/// An env with several agents per env (not supported by PPO yet): env, agents.
-inline constexpr std::string_view multi_agent_unsupported = "--env: '{}' has {} agents per env; coral train supports single-agent envs";
 /// An action space PPO cannot act in: its text.
 inline constexpr std::string_view unsupported_action_space = "--env: action space {} is not supported (Discrete, MultiDiscrete, Box, and Dict/Tuple of them)";
-
 /// `--algo dqn` on an action space other than one Discrete: its text.
 inline constexpr std::string_view dqn_needs_discrete =
     "--algo dqn: the action space must be one Discrete, not {}";
-/// A flag that `--algo dqn` does not take: the flag.
-inline constexpr std::string_view dqn_no_frames = "--frames: --algo dqn takes 1 (stacked frames are PPO-only), not {}";
-inline constexpr std::string_view dqn_no_lstm =
-    "--lstm: --algo dqn has no recurrent Q-network (--algo r2d2 has), so it takes 0, not {}";
+/// A Q-network (q_policy) given stacked frames: how many.
+inline constexpr std::string_view dqn_no_frames = "q_policy: a Q-network acts on one observation (stacked frames are PPO's), not {} frames";
 /// `--algo r2d2` on an action space other than one Discrete: its text.
 inline constexpr std::string_view r2d2_needs_discrete = "--algo r2d2: the action space must be one Discrete, not {}";
-/// `--frames` other than 1 given to `--algo r2d2`: the value.
-inline constexpr std::string_view r2d2_no_frames = "--frames: --algo r2d2 takes 1 (its LSTM is its memory), not {}";
-/// A setting given to an algorithm that does not read it (it differs from
-/// its default): the flag (or, where no flag sets it alone, the field, such
-/// as `dqn.learning_rate`), the algorithms that read it ("PPO", "DQN and
-/// R2D2"), this run's --algo.
-inline constexpr std::string_view setting_of_other_algo = "{}: {} only; --algo {} does not take it";
 /// Requirement (flag_out_of_range) of `--learning-starts` at or past the end: --total-steps.
 inline constexpr std::string_view dqn_starts_too_late =
     "must be below --total-steps {}: no update could happen before the run ends";
@@ -72,60 +37,5 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
     "--prefetch x --replay-batch {} = {} transitions in flight must be at most the {} the rate limiter lets the "
     "learner sample over the run (--replay-ratio {} x (--total-steps {} - --learning-starts {})); the learner "
     "would wait for batches that are never filled";
-/// A checkpoint written by another algorithm: path, its algo, this run's.
-inline constexpr std::string_view checkpoint_algo = "checkpoint '{}' was written by --algo {}, this run is --algo {}";
-
-/// A loss term came out NaN or infinite: algo, term, value, update number.
-inline constexpr std::string_view non_finite_loss =
-    "{} learner: the {} is not finite ({}) at update {}: training diverged (lower --learning-rate, or "
-    "--allow-non-finite to go on)";
-/// A weight came out NaN or infinite: algo, parameter index, value, update number.
-inline constexpr std::string_view non_finite_weight =
-    "{} learner: weight {} is not finite ({}) after update {}: training diverged (lower --learning-rate, or "
-    "--allow-non-finite to go on)";
-
-// Run and checkpoint directories (see docs/training.md, "Checkpoints").
-
-/// A --run-dir or --checkpoint-dir that cannot be created or written: flag, path, reason.
-inline constexpr std::string_view dir_unusable = "{}: cannot use '{}': {}";
-/// The reason dir_unusable gives for a path that exists and is not a directory.
-inline constexpr std::string_view not_a_directory = "it exists and is not a directory";
-/// The reason dir_unusable gives when a test file cannot be written: the system's reason.
-inline constexpr std::string_view not_writable = "cannot write a file there: {}";
-/// A fresh run (no --resume) into a directory that holds checkpoints: directory, one of them.
-inline constexpr std::string_view checkpoint_dir_in_use =
-    "--checkpoint-dir: '{}' already holds checkpoints ('{}'); pass --resume to continue that run, or choose another "
-    "directory";
-/// A metrics.csv whose header is not this run's (another algorithm's run): path.
-inline constexpr std::string_view metrics_header_differs =
-    "--run-dir: '{}' holds metrics of another kind of run (its header differs); choose another --run-dir";
-/// A name like a checkpoint's that --resume passes over: why (a checkpoint_* text).
-inline constexpr std::string_view checkpoint_skipped = "warning: {}; skipped";
-/// A name like a checkpoint's on a directory (or anything but a regular file): path.
-inline constexpr std::string_view checkpoint_not_a_file = "checkpoint '{}' is not a regular file";
-/// metrics.csv could not be written (full disk, vanished directory): path, reason.
-inline constexpr std::string_view metrics_write_failed = "warning: could not write '{}': {}; its rows are incomplete";
-/// gnuplot is not installed.
-inline constexpr std::string_view gnuplot_not_found = "warning: gnuplot not found; no learning_curve.png";
-/// gnuplot ran and failed: how it ended.
-inline constexpr std::string_view gnuplot_failed = "warning: gnuplot failed ({}); no learning_curve.png";
-
-// Distributed runs (--distributed: rank 0 learns, the other ranks sample).
-
-/// --distributed in a job of fewer than two ranks: how many it has.
-inline constexpr std::string_view distributed_needs_ranks =
-    "--distributed: needs at least 2 ranks (rank 0 learns, the others sample): start it with mpirun -np N, N >= 2; "
-    "this job has {}";
-/// An algorithm without a distributed form: its name.
-inline constexpr std::string_view distributed_algo = "--distributed: --algo {} has no distributed form";
-/// A sampler rank started with other settings than the learner: the rank, what differs, its value, the learner's.
-inline constexpr std::string_view distributed_mismatch =
-    "--distributed: {} runs {} '{}', the learner (rank 0) runs '{}': start every rank with the same flags";
-/// A rank that did not hear from another in time: who waited, for whom, what for, seconds.
-inline constexpr std::string_view distributed_no_answer = "--distributed: {} heard nothing from {} ({}) for {} s";
-/// A message that does not decode: the sender, the field.
-inline constexpr std::string_view wire_malformed = "--distributed: a malformed message from {}: {}";
-/// A rank that stopped with an error: the rank, its error.
-inline constexpr std::string_view rank_failed = "--distributed: {} failed: {}";
 
 }  // namespace coral::learners::errors

@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "coral/learners/network.hpp"
-#include "coral/learners/rollout.hpp"
-#include "coral/learners/training_stats.hpp"
+#include "coral/training/rollout.hpp"
+#include "coral/training/learner_state.hpp"
+#include "coral/training/training_stats.hpp"
 
 namespace coral::learners {
 
@@ -32,21 +33,6 @@ struct ppo_config {
   /// Divide the rewards trained on by a running std of the discounted return
   /// (reward_scaler; `--reward-scale`).
   bool scale_rewards = false;
-};
-
-/// Everything a checkpoint needs to continue a learner exactly.
-struct learner_state {
-  std::vector<float> parameters;
-  std::vector<float> adam_m;       ///< first moments, flat like parameters
-  std::vector<float> adam_v;       ///< second moments
-  std::uint64_t adam_steps = 0;
-  std::uint64_t updates = 0;
-  std::uint64_t env_steps = 0;     ///< env steps trained on
-  std::uint64_t rng = 0;           ///< state of the minibatch-shuffling generator
-  /// The observation normaliser's running_moments::save() (empty without `--obs-norm`).
-  std::vector<double> observation_moments;
-  /// The reward scaler's reward_scaler::save() (empty without `--reward-scale`).
-  std::vector<double> reward_scaling;
 };
 
 /// PPO with GAE, the clipped surrogate, an (optionally clipped) value loss,
@@ -87,7 +73,7 @@ class ppo_learner {
 
   /// One update on `segment`; `version` is the version of the weights it
   /// starts from (for the policy lag).
-  update_stats update(const rollout_segment& segment, std::uint64_t version);
+  training::update_stats update(const training::rollout_segment& segment, std::uint64_t version);
 
   /// The current flat weights (what the policy loads): the network's
   /// parameters, then, with spec.normalize_observations, normalizer_block().
@@ -96,10 +82,10 @@ class ppo_learner {
   /// floats), normalised as the learner trains (for checks and tests); with
   /// an LSTM, each from a zero state (as an episode's first observation).
   [[nodiscard]] std::vector<float> values(std::span<const float> observations) const;
-  [[nodiscard]] learner_state state() const;
+  [[nodiscard]] training::learner_state state() const;
   /// Restores a state; throws usage_error if its sizes do not fit the network
   /// or it lacks the normaliser or scaler state this learner keeps.
-  void restore(const learner_state& s);
+  void restore(const training::learner_state& s);
   [[nodiscard]] std::uint64_t updates() const noexcept;
   [[nodiscard]] std::uint64_t env_steps() const noexcept;
   [[nodiscard]] const network_spec& spec() const noexcept;

@@ -17,7 +17,7 @@
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/ppo_learner.hpp"
-#include "coral/learners/training_stats.hpp"
+#include "coral/training/training_stats.hpp"
 #include "coral/replay/sequence.hpp"
 
 namespace coral::learners {
@@ -42,13 +42,38 @@ struct r2d2_config {
   }
 };
 
+/// DQN's settings at R2D2's defaults where they differ (the paper's, or
+/// what the small envs need; docs/training.md, "R2D2").
+[[nodiscard]] inline dqn_config r2d2_q_defaults() {
+  dqn_config d;
+  d.learning_rate = 1e-3;
+  d.gamma = 0.997;
+  d.n_step = 5;
+  d.batch_size = 32;        // sequences per update
+  d.replay_ratio = 4;
+  d.replay_capacity = 20'000;  // sequences
+  d.priority_alpha = 0.9;
+  d.priority_beta = 0.6;
+  d.target_update = 400;
+  d.max_grad_norm = 40;
+  return d;
+}
+
+/// Everything `--algo r2d2` reads beyond the settings every run has. Its
+/// descriptor (r2d2.cpp) declares a flag for each.
+struct r2d2_options {
+  dqn_config q = r2d2_q_defaults();  ///< the settings it shares with DQN (huber_delta and double_dqn unread)
+  r2d2_config sequences;
+  std::size_t lstm = 64;             ///< width of the Q-network's LSTM
+};
+
 /// The parameter count of R2D2's network for `spec` (spec.lstm > 0, one
 /// Discrete action space): the trunk and a linear Q head.
 [[nodiscard]] std::size_t r2d2_parameter_count(const network_spec& spec);
 
 /// What one R2D2 update measured, besides update_stats' DQN fields.
 struct r2d2_update_stats {
-  update_stats base;             ///< td_loss, mean_q, mean_abs_td, learning_rate, seconds
+  training::update_stats base;             ///< td_loss, mean_q, mean_abs_td, learning_rate, seconds
   double q_max = 0;              ///< largest Q (unrescaled) of the trained slots
   double grad_norm = 0;          ///< before clipping
   double burn_in_seconds = 0;    ///< unrolling the burn-in slots (no gradient)
@@ -62,12 +87,12 @@ struct r2d2_update_stats {
 /// the remaining slots (and observation slot `length`) with gradient, the
 /// target network without. The state is zeroed before every slot flagged
 /// slot_first. Targets are n-step double-Q in rescaled space
-/// (replay::nstep_batch_targets: the online network picks the bootstrap
+/// (nstep_batch_targets: the online network picks the bootstrap
 /// action, the target scores it). The loss is the importance-weighted
 /// (scaled so the batch's largest weight is 1) mean over sequences of the
 /// mean squared TD error over each sequence's trained, valid slots; the
 /// sequence's new priority is η max|δ| + (1 − η) mean|δ| over those slots
-/// (replay::sequence_priority), written into batch.priorities. Gradients
+/// (sequence_priority), written into batch.priorities. Gradients
 /// are clipped to max_grad_norm; Adam is written out over flat parameters
 /// (a checkpoint restores it exactly); the target network copies the
 /// online one every target_update updates.
@@ -90,9 +115,9 @@ class r2d2_learner {
   /// The target network's flat weights.
   [[nodiscard]] std::vector<float> target_weights() const;
   /// Learner state (online weights, Adam, counters) for a checkpoint.
-  [[nodiscard]] learner_state state() const;
+  [[nodiscard]] training::learner_state state() const;
   /// Restores a state and the target weights; usage_error if sizes differ.
-  void restore(const learner_state& s, std::span<const float> target);
+  void restore(const training::learner_state& s, std::span<const float> target);
   [[nodiscard]] std::uint64_t updates() const noexcept;
   /// Counts env steps into the state a checkpoint keeps.
   void set_env_steps(std::uint64_t steps) noexcept;

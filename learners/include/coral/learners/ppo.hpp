@@ -1,0 +1,25 @@
+#pragma once
+/// \file
+/// `--algo ppo`'s options: the learner's hyper-parameters (ppo_config) and
+/// the rollout and network settings only PPO reads. Its descriptor (ppo.cpp)
+/// declares a flag for each; learners::register_builtin_algorithms() registers it.
+
+#include <cstddef>
+
+#include "coral/learners/ppo_learner.hpp"
+
+namespace coral::learners {
+
+/// Everything `--algo ppo` reads beyond the settings every run has.
+struct ppo_options {
+  ppo_config ppo;                      ///< the learner's hyper-parameters
+  std::size_t horizon = 64;            ///< steps per row per segment
+  std::size_t max_policy_lag = 0;      ///< 0: strictly on-policy
+  std::size_t frames = 1;              ///< observations stacked into the policy's input
+  /// Width of an LSTM after the hidden layers (`--lstm`; network_spec::lstm); 0: none.
+  std::size_t lstm = 0;
+  /// Normalise the network's input by running moments (`--obs-norm`; network_spec).
+  bool normalize_observations = false;
+};
+
+}  // namespace coral::learners

@@ -1,0 +1,80 @@
+#pragma once
+/// \file
+/// An algorithm as the rest of coral knows it: a registered descriptor with
+/// its options type and defaults, the settings it declares (every one a
+/// `coral train` flag, a config-file key and a `coral.train` keyword), its
+/// checks, its memory estimate and the factory of its plug-in (algorithm.hpp).
+/// Nothing outside an algorithm's own file names it: `--algo NAME` finds
+/// its descriptor here.
+
+#include <any>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "coral/actors/memory_budget.hpp"
+#include "coral/training/algorithm.hpp"
+#include "coral/training/option_field.hpp"
+#include "coral/training/train_options.hpp"
+
+namespace coral::training {
+
+/// Everything coral knows of one algorithm.
+struct algorithm_descriptor {
+  std::string name;     ///< what `--algo` takes: `ppo`
+  std::string title;    ///< how messages name it: `PPO`
+  std::string summary;  ///< one line for `--algo`'s help
+  /// Its options with their defaults: a value of its options type.
+  std::function<std::any()> defaults;
+  /// The settings it declares, in the order help lists them. A name may be
+  /// declared by several algorithms (`learning-rate`), each with its own
+  /// default, but always of the same kind.
+  std::vector<option_field> fields;
+  /// Checks its options (and how they combine with the common ones); throws
+  /// config_error naming the flag at fault. May be empty.
+  std::function<void(const train_options&)> check;
+  /// Adds what a run of it allocates beyond the sampler's part. May be empty.
+  std::function<void(actors::memory_estimate&, const train_options&, const actors::env_shape&)> memory;
+  /// Builds its plug-in for a run.
+  algorithm_factory make;
+};
+
+/// Makes `--algo d.name` find `d`; replaces an earlier registration of the
+/// name. Throws usage_error when `d` has no name, no defaults or no factory,
+/// declares a setting twice, or declares a name another algorithm declares
+/// with another kind. Thread safety: any thread, before the runs that use it.
+void register_algorithm(algorithm_descriptor d);
+
+/// Registers an algorithm that declares no settings of its own (options of
+/// type std::monostate). Thread safety: as above.
+void register_algorithm(std::string name, algorithm_factory make,
+                        std::function<void(const train_options&)> check = {});
+
+/// The descriptor of `--algo name`; config_error (coral::errors::bad_value,
+/// naming the registered ones) when none is registered.
+[[nodiscard]] std::shared_ptr<const algorithm_descriptor> find_algorithm(std::string_view name);
+
+/// Every registered descriptor, in registration order.
+[[nodiscard]] std::vector<std::shared_ptr<const algorithm_descriptor>> registered_algorithms();
+
+/// The registered names in registration order, comma-separated (for error messages).
+[[nodiscard]] std::string algorithm_names();
+
+/// `o` with its algorithm's default options when it holds none; usage_error
+/// when it holds options of another type than its algorithm's.
+[[nodiscard]] train_options with_algorithm_defaults(train_options o);
+
+/// Each setting of `o`'s algorithm (its options filled in as
+/// with_algorithm_defaults() does) as name and text, in declaration order.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> algorithm_settings(const train_options& o);
+
+/// Throws config_error (errors::setting_of_other_algo) when the setting
+/// `name` (a flag without dashes) was given to a run of `algo`, which does
+/// not declare it, while other registered algorithms do. Does nothing for a
+/// setting `algo` declares or that no algorithm declares.
+void check_setting_declared(std::string_view name, std::string_view algo);
+
+}  // namespace coral::training

@@ -1,0 +1,147 @@
+#pragma once
+/// \file
+/// Checkpoints: a learner's state with the run's counters, in a file that
+/// refuses to load when truncated or corrupted.
+///
+/// Format (little-endian, as the machine writes it):
+///
+///     magic "CORALCKP" (8 bytes) | format version u32 | payload size u64 |
+///     FNV-1a 64 of the payload u64 | payload
+///
+/// The payload is a sequence of records `name length u32 | name | size u64 |
+/// bytes`. Format 2 adds the records `algo`, `target_parameters` and `replay`
+/// (the replay buffer, so that a resumed DQN run continues with the same
+/// data); format 3 adds `observation_moments` and `reward_scaling` (PPO's
+/// `--obs-norm` and `--reward-scale` state, doubles; empty when off). Format
+/// 1 and 2 files are still read, as runs without those flags (a run with
+/// them refuses such a file: its network signature or state does not match). Writing goes to `<file>.tmp`,
+/// which is flushed, synced to disk and then renamed over `<file>` (the
+/// directory is synced too): a crash leaves the old checkpoint or the new one,
+/// never a mix, and at worst a `.tmp` that remove_stale_temporaries() clears.
+///
+/// A checkpoint directory holds the checkpoints of one run (one identity:
+/// env, algo, network, seed). Which is newest is decided by the env steps
+/// recorded inside each file, never by its name.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coral/core/error.hpp"
+#include "coral/training/learner_state.hpp"
+
+namespace coral::training {
+
+/// A checkpoint that cannot be used; what() is one of errors::checkpoint_*.
+class checkpoint_error : public coral::error {
+ public:
+  using coral::error::error;
+};
+
+/// What a checkpoint holds.
+struct checkpoint {
+  std::string env;        ///< env name, checked on resume
+  std::string network;    ///< network signature (network_signature()), checked on resume
+  std::uint64_t seed = 0;
+  learner_state learner;  ///< weights, optimiser, counters, generator state
+  std::string algo = "ppo";               ///< the algorithm that wrote it (format 1: always ppo)
+  std::vector<float> target_parameters;   ///< DQN's target network; empty for PPO
+  std::vector<char> replay;               ///< the replay actor's saved state; empty for PPO
+};
+
+/// Who wrote a checkpoint and how far it got: what tells one run's
+/// checkpoints from another's, and the newest from the oldest.
+struct checkpoint_id {
+  std::string env;
+  std::string network;
+  std::string algo = "ppo";
+  std::uint64_t seed = 0;
+  std::uint64_t env_steps = 0;
+  /// Whether `other` is a checkpoint of the same run (every field but env_steps agrees).
+  [[nodiscard]] bool same_run(const checkpoint_id& other) const noexcept {
+    return env == other.env && network == other.network && algo == other.algo && seed == other.seed;
+  }
+};
+
+/// The identity of `c`.
+[[nodiscard]] checkpoint_id id_of(const checkpoint& c);
+
+/// Current format version.
+inline constexpr std::uint32_t checkpoint_format_version = 3;
+/// The oldest format version read_checkpoint() still reads (PPO-only files).
+inline constexpr std::uint32_t checkpoint_oldest_version = 1;
+
+/// Writes `c` to `file` atomically: to `<file>.tmp`, synced, renamed over
+/// `file`, then the directory synced. Overwrites whatever `file` holds (see
+/// save_checkpoint() for the checks a run makes first). Throws
+/// checkpoint_error (errors::checkpoint_io) if it cannot.
+void write_checkpoint(const std::filesystem::path& file, const checkpoint& c);
+
+/// Reads and verifies `file`. Throws checkpoint_error with
+/// errors::checkpoint_truncated, checkpoint_not_coral, checkpoint_version,
+/// checkpoint_corrupted, checkpoint_bad_record, checkpoint_not_a_file or
+/// checkpoint_io.
+[[nodiscard]] checkpoint read_checkpoint(const std::filesystem::path& file);
+
+/// Reads the identity records of `file` (env, network, algo, seed, env steps)
+/// and seeks past the others, so that it is cheap on a checkpoint of any size.
+/// Checks the header (magic, version, size) and the record framing but not
+/// the checksum: read_checkpoint() verifies a file before it is used. Throws
+/// checkpoint_error as read_checkpoint() does.
+[[nodiscard]] checkpoint_id peek_checkpoint(const std::filesystem::path& file);
+
+/// `dir/checkpoint-<env steps, 12 digits>.ckpt`.
+[[nodiscard]] std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::uint64_t env_steps);
+
+/// Whether `name` (a file name) is named like a checkpoint: `checkpoint-*.ckpt`.
+[[nodiscard]] bool is_checkpoint_name(std::string_view name) noexcept;
+
+/// A checkpoint found in a directory.
+struct listed_checkpoint {
+  std::filesystem::path file;
+  checkpoint_id id;
+};
+
+/// Something named like a checkpoint that is not a readable one.
+struct skipped_checkpoint {
+  std::filesystem::path file;
+  std::string why;            ///< a errors::checkpoint_* text
+  bool regular_file = false;  ///< false: a directory or other non-file
+};
+
+/// What a checkpoint directory holds.
+struct checkpoint_listing {
+  std::vector<listed_checkpoint> checkpoints;  ///< most recorded env steps first (ties: greater name first)
+  std::vector<skipped_checkpoint> skipped;     ///< greater name first
+};
+
+/// Every name like a checkpoint's in `dir`, each peeked (peek_checkpoint());
+/// directories and files that do not peek are listed as skipped, never thrown.
+/// An absent or unreadable directory lists nothing.
+[[nodiscard]] checkpoint_listing list_checkpoints(const std::filesystem::path& dir);
+
+/// The checkpoint in `dir` with the most env steps recorded inside it, if any.
+[[nodiscard]] std::optional<std::filesystem::path> newest_checkpoint(const std::filesystem::path& dir);
+
+/// Writes `c` into `dir` as checkpoint_path(dir, its env steps) and prunes.
+/// That name is overwritten only when it holds an older (or as old) checkpoint
+/// of the same run; anything else there (a newer checkpoint, another run's,
+/// an unreadable file, a directory) is kept, and `c` goes to
+/// `checkpoint-<steps>-<k>.ckpt` with the first free k instead. Then, when
+/// `keep` is not 0, every checkpoint of the same run but the `keep` with the
+/// most env steps (and the file just written) is removed; other runs' files
+/// and unreadable ones are never touched. Returns the file written; throws
+/// checkpoint_error (errors::checkpoint_io) if it cannot write.
+std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const checkpoint& c, std::size_t keep);
+
+/// Removes the `checkpoint-*.ckpt.tmp` files in `dir` that writes killed
+/// before their rename left behind; returns how many.
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir);
+
+/// FNV-1a 64 of `bytes`.
+[[nodiscard]] std::uint64_t fnv1a64(const void* bytes, std::size_t size) noexcept;
+
+}  // namespace coral::training

@@ -1,0 +1,425 @@
+#include "coral/training/checkpoint.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "coral/training/errors.hpp"
+
+namespace coral::training {
+namespace {
+
+constexpr char magic[8] = {'C', 'O', 'R', 'A', 'L', 'C', 'K', 'P'};
+constexpr std::size_t header_size = 8 + 4 + 8 + 8;
+
+template <class... Args>
+[[noreturn]] void fail(std::string_view text, Args&&... args) {
+  throw checkpoint_error(fmt::format(fmt::runtime(text), std::forward<Args>(args)...));
+}
+
+/// What the fixed header says.
+struct header {
+  std::uint32_t version = 0;
+  std::uint64_t size = 0;  ///< payload bytes
+  std::uint64_t sum = 0;   ///< FNV-1a 64 of the payload
+};
+
+/// Checks the header of a file of `total` bytes whose first
+/// min(total, header_size) bytes are at `head`.
+header check_header(const std::string& name, const char* head, std::size_t total) {
+  if (total < sizeof magic || std::memcmp(head, magic, sizeof magic) != 0) {
+    // std::equal, not memcmp: an empty file's data() may be null.
+    if (total < sizeof magic && std::equal(head, head + total, std::begin(magic))) {
+      fail(errors::checkpoint_truncated, name, total, header_size);
+    }
+    fail(errors::checkpoint_not_coral, name);
+  }
+  if (total < header_size) fail(errors::checkpoint_truncated, name, total, header_size);
+  header h;
+  std::memcpy(&h.version, head + 8, sizeof h.version);
+  std::memcpy(&h.size, head + 12, sizeof h.size);
+  std::memcpy(&h.sum, head + 20, sizeof h.sum);
+  if (h.version < checkpoint_oldest_version || h.version > checkpoint_format_version) {
+    fail(errors::checkpoint_version, name, h.version, checkpoint_format_version);
+  }
+  if (total - header_size != h.size) {
+    if (total - header_size < h.size) fail(errors::checkpoint_truncated, name, total, header_size + h.size);
+    fail(errors::checkpoint_corrupted, name);  // trailing bytes
+  }
+  return h;
+}
+
+/// Writes all of `size` bytes to `fd`.
+bool write_all(int fd, const void* data, std::size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const auto n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/// Syncs directory `dir` (so that a rename in it survives a power cut).
+void sync_directory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: the file itself is synced
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+/// Whether writing checkpoint `id` to `file` would destroy something that is
+/// not an older (or as old) checkpoint of the same run.
+bool occupied(const std::filesystem::path& file, const checkpoint_id& id) {
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(file, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found) return false;
+  if (st.type() != std::filesystem::file_type::regular) return true;
+  try {
+    const auto there = peek_checkpoint(file);
+    return !(there.same_run(id) && there.env_steps <= id.env_steps);
+  } catch (const checkpoint_error&) {
+    return true;  // unreadable: left for a person to look at
+  }
+}
+
+class writer {
+ public:
+  void bytes(std::string_view name, const void* data, std::size_t size) {
+    put(static_cast<std::uint32_t>(name.size()));
+    out_.insert(out_.end(), name.begin(), name.end());
+    put(static_cast<std::uint64_t>(size));
+    const auto* p = static_cast<const char*>(data);
+    out_.insert(out_.end(), p, p + size);
+  }
+  void text(std::string_view name, std::string_view s) { bytes(name, s.data(), s.size()); }
+  void u64(std::string_view name, std::uint64_t v) { bytes(name, &v, sizeof v); }
+  void floats(std::string_view name, const std::vector<float>& v) { bytes(name, v.data(), v.size() * sizeof(float)); }
+  void doubles(std::string_view name, const std::vector<double>& v) {
+    bytes(name, v.data(), v.size() * sizeof(double));
+  }
+  [[nodiscard]] const std::vector<char>& data() const noexcept { return out_; }
+
+ private:
+  template <class T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const char*>(&v);
+    out_.insert(out_.end(), p, p + sizeof v);
+  }
+  std::vector<char> out_;
+};
+
+}  // namespace
+
+std::uint64_t fnv1a64(const void* bytes, std::size_t size) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (std::size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
+  writer w;
+  w.text("env", c.env);
+  w.text("network", c.network);
+  w.u64("seed", c.seed);
+  w.u64("updates", c.learner.updates);
+  w.u64("env_steps", c.learner.env_steps);
+  w.u64("adam_steps", c.learner.adam_steps);
+  w.u64("rng", c.learner.rng);
+  w.floats("parameters", c.learner.parameters);
+  w.floats("adam_m", c.learner.adam_m);
+  w.floats("adam_v", c.learner.adam_v);
+  w.text("algo", c.algo);
+  w.floats("target_parameters", c.target_parameters);
+  w.bytes("replay", c.replay.data(), c.replay.size());
+  w.doubles("observation_moments", c.learner.observation_moments);
+  w.doubles("reward_scaling", c.learner.reward_scaling);
+  const auto& payload = w.data();
+  const std::uint32_t version = checkpoint_format_version;
+  const std::uint64_t size = payload.size();
+  const std::uint64_t sum = fnv1a64(payload.data(), payload.size());
+
+  std::error_code ec;
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
+  auto tmp = file;
+  tmp += ".tmp";
+  {
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail(errors::checkpoint_io, file.string(), std::strerror(errno));
+    bool ok = write_all(fd, magic, sizeof magic) && write_all(fd, &version, sizeof version) &&
+              write_all(fd, &size, sizeof size) && write_all(fd, &sum, sizeof sum) &&
+              write_all(fd, payload.data(), payload.size());
+    ok = ok && ::fsync(fd) == 0;
+    int write_errno = ok ? 0 : errno;
+    if (::close(fd) != 0 && ok) {
+      ok = false;
+      write_errno = errno;
+    }
+    if (!ok) {
+      std::filesystem::remove(tmp, ec);
+      fail(errors::checkpoint_io, file.string(), fmt::format("write failed: {}", std::strerror(write_errno)));
+    }
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    fail(errors::checkpoint_io, file.string(), ec.message());
+  }
+  sync_directory(file.parent_path());
+}
+
+checkpoint read_checkpoint(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) fail(errors::checkpoint_not_a_file, file.string());
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(errors::checkpoint_io, file.string(), "cannot open");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string name = file.string();
+  const header h = check_header(name, bytes.data(), bytes.size());
+  const std::uint32_t version = h.version;
+  const std::uint64_t size = h.size;
+  const char* payload = bytes.data() + header_size;
+  if (fnv1a64(payload, size) != h.sum) fail(errors::checkpoint_corrupted, name);
+
+  std::map<std::string, std::span<const char>, std::less<>> records;
+  std::size_t at = 0;
+  auto take = [&](std::size_t n) {
+    if (size - at < n) fail(errors::checkpoint_bad_record, name, "<framing>");
+    const char* p = payload + at;
+    at += n;
+    return p;
+  };
+  while (at < size) {
+    std::uint32_t name_len = 0;
+    std::memcpy(&name_len, take(4), 4);
+    std::string key(take(name_len), name_len);
+    std::uint64_t len = 0;
+    std::memcpy(&len, take(8), 8);
+    records[key] = std::span<const char>(take(len), len);
+  }
+  auto record = [&](std::string_view key) {
+    auto it = records.find(key);
+    if (it == records.end()) fail(errors::checkpoint_bad_record, name, key);
+    return it->second;
+  };
+  auto u64 = [&](std::string_view key) {
+    auto r = record(key);
+    if (r.size() != 8) fail(errors::checkpoint_bad_record, name, key);
+    std::uint64_t v = 0;
+    std::memcpy(&v, r.data(), 8);
+    return v;
+  };
+  auto floats = [&](std::string_view key) {
+    auto r = record(key);
+    if (r.size() % sizeof(float) != 0) fail(errors::checkpoint_bad_record, name, key);
+    std::vector<float> v(r.size() / sizeof(float));
+    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());  // an empty vector's data() may be null
+    return v;
+  };
+  auto doubles = [&](std::string_view key) {
+    auto r = record(key);
+    if (r.size() % sizeof(double) != 0) fail(errors::checkpoint_bad_record, name, key);
+    std::vector<double> v(r.size() / sizeof(double));
+    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());
+    return v;
+  };
+  auto text = [&](std::string_view key) {
+    auto r = record(key);
+    return std::string(r.data(), r.size());
+  };
+  checkpoint c;
+  c.env = text("env");
+  c.network = text("network");
+  c.seed = u64("seed");
+  c.learner.updates = u64("updates");
+  c.learner.env_steps = u64("env_steps");
+  c.learner.adam_steps = u64("adam_steps");
+  c.learner.rng = u64("rng");
+  c.learner.parameters = floats("parameters");
+  c.learner.adam_m = floats("adam_m");
+  c.learner.adam_v = floats("adam_v");
+  if (version >= 2) {
+    c.algo = text("algo");
+    c.target_parameters = floats("target_parameters");
+    const auto r = record("replay");
+    c.replay.assign(r.begin(), r.end());
+  }
+  if (version >= 3) {
+    c.learner.observation_moments = doubles("observation_moments");
+    c.learner.reward_scaling = doubles("reward_scaling");
+  }
+  if (c.learner.adam_m.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_m");
+  if (c.learner.adam_v.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_v");
+  return c;
+}
+
+std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::uint64_t env_steps) {
+  return dir / fmt::format("checkpoint-{:012}.ckpt", env_steps);
+}
+
+checkpoint_id id_of(const checkpoint& c) {
+  return {.env = c.env, .network = c.network, .algo = c.algo, .seed = c.seed, .env_steps = c.learner.env_steps};
+}
+
+checkpoint_id peek_checkpoint(const std::filesystem::path& file) {
+  const std::string name = file.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) fail(errors::checkpoint_not_a_file, name);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(errors::checkpoint_io, name, "cannot open");
+  const auto total = std::filesystem::file_size(file, ec);
+  if (ec) fail(errors::checkpoint_io, name, ec.message());
+  char head[header_size] = {};
+  in.read(head, static_cast<std::streamsize>(std::min<std::uintmax_t>(total, header_size)));
+  // Peeking does not verify the checksum; read_checkpoint() does.
+  const header h = check_header(name, head, total);
+  const std::uint32_t version = h.version;
+  const std::uint64_t size = h.size;
+
+  // Walk the record framing, reading the few small records that identify the
+  // run and seeking past the rest (weights, replay).
+  checkpoint_id id;
+  bool have_env = false, have_network = false, have_algo = version < 2, have_seed = false, have_steps = false;
+  std::uint64_t at = 0;
+  auto take = [&](void* to, std::uint64_t n) {
+    if (size - at < n) fail(errors::checkpoint_bad_record, name, "<framing>");
+    in.read(static_cast<char*>(to), static_cast<std::streamsize>(n));
+    if (!in) fail(errors::checkpoint_io, name, "read failed");
+    at += n;
+  };
+  constexpr std::uint64_t max_text = 4096;  // env names and signatures are short
+  while (at < size) {
+    std::uint32_t name_len = 0;
+    take(&name_len, 4);
+    if (name_len > max_text) fail(errors::checkpoint_bad_record, name, "<framing>");
+    std::string key(name_len, '\0');
+    take(key.data(), name_len);
+    std::uint64_t len = 0;
+    take(&len, 8);
+    if (size - at < len) fail(errors::checkpoint_bad_record, name, key);
+    auto text = [&](std::string& to, bool& have) {
+      if (len > max_text) fail(errors::checkpoint_bad_record, name, key);
+      to.assign(len, '\0');
+      take(to.data(), len);
+      have = true;
+    };
+    auto u64 = [&](std::uint64_t& to, bool& have) {
+      if (len != 8) fail(errors::checkpoint_bad_record, name, key);
+      take(&to, 8);
+      have = true;
+    };
+    if (key == "env") {
+      text(id.env, have_env);
+    } else if (key == "network") {
+      text(id.network, have_network);
+    } else if (key == "algo" && version >= 2) {
+      text(id.algo, have_algo);
+    } else if (key == "seed") {
+      u64(id.seed, have_seed);
+    } else if (key == "env_steps") {
+      u64(id.env_steps, have_steps);
+    } else {
+      in.seekg(static_cast<std::streamoff>(len), std::ios::cur);
+      if (!in) fail(errors::checkpoint_io, name, "read failed");
+      at += len;
+    }
+  }
+  for (const auto& [have, key] : {std::pair{have_env, "env"}, {have_network, "network"}, {have_algo, "algo"},
+                                  {have_seed, "seed"}, {have_steps, "env_steps"}}) {
+    if (!have) fail(errors::checkpoint_bad_record, name, key);
+  }
+  return id;
+}
+
+bool is_checkpoint_name(std::string_view name) noexcept {
+  return name.size() > std::string_view("checkpoint-.ckpt").size() && name.starts_with("checkpoint-") &&
+         name.ends_with(".ckpt");
+}
+
+checkpoint_listing list_checkpoints(const std::filesystem::path& dir) {
+  checkpoint_listing out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!is_checkpoint_name(e.path().filename().string())) continue;
+    std::error_code type_ec;
+    if (!e.is_regular_file(type_ec)) {
+      out.skipped.push_back({e.path(), fmt::format(fmt::runtime(errors::checkpoint_not_a_file), e.path().string()), false});
+      continue;
+    }
+    try {
+      out.checkpoints.push_back({e.path(), peek_checkpoint(e.path())});
+    } catch (const checkpoint_error& err) {
+      out.skipped.push_back({e.path(), err.what(), true});
+    }
+  }
+  std::sort(out.checkpoints.begin(), out.checkpoints.end(), [](const auto& a, const auto& b) {
+    if (a.id.env_steps != b.id.env_steps) return a.id.env_steps > b.id.env_steps;
+    return a.file.filename() > b.file.filename();
+  });
+  std::sort(out.skipped.begin(), out.skipped.end(),
+            [](const auto& a, const auto& b) { return a.file.filename() > b.file.filename(); });
+  return out;
+}
+
+std::optional<std::filesystem::path> newest_checkpoint(const std::filesystem::path& dir) {
+  auto listing = list_checkpoints(dir);
+  if (listing.checkpoints.empty()) return std::nullopt;
+  return std::move(listing.checkpoints.front().file);
+}
+
+std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const checkpoint& c, std::size_t keep) {
+  const auto id = id_of(c);
+  auto file = checkpoint_path(dir, id.env_steps);
+  for (std::size_t k = 1; occupied(file, id); ++k) file = dir / fmt::format("checkpoint-{:012}-{}.ckpt", id.env_steps, k);
+  write_checkpoint(file, c);
+  if (keep == 0) return file;
+  std::size_t kept = 0;
+  for (const auto& listed : list_checkpoints(dir).checkpoints) {
+    if (!listed.id.same_run(id)) continue;
+    if (kept < keep) {
+      ++kept;
+      continue;
+    }
+    std::error_code ec;
+    if (listed.file != file) std::filesystem::remove(listed.file, ec);  // best effort: a survivor is harmless
+  }
+  return file;
+}
+
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto name = e.path().filename().string();
+    std::error_code type_ec;
+    if (!name.ends_with(".tmp") || !is_checkpoint_name(std::string_view(name).substr(0, name.size() - 4)) ||
+        !e.is_regular_file(type_ec)) {
+      continue;
+    }
+    std::error_code remove_ec;
+    if (std::filesystem::remove(e.path(), remove_ec)) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace coral::training

@@ -1,0 +1,210 @@
+#include "run_files.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+#include "coral/training/errors.hpp"
+
+namespace coral::training::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+template <class... Args>
+std::string text(std::string_view format, Args&&... args) {
+  return fmt::format(fmt::runtime(format), std::forward<Args>(args)...);
+}
+
+/// Creates `dir` and proves it writable with a test file, or throws
+/// config_error naming `flag`.
+void make_usable(std::string_view flag, const std::string& dir) {
+  auto refuse = [&](const std::string& why) { throw config_error(text(errors::dir_unusable, flag, dir, why)); };
+  std::error_code ec;
+  const auto st = fs::status(dir, ec);
+  if (fs::exists(st) && !fs::is_directory(st)) refuse(std::string(errors::not_a_directory));
+  fs::create_directories(dir, ec);
+  if (ec) refuse(ec.message());
+  const auto probe = fs::path(dir) / fmt::format(".coral-write-test-{}", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) refuse(text(errors::not_writable, std::strerror(errno)));
+  const bool wrote = ::write(fd, "x", 1) == 1;
+  const int write_errno = errno;
+  const bool closed = ::close(fd) == 0;
+  const int close_errno = errno;
+  ::unlink(probe.c_str());
+  if (!wrote) refuse(text(errors::not_writable, std::strerror(write_errno)));
+  if (!closed) refuse(text(errors::not_writable, std::strerror(close_errno)));
+}
+
+}  // namespace
+
+void prepare_run_dirs(const train_options& o) {
+  if (!o.run_dir.empty()) make_usable("--run-dir", o.run_dir);
+  if (o.checkpoint_dir.empty()) return;
+  make_usable("--checkpoint-dir", o.checkpoint_dir);
+  (void)remove_stale_temporaries(o.checkpoint_dir);
+  if (o.resume) return;
+  // A fresh run would write its checkpoints among another run's, and a later
+  // --resume could not tell them apart: refuse before anything starts.
+  const auto listing = list_checkpoints(o.checkpoint_dir);
+  std::optional<fs::path> held;
+  if (!listing.checkpoints.empty()) held = listing.checkpoints.front().file;
+  for (const auto& s : listing.skipped) {
+    if (!held && s.regular_file) held = s.file;
+  }
+  if (held) throw config_error(text(errors::checkpoint_dir_in_use, o.checkpoint_dir, held->string()));
+}
+
+resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo, std::string_view signature,
+                                   std::ostream& progress) {
+  const auto listing = list_checkpoints(o.checkpoint_dir);
+  std::optional<std::string> first_error;  // of the newest unreadable file, thrown when nothing else is left
+  auto pass_over = [&](const std::string& why, bool regular_file) {
+    progress << text(errors::checkpoint_skipped, why) << '\n';
+    if (regular_file && !first_error) first_error = why;
+  };
+  for (const auto& s : listing.skipped) pass_over(s.why, s.regular_file);
+  for (const auto& listed : listing.checkpoints) {
+    checkpoint c;
+    try {
+      c = read_checkpoint(listed.file);
+    } catch (const checkpoint_error& e) {
+      pass_over(e.what(), true);
+      continue;
+    }
+    const auto file = listed.file.string();
+    if (c.algo != algo) throw checkpoint_error(text(errors::checkpoint_algo, file, c.algo, algo));
+    if (c.env != o.sampler.env) {
+      throw checkpoint_error(text(errors::checkpoint_mismatch, file, "env", c.env, o.sampler.env));
+    }
+    if (c.network != signature) {
+      throw checkpoint_error(text(errors::checkpoint_mismatch, file, "network", c.network, signature));
+    }
+    if (c.seed != o.sampler.seed) {
+      throw checkpoint_error(text(errors::checkpoint_mismatch, file, "seed", c.seed, o.sampler.seed));
+    }
+    return {std::move(c), listed.file};
+  }
+  if (first_error) throw checkpoint_error(*first_error);
+  throw config_error(text(errors::no_checkpoint, o.checkpoint_dir));
+}
+
+metrics_file::metrics_file(const std::string& run_dir, std::string_view header, bool append) {
+  if (run_dir.empty()) return;
+  dir_ = run_dir;
+  const auto file = dir_ / "metrics.csv";
+  auto mode = std::ios::out | std::ios::trunc;
+  bool new_file = true;
+  bool cut_row = false;  // the last row lacks its newline (a killed run)
+  if (append) {
+    std::ifstream old(file, std::ios::binary);
+    std::string first;
+    if (old && std::getline(old, first)) {
+      if (first != header) throw config_error(text(errors::metrics_header_differs, file.string()));
+      mode = std::ios::out | std::ios::app;
+      new_file = false;
+      old.clear();
+      old.seekg(-1, std::ios::end);
+      char last = '\n';
+      cut_row = old.get(last) && last != '\n';
+    }
+  }
+  errno = 0;
+  csv_.open(file, mode);
+  if (!csv_) throw config_error(text(errors::dir_unusable, "--run-dir", run_dir, std::strerror(errno)));
+  if (cut_row) csv_ << '\n';
+  if (new_file) csv_ << header << '\n';
+  csv_.flush();
+  if (!csv_) failed(errno);
+}
+
+void metrics_file::write_row(std::string_view row) {
+  if (!csv_.is_open() || !error_.empty()) return;
+  errno = 0;
+  csv_ << row << '\n';
+  csv_.flush();  // rows are few (one per update or per thousand steps); a reader sees each at once
+  if (!csv_) failed(errno);
+}
+
+void metrics_file::failed(int error_number) {
+  if (error_.empty()) error_ = error_number != 0 ? std::strerror(error_number) : "write failed";
+}
+
+bool metrics_file::close(std::ostream& progress) {
+  if (!csv_.is_open()) return false;
+  errno = 0;
+  csv_.close();
+  if (csv_.fail()) failed(errno);
+  if (!error_.empty()) {
+    progress << text(errors::metrics_write_failed, (dir_ / "metrics.csv").string(), error_) << '\n';
+    return false;
+  }
+  plot_learning_curve(dir_, progress);
+  return true;
+}
+
+void plot_learning_curve(const fs::path& dir, std::ostream& progress) {
+  auto warn_failed = [&](const std::string& why) { progress << text(errors::gnuplot_failed, why) << '\n'; };
+  {
+    // File names relative to `dir`, where gnuplot runs: no path of the
+    // user's is ever quoted into the script.
+    std::ofstream gp(dir / "learning_curve.gp", std::ios::trunc);
+    gp << "set terminal pngcairo size 900,500 noenhanced\n"
+       << "set output 'learning_curve.png'\n"
+       << "set datafile separator ','\n"
+       << "set key autotitle columnhead left top\n"
+       << "set xlabel 'env steps'\n"
+       << "set ylabel 'mean return (last 100 episodes)'\n"
+       << "set grid\n"
+       << "plot 'metrics.csv' using 2:5 with lines lw 2 title 'mean return'\n";
+    gp.close();
+    if (!gp) {
+      warn_failed("cannot write learning_curve.gp");
+      return;
+    }
+  }
+  posix_spawn_file_actions_t actions;
+  if (posix_spawn_file_actions_init(&actions) != 0) {
+    warn_failed("cannot spawn");
+    return;
+  }
+  const bool prepared = posix_spawn_file_actions_addchdir_np(&actions, dir.c_str()) == 0 &&
+                        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) == 0 &&
+                        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) == 0 &&
+                        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) == 0;
+  char program[] = "gnuplot";
+  char script[] = "learning_curve.gp";
+  char* argv[] = {program, script, nullptr};
+  pid_t pid = 0;
+  const int spawned = prepared ? posix_spawnp(&pid, program, &actions, nullptr, argv, environ) : EINVAL;
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned == ENOENT) {
+    progress << errors::gnuplot_not_found << '\n';
+    return;
+  }
+  if (spawned != 0) {
+    warn_failed(std::strerror(spawned));
+    return;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      warn_failed(std::strerror(errno));
+      return;
+    }
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  warn_failed(WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
+                                : fmt::format("killed by signal {}", WTERMSIG(status)));
+}
+
+}  // namespace coral::training::detail

@@ -1,0 +1,401 @@
+#include "coral/training/training_run.hpp"
+
+#include <algorithm>
+
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+#include "coral/core/json.hpp"
+#include "coral/core/stall_watchdog.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
+#include "bridge.hpp"
+#include "coral/training/finite_checks.hpp"
+#include "memory_budget.hpp"
+#include "coral/training/option_checks.hpp"
+#include "run_files.hpp"
+#include "run_guards.hpp"
+
+namespace coral::training {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+using detail::out_of_range;
+
+constexpr std::string_view common_columns = "seconds,env_steps,steps_per_second,episodes,mean_return,mean_length";
+
+}  // namespace
+
+void training_run::validate(const train_options& options) {
+  const auto algo = find_algorithm(options.algo);
+  const auto o = with_algorithm_defaults(options);
+  (void)actors::resolve_wiring(o.sampler);
+  if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
+  if (o.hidden.empty()) out_of_range("--hidden", "(none)", "give at least one layer width");
+  for (auto h : o.hidden) {
+    if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
+  }
+  if (!(o.progress_seconds >= 0)) out_of_range("--progress-seconds", o.progress_seconds, "must be >= 0");
+  if (!(o.stall_seconds >= 0 && o.stall_seconds <= 1e6)) {
+    out_of_range("--stall-seconds", o.stall_seconds, "must be in [0, 1000000] (0: no watchdog)");
+  }
+  if (o.resume && o.checkpoint_dir.empty()) throw config_error(std::string(errors::resume_needs_dir));
+  if (o.remote && o.remote->size() < 2) {
+    throw config_error(fmt::format(fmt::runtime(errors::distributed_needs_ranks), o.remote->size()));
+  }
+  if (algo->check) algo->check(o);
+  detail::check_memory_budget(o, *algo);  // what the run allocates fits in this machine's memory
+}
+
+training_run::training_run(const train_options& options, std::ostream& progress)
+    : options_(with_algorithm_defaults(options)), progress_(&progress) {
+  // Each sampler rank's envs and actions draw from streams of their own.
+  if (sampler_rank(options_)) options_.sampler.seed ^= options_.remote->rank() * 0x9E3779B97F4A7C15ULL;
+  // Once, before any plug-in reads it: the gates size their holds by it.
+  options_.sampler = actors::resolve_auto(options_.sampler);
+}
+
+training_run::~training_run() = default;
+
+void training_run::episode(double episode_return, double episode_length) {
+  bool full = false;
+  const double mean = stats_.add_episode(episode_return, episode_length, &full);
+  if (sampler_rank(options_)) {
+    bridge_->episode(episode_return, episode_length);  // the learner judges the run
+    return;
+  }
+  if (!(target_ && full && mean >= *target_)) return;
+  reached_target_.store(true);
+  if (!options_.stop_when_solved) return;
+  if (learner_rank(options_)) {
+    end(actors::gate_end::requested);
+  } else {
+    gate_->request_end();
+  }
+}
+
+void training_run::end(std::optional<actors::gate_end> why) {
+  int none = -1;
+  if (why) ended_.compare_exchange_strong(none, static_cast<int>(*why));
+  if (runtime_ != nullptr) runtime_->request_stop();
+}
+
+void training_run::say(const std::string& line) {
+  std::lock_guard lock(rows_mutex_);
+  *progress_ << line << '\n' << std::flush;
+}
+
+std::uint64_t training_run::env_steps() const {
+  return learner_rank(options_) ? start_steps_ + bridge_->env_steps() : gate_->env_steps();
+}
+
+void training_run::publish_initial(std::vector<float> own) {
+  if (!sampler_rank(options_)) {
+    weights_.publish(std::move(own));
+    return;
+  }
+  if (learner_weights_.size() != own.size()) {
+    throw error(fmt::format(fmt::runtime(errors::distributed_mismatch), options_.remote->name(options_.remote->rank()),
+                            "a network of weights", own.size(), learner_weights_.size()));
+  }
+  weights_.publish(std::move(learner_weights_), learner_version_);
+}
+
+std::vector<std::pair<std::string, std::string>> training_run::fingerprint() const {
+  const auto& o = options_;
+  std::vector<std::pair<std::string, std::string>> f{{"--algo", o.algo},
+                                                     {"--env", o.sampler.env},
+                                                     {"the network", algorithm_->signature()},
+                                                     {"--num-envs", std::to_string(o.sampler.num_envs)},
+                                                     {"--total-steps", std::to_string(o.total_steps)}};
+  for (auto& [name, value] : algorithm_settings(o)) f.emplace_back("--" + name, std::move(value));
+  return f;
+}
+
+void training_run::publish(std::vector<float> weights, std::string_view algo, std::uint64_t update) {
+  if (options_.sampler.check_finite) detail::check_weights(algo, update, weights);
+  weights_.publish(std::move(weights));
+  if (bridge_) bridge_->published();  // the broadcast's latency counts from here
+}
+
+asio::awaitable<bool> training_run::tell_gate() {
+  if (learner_rank(options_)) co_return !runtime_->stop_requested();  // no gate here: the bridge sends the weights
+  const actors::gate_msg note(actors::weights_published{weights_.version()});
+  const bool sent = co_await gate_->inbox().async_send(note);
+  co_return sent && !runtime_->stop_requested();
+}
+
+asio::awaitable<bool> training_run::updated(const update_stats& st, std::uint64_t updates, std::uint64_t env_steps) {
+  stats_.record_update(st, updates);
+  if (env_steps >= next_row_) {
+    record();
+    const auto every = algorithm_->metrics_every();
+    next_row_ = every <= 1 ? 0 : (env_steps / every + 1) * every;
+  }
+  if (next_checkpoint_ != 0 && !options_.checkpoint_dir.empty() && env_steps >= next_checkpoint_) {
+    auto c = checkpoint_base();
+    const bool taken = co_await algorithm_->snapshot(c);
+    if (!taken) co_return false;  // stopping: the final checkpoint follows the run
+    write(c);
+    next_checkpoint_ = (env_steps / options_.checkpoint_every + 1) * options_.checkpoint_every;
+  }
+  co_return !runtime_->stop_requested();
+}
+
+std::string training_run::make_row(row_stream stream, row_window& window) {
+  const auto now = clock::now();
+  stats_.set_env_steps(env_steps());
+  const auto s = stats_.read();
+  const double seconds = std::chrono::duration<double>(now - started_).count();
+  const double dt = std::chrono::duration<double>(now - window.time).count();
+  const double rate = dt > 0 ? static_cast<double>(s.env_steps - window.steps) / dt : 0.0;
+  window = {s.env_steps, now};
+  const auto part = algorithm_->row(stream, s, dt);
+  if (stream == row_stream::metrics) {
+    return fmt::format("{:.3f},{},{:.1f},{},{},{},{},{}", seconds, s.env_steps, rate, s.episodes, s.mean_return,
+                       s.mean_length, part, s.updates);
+  }
+  return fmt::format(
+      "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f} | {} | updates {} ({:.2f} ms "
+      "each, {:.1f} s in all){}",
+      seconds, s.env_steps, rate, s.episodes, s.mean_return, s.mean_length, part, s.updates,
+      1e3 * s.last_update.seconds, s.learner_seconds, bridge_ ? " | " + bridge_->row(dt) : std::string());
+}
+
+void training_run::report() {
+  std::lock_guard lock(rows_mutex_);
+  *progress_ << make_row(row_stream::progress, progress_window_) << '\n' << std::flush;
+}
+
+void training_run::record() {
+  std::lock_guard lock(rows_mutex_);
+  const bool to_file = metrics_->is_open();
+  if (!to_file && !options_.on_metrics_row) return;
+  const auto row = make_row(row_stream::metrics, metrics_window_);
+  if (to_file) metrics_->write_row(row);
+  if (options_.on_metrics_row && !options_.on_metrics_row(metrics_header_, row)) {
+    stopped_by_caller_ = true;
+    if (runtime_ != nullptr) runtime_->request_stop();
+  }
+}
+
+checkpoint training_run::checkpoint_base() const {
+  checkpoint c;
+  c.env = options_.sampler.env;
+  c.network = algorithm_->signature();
+  c.seed = options_.sampler.seed;
+  c.algo = options_.algo;
+  return c;
+}
+
+void training_run::write(const checkpoint& c) {
+  last_checkpoint_ = save_checkpoint(options_.checkpoint_dir, c, options_.keep_checkpoints).string();
+}
+
+void training_run::start() {
+  const auto& o = options_;
+  sampler_ = std::make_unique<actors::sampler>(o.sampler);
+  const envs::env& probe = sampler_->first_env();
+  if (probe.max_agents() != 1) {
+    throw config_error(fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, probe.max_agents()));
+  }
+  target_ = o.target_return ? o.target_return : probe.solved_return();
+  algorithm_ = find_algorithm(o.algo)->make(o, *sampler_);
+  if (o.remote) {
+    if (!algorithm_->distributed()) throw config_error(fmt::format(fmt::runtime(errors::distributed_algo), o.algo));
+    bridge_ = std::make_unique<detail::bridge>(*o.remote, o, *algorithm_, *this);
+  }
+  if (sampler_rank(o)) {
+    // The learner resumes and sets the start; this rank samples its share.
+    auto start = bridge_->handshake_sampler(fingerprint());
+    start_steps_ = start.start_steps;
+    learner_weights_ = std::move(start.weights);
+    learner_version_ = start.version;
+    const auto left = o.total_steps > start_steps_ ? o.total_steps - start_steps_ : 0;
+    const auto share = (left + sampler_ranks(o) - 1) / sampler_ranks(o);
+    gate_ = std::make_unique<actors::gate>(sampler_->group_rows(),
+                                           actors::gate::options{.env_steps = 0, .max_env_steps = std::max<std::uint64_t>(share, 1)});
+    algorithm_->start(*this);
+    sampler_->announce_to(gate_->inbox());
+    metrics_ = std::make_unique<detail::metrics_file>(std::string(), std::string(), false);
+    return;
+  }
+  if (o.resume) {
+    const auto [c, file] = detail::read_for_resume(o, o.algo, algorithm_->signature(), *progress_);
+    std::string restored;
+    try {
+      restored = algorithm_->restore(c);
+    } catch (const config_error& e) {
+      // restore's config_error is the saved replay refusing this run's shape
+      // (algorithm.hpp): a checkpoint of another run. The learner's own state
+      // was matched by the signature above, and refuses with usage_error.
+      throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_replay_mismatch), file.string(), e.what()));
+    }
+    start_steps_ = c.learner.env_steps;
+    resumed_from_ = file.string();
+    *progress_ << fmt::format("resumed from {} ({} env steps, {} updates{}{})\n", resumed_from_, start_steps_,
+                              c.learner.updates, restored.empty() ? "" : ", ", restored);
+  }
+  gate_ = std::make_unique<actors::gate>(
+      sampler_->group_rows(), actors::gate::options{.env_steps = start_steps_, .max_env_steps = o.total_steps});
+  algorithm_->start(*this);
+  if (weights_.version() == 0) throw usage_error("training_run: the algorithm published no initial weights");
+  if (bridge_) bridge_->handshake_learner(fingerprint(), {start_steps_, weights_.version(), *weights_.read().value});
+  sampler_->announce_to(gate_->inbox());
+  metrics_header_ = fmt::format("{},{},updates", common_columns, algorithm_->columns());
+  metrics_ = std::make_unique<detail::metrics_file>(o.run_dir, metrics_header_, o.resume);
+  if (o.checkpoint_every != 0) next_checkpoint_ = (start_steps_ / o.checkpoint_every + 1) * o.checkpoint_every;
+  const auto every = algorithm_->metrics_every();
+  next_row_ = every <= 1 ? 0 : (start_steps_ / every + 1) * every;
+}
+
+train_result training_run::run() {
+  if (sampler_) throw usage_error("training_run: run() may be called only once");
+  validate(options_);
+  const auto& o = options_;
+  const bool sampling = !learner_rank(o);  // this process runs env groups
+  const bool learning = !sampler_rank(o);  // this process trains, reports and checkpoints
+  if (learning) detail::prepare_run_dirs(options_);
+  try {
+    start();
+  } catch (const std::exception& e) {
+    // The other ranks hear why, rather than wait for this one.
+    if (bridge_) (void)bridge_->close(detail::stop_reason::failed, e.what());
+    throw;
+  }
+  const auto& so = o.sampler;
+  const auto& wiring = sampler_->wires();
+  const auto bo = actors::batcher_options_behind_gate(so, wiring);
+  if (learning) {
+    *progress_ << fmt::format(
+        "coral train: env {}, {}, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
+        "spin {} us, {}, target return {}{}{}\n",
+        so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, wiring.envs_per_group, wiring.batch_size,
+        so.threads, so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads",
+        so.spin.count(),
+        algorithm_->describe_setup(), target_ ? json::number(*target_) : "none",
+        bo.min_batch_size != so.min_batch_size
+            ? fmt::format(", dynamic batching behind the gate (min {} envs, {} us)", bo.min_batch_size,
+                          bo.batch_timeout.count())
+            : "",
+        bridge_ ? fmt::format(", distributed: this rank learns, {} sampler rank{} run the envs and threads above each",
+                              sampler_ranks(o), sampler_ranks(o) == 1 ? "" : "s")
+                : "");
+  }
+
+  started_ = clock::now();
+  progress_window_ = {start_steps_, started_};
+  metrics_window_ = progress_window_;
+  runtime rt({.mode = so.executor,
+              .handle_signals = true,
+              .stop_deadline = detail::train_stop_deadline,
+              .on_stop_timeout = detail::exit_on_stop_timeout(*progress_)});
+  runtime_ = &rt;
+  rt.on_stop([this] {
+    gate_->close();
+    algorithm_->close();
+  });
+  if (sampling) {
+    sampler_->spawn(rt, algorithm_->policy(), bo, &algorithm_->consumer(), &weights_);
+    auto pool = rt.pool(pool_options{.name = "sampling", .threads = so.threads, .pin = so.pin, .first_core = 0,
+                                     .spin = so.spin});
+    // The gate awaits its inbox only, closed at a stop above: no strand.
+    rt.spawn("gate", pool,
+             gate_->run(algorithm_->gate_policy(), sampler_->ready_channels(),
+                        [this](actors::gate_end why) { end(why); }),
+             actor_waits::channels_only);
+  }
+  if (learning) algorithm_->spawn(rt, *this);
+  if (bridge_) rt.spawn("bridge", rt.pool("bridge", 1), bridge_->run(rt));
+  if (learning && o.progress_seconds > 0) {
+    const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.progress_seconds));
+    rt.spawn("progress", rt.pool("progress", 1), [this, period]() -> asio::awaitable<void> {
+      asio::steady_timer timer(co_await asio::this_coro::executor);
+      for (;;) {
+        timer.expires_after(period);
+        co_await timer.async_wait(asio::use_awaitable);
+        report();
+      }
+    });
+  }
+  stall_watchdog stall(stall_watchdog::limit_of(o.stall_seconds));
+  if (sampling) sampler_->watch_by(stall);
+  if (learning) stall.watch("learner updates", [this] { return stats_.read().updates; });
+  stall.describe([this](std::string& out) {
+    if (!learner_rank(options_)) gate_->describe(out);
+    algorithm_->describe(out);
+    if (bridge_) bridge_->describe(out);
+  });
+  stall.spawn(rt);
+  try {
+    rt.run();
+  } catch (const std::exception& e) {
+    // The other ranks hear why before this one ends.
+    if (bridge_) (void)bridge_->close(detail::stop_reason::failed, e.what());
+    throw;
+  }
+  runtime_ = nullptr;
+  algorithm_->finish();
+
+  const double wall = std::chrono::duration<double>(clock::now() - started_).count();
+  if (learning) {
+    report();
+    record();
+    if (!o.checkpoint_dir.empty()) {
+      auto c = checkpoint_base();
+      algorithm_->final_state(c);
+      write(c);
+    }
+  }
+  bool interrupted = ended_.load() < 0 || stopped_by_caller_;
+  if (bridge_) {
+    const auto failure = bridge_->failure();
+    const auto why = !failure.empty() ? detail::stop_reason::failed
+                     : interrupted    ? detail::stop_reason::interrupted
+                                      : detail::stop_reason::ended;
+    const auto silent = bridge_->close(why, failure);
+    if (!silent.empty()) {
+      say(fmt::format(fmt::runtime(errors::distributed_no_answer), o.remote->name(o.remote->rank()), silent,
+                      "its stop", detail::bridge::silence_limit(o)));
+    }
+    if (!failure.empty()) throw error(failure);
+    // A sampler stopped by the learner ends as the learner did.
+    if (bridge_->stopped_by_peer()) interrupted = bridge_->interrupted();
+  }
+  const auto s = stats_.read();
+  train_result result;
+  result.wall_seconds = wall;
+  // Solved when the last-100 mean reached the target at any episode: the
+  // episodes that finish between that one and the end (envs in flight)
+  // may pull the final mean back under it.
+  result.solved = target_ && (reached_target_.load() || (s.window >= 100 && s.mean_return >= *target_));
+  result.interrupted = interrupted;
+  result.env_steps = env_steps();
+  result.mean_return = s.mean_return;
+  result.mean_length = s.mean_length;
+  result.episodes = s.episodes;
+  result.updates = algorithm_->updates();
+  result.target_return = target_;
+  result.checkpoint = last_checkpoint_;
+  result.resumed_from = resumed_from_;
+  result.metrics_written = metrics_->close(*progress_);
+  return result;
+}
+
+std::string train_result::to_json(const train_options& o) const {
+  return fmt::format(
+      R"({{"solved":{},"interrupted":{},"env":{},"algo":{},"topology":{},"executor":{},"seed":{},"env_steps":{},)"
+      R"("wall_seconds":{},"mean_return":{},"mean_length":{},"episodes":{},"updates":{},"target_return":{},)"
+      R"("checkpoint":{},"resumed_from":{}}})",
+      solved, interrupted, json::quote(o.sampler.env), json::quote(o.algo), json::quote(actors::to_string(o.sampler.topo)),
+      json::quote(o.sampler.executor == executor_mode::single ? "single" : "threads"), o.sampler.seed, env_steps,
+      json::number(wall_seconds), json::number(mean_return), json::number(mean_length), episodes, updates,
+      target_return ? json::number(*target_return) : "null", checkpoint.empty() ? "null" : json::quote(checkpoint),
+      resumed_from.empty() ? "null" : json::quote(resumed_from));
+}
+
+}  // namespace coral::training
