@@ -1,4 +1,4 @@
-// libFuzzer target: the checkpoint reader (learners/src/checkpoint.cpp,
+// libFuzzer target: the checkpoint reader (training/src/checkpoint.cpp,
 // read_checkpoint), which `coral train --resume` runs on whatever file it
 // finds in the checkpoint directory.
 //

@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 
+#include "coral/distributed/bridge.hpp"
 #include "coral/distributed/mpi_transport.hpp"
 #endif
 
@@ -192,7 +193,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
   o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
 #ifdef CORAL_HAVE_MPI
-  if (f.distributed) o.remote = distributed::mpi_transport::start();
+  if (f.distributed) o.remote = distributed::over(distributed::mpi_transport::start());
 #endif
   training::train_result result;
   try {

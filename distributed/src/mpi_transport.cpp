@@ -89,7 +89,7 @@ mpi_transport::~mpi_transport() {
   guard.join();
 }
 
-void mpi_transport::send(std::size_t to, training::wire_tag tag, std::vector<std::byte> bytes) {
+void mpi_transport::send(std::size_t to, wire_tag tag, std::vector<std::byte> bytes) {
   if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
     throw error(fmt::format(fmt::runtime(errors::wire_too_big), bytes.size(), name(to)));
   }
@@ -111,14 +111,14 @@ std::size_t mpi_transport::in_flight() {
   return pending_.size();
 }
 
-std::size_t mpi_transport::in_flight(std::size_t to, training::wire_tag tag) {
+std::size_t mpi_transport::in_flight(std::size_t to, wire_tag tag) {
   (void)in_flight();
   std::size_t n = 0;
   for (const auto& p : pending_) n += (p->to == to && p->tag == static_cast<int>(tag)) ? 1 : 0;
   return n;
 }
 
-std::optional<training::wire_message> mpi_transport::poll() {
+std::optional<wire_message> mpi_transport::poll() {
   int found = 0;
   MPI_Message message;
   MPI_Status status;
@@ -126,9 +126,9 @@ std::optional<training::wire_message> mpi_transport::poll() {
   if (found == 0) return std::nullopt;
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
-  training::wire_message m;
+  wire_message m;
   m.from = static_cast<std::size_t>(status.MPI_SOURCE);
-  m.tag = static_cast<training::wire_tag>(status.MPI_TAG);
+  m.tag = static_cast<wire_tag>(status.MPI_TAG);
   m.bytes.resize(static_cast<std::size_t>(count));
   MPI_Mrecv(m.bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
   return m;

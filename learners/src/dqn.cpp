@@ -23,7 +23,7 @@
 #include "coral/training/finite_checks.hpp"
 #include "coral/training/option_checks.hpp"
 #include "coral/training/replay_snapshot.hpp"
-#include "coral/training/wire.hpp"
+#include "coral/distributed/wire.hpp"
 #include "memory_math.hpp"
 #include "q_fields.hpp"
 #include "q_options_check.hpp"
@@ -78,7 +78,7 @@ replay::replay_actor_config replay_config(const train_options& o, actors::sample
   return rc;
 }
 
-class dqn final : public algorithm {
+class dqn final : public algorithm, public distribution_part {
  public:
   dqn(const train_options& o, actors::sampler& s)
       : options_(o),
@@ -222,7 +222,7 @@ class dqn final : public algorithm {
   // rank. The rate limit is the learner's: each sampler rank is granted the
   // env steps the learner received from it, the steps it may always have on
   // the way, and an equal share of the allowance left.
-  bool distributed() const override { return true; }
+  distribution_part* distribution() override { return this; }
   bool take(std::vector<std::byte>& out) override {
     constexpr std::size_t max_bytes = 256 * 1024;  // blocks batched into one message up to this size
     // A block per batcher step would be a message per few env steps: blocks
@@ -235,7 +235,7 @@ class dqn final : public algorithm {
     last_take_ = now;
     bool took = false;
     const auto count_at = out.size();
-    training::wire::writer w(out);
+    distributed::wire::writer w(out);
     w.put<std::uint64_t>(0);
     std::uint64_t blocks = 0;
     while (out.size() < max_bytes) {
@@ -254,7 +254,7 @@ class dqn final : public algorithm {
     return took;
   }
   bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) override {
-    training::wire::reader r(in, from);
+    distributed::wire::reader r(in, from);
     const auto blocks = r.get<std::uint64_t>("insert blocks");
     const auto& batch = sampler_->batch();
     const auto rows = sampler_->rows();
@@ -296,18 +296,18 @@ class dqn final : public algorithm {
     const bool has_room = granted_[index] > received_[index] + 2 * in_flight;
     if (has_room && grant - granted_[index] < std::max<std::uint64_t>(in_flight, 1)) return false;
     granted_[index] = grant;
-    training::wire::writer(out).put<std::uint64_t>(grant);
+    distributed::wire::writer(out).put<std::uint64_t>(grant);
     return true;
   }
   void apply_control(std::span<const std::byte> in, const std::string& from) override {
-    training::wire::reader r(in, from);
+    distributed::wire::reader r(in, from);
     const auto grant = r.get<std::uint64_t>("insert allowance");
     r.finish("insert allowance");
     replay_.grant(grant);
   }
 
  private:
-  static void encode_block(const replay::insert_block& b, training::wire::writer& w) {
+  static void encode_block(const replay::insert_block& b, distributed::wire::writer& w) {
     w.put<std::uint64_t>(b.env_steps);
     w.put_vector(b.streams);
     w.put_vector(b.observations);
@@ -320,7 +320,7 @@ class dqn final : public algorithm {
     w.put_vector(b.last_of_episode);
     w.put_vector(b.cuts);
   }
-  static void decode_block(training::wire::reader& r, replay::insert_block& b) {
+  static void decode_block(distributed::wire::reader& r, replay::insert_block& b) {
     b.env_steps = r.get<std::uint64_t>("insert env steps");
     r.get_vector(b.streams, "insert streams");
     const auto n = b.streams.size();

@@ -20,7 +20,7 @@
 #include "coral/training/training_run.hpp"
 #include "coral/training/finite_checks.hpp"
 #include "coral/training/option_checks.hpp"
-#include "coral/training/segment_wire.hpp"
+#include "coral/distributed/segment_wire.hpp"
 #include "memory_math.hpp"
 
 namespace coral::learners {
@@ -28,7 +28,7 @@ namespace {
 
 using namespace training;
 
-class ppo final : public algorithm {
+class ppo final : public algorithm, public distribution_part {
  public:
   ppo(const train_options& o, actors::sampler& s)
       : options_(o),
@@ -123,17 +123,17 @@ class ppo final : public algorithm {
 
   // Distributed: each sampler rank sends its segments; the learner trains on
   // segment k once every rank's segment k arrived, joined row-wise.
-  bool distributed() const override { return true; }
+  distribution_part* distribution() override { return this; }
   bool take(std::vector<std::byte>& out) override {
     auto seg = assembler_->segments().try_receive();
     if (!seg) return false;
-    wire::writer w(out);
-    training::detail::encode_segment(**seg, w);
+    distributed::wire::writer w(out);
+    distributed::encode_segment(**seg, w);
     return true;
   }
   bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) override {
-    wire::reader r(in, from);
-    auto seg = training::detail::decode_segment(r);
+    distributed::wire::reader r(in, from);
+    auto seg = distributed::decode_segment(r);
     r.finish("segment");
     if (seg.rows != sampler_->rows() || seg.horizon != p_.horizon || seg.obs_dim != assembler_width() ||
         seg.discrete_dim != sampler_->batch().discrete_action_dim() ||
@@ -168,7 +168,7 @@ class ppo final : public algorithm {
         std::vector<training::rollout_segment> all;
         for (auto& p : parts) all.push_back(std::move(*p));
         parts_.erase(parts_.begin());
-        joined_ = std::make_unique<training::rollout_segment>(training::detail::join_segments(all));
+        joined_ = std::make_unique<training::rollout_segment>(distributed::join_segments(all));
       }
       if (!assembler_->segments().try_send(std::move(joined_))) return;
       joined_.reset();

@@ -3,6 +3,7 @@
 // `coral train`, and `coral bench` with the MLP policy, through the CLI in-process
 // (built where coral has libtorch).
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,7 +18,10 @@
 #include "coral/core/error.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/training/errors.hpp"
+#include "../support/count_steps.hpp"
 #include "../support/scratch_dir.hpp"
+#include "coral/learners/train.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
 #include "child_process.hpp"
 
 namespace fs = std::filesystem;
@@ -30,7 +34,95 @@ namespace {
 
 using coral::test::run_cli;
 
+/// The lines of `file` from the first algorithm setting on (after `hidden`).
+std::vector<std::string> algorithm_lines(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  bool after_hidden = false;
+  for (std::string line; std::getline(in, line);) {
+    if (after_hidden) lines.push_back(line);
+    if (line.starts_with("hidden = ")) after_hidden = true;
+  }
+  return lines;
+}
+
 }  // namespace
+
+TEST_CASE("each built-in algorithm gets the same defaults from coral train and from learners::train",
+          "[apps][train_command][descriptor]") {
+  const auto dir = fresh_path("train-command-defaults");
+  for (const std::string algo : {"ppo", "dqn", "r2d2"}) {
+    CAPTURE(algo);
+    std::string out, err;
+    const auto by_command = dir / (algo + "-command");
+    REQUIRE(run_cli({"train", "--algo", algo, "--total-steps", "2000", "--progress-seconds", "0", "--run-dir",
+                     by_command.string()},
+                    out, err) == 0);
+    coral::training::train_options o;
+    o.algo = algo;
+    o.total_steps = 2000;
+    o.progress_seconds = 0;
+    const auto in_process = dir / (algo + "-in-process");
+    o.run_dir = in_process.string();
+    std::ostringstream progress;
+    (void)coral::learners::train(o, progress);
+    const auto lines = algorithm_lines(by_command / "config.toml");
+    CHECK(lines.size() == coral::training::find_algorithm(algo)->fields.size());
+    CHECK(lines == algorithm_lines(in_process / "config.toml"));
+    // A run's config.toml runs it again with the same settings.
+    const auto again = dir / (algo + "-again");
+    REQUIRE(run_cli({"--config", (by_command / "config.toml").string(), "train", "--progress-seconds", "0", "--run-dir",
+                     again.string()},
+                    out, err) == 0);
+    CHECK(lines == algorithm_lines(again / "config.toml"));
+  }
+  // R2D2's own defaults, not DQN's.
+  const auto r2d2 = algorithm_lines(dir / "r2d2-command" / "config.toml");
+  for (const char* line : {"replay-capacity = 20000", "replay-batch = 32", "learning-rate = 0.001", "gamma = 0.997"}) {
+    CHECK(std::find(r2d2.begin(), r2d2.end(), line) != r2d2.end());
+  }
+}
+
+TEST_CASE("a test-only algorithm registered from the test file gets flags, config keys, checks, a memory estimate "
+          "and checkpoints with resume",
+          "[apps][train_command][descriptor]") {
+  coral::training::register_algorithm(coral::test::count_steps_descriptor());
+  // Later tests' help and errors list the built-in algorithms only.
+  struct unregister {
+    ~unregister() { coral::training::unregister_algorithm("count"); }
+  } at_end;
+  const auto dir = fresh_path("train-command-count");
+  std::string out, err;
+  const std::vector<std::string> common{"train", "--algo", "count", "--executor", "single", "--progress-seconds", "0"};
+  auto with = [&](std::vector<std::string> more) {
+    auto args = common;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  // Its flag, and the refusal of another algorithm's.
+  REQUIRE(run_cli(with({"--horizon", "32", "--total-steps", "2048", "--run-dir", (dir / "flag").string(),
+                        "--checkpoint-dir", (dir / "ckpt").string()}),
+                  out, err) == 0);
+  CHECK(algorithm_lines(dir / "flag" / "config.toml") == std::vector<std::string>{"horizon = 32"});
+  CHECK(run_cli(with({"--epochs", "2"}), out, err) == 1);
+  CHECK(err == "error: --epochs: PPO only; --algo count does not take it\n");
+  // Its check and its memory estimate, by name.
+  CHECK(run_cli(with({"--horizon", "0"}), out, err) == 1);
+  CHECK(err.starts_with("error: --horizon: 0 is invalid"));
+  CHECK(run_cli(with({"--horizon", "1152921504606846976"}), out, err) == 1);
+  CHECK(err.starts_with("error: --horizon: 1152921504606846976 needs "));
+  // Its config key.
+  const auto file = dir / "count.toml";
+  std::ofstream(file) << "[train]\nalgo = \"count\"\nhorizon = 16\ntotal-steps = 1024\nno-run-dir = true\n";
+  CHECK(run_cli({"--config", file.string(), "train", "--executor", "single", "--progress-seconds", "0"}, out, err) == 0);
+  CHECK(last_line(out).find(R"("algo":"count")") != std::string::npos);
+  // Its checkpoint, resumed.
+  REQUIRE(run_cli(with({"--horizon", "32", "--total-steps", "4096", "--no-run-dir", "--checkpoint-dir",
+                        (dir / "ckpt").string(), "--resume"}),
+                  out, err) == 0);
+  CHECK(last_line(out).find(R"("resumed_from":")") != std::string::npos);
+  CHECK(last_line(out).find(R"("env_steps":4096)") != std::string::npos);
+}
 
 TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON line", "[apps][train_command]") {
   std::string out, err;

@@ -100,6 +100,26 @@ def test_r2d2_takes_an_overlap_of_zero(capsys):
     assert "(burn-in 40, overlap 40)" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("algo, expected", [
+    ("ppo", {"horizon": "64", "learning-rate": "0.005", "gamma": "0.99", "lstm": "0"}),
+    ("dqn", {"replay-capacity": "100000", "replay-batch": "128", "learning-rate": "0.0005", "gamma": "0.99"}),
+    ("r2d2", {"replay-capacity": "20000", "replay-batch": "32", "learning-rate": "0.001", "gamma": "0.997",
+              "lstm": "64"}),
+])
+def test_train_gets_each_algorithm_s_own_defaults(tmp_path, algo, expected):
+    # The descriptor's defaults, as `coral train --algo ALGO` and
+    # learners::train get them (tests/apps/train_command_test.cpp compares those two).
+    coral.train(algo=algo, total_steps=2000, run_dir=str(tmp_path), verbose=False)
+    settings = {}
+    for line in (tmp_path / "config.toml").read_text().splitlines():
+        if " = " in line:
+            key, value = line.split(" = ", 1)
+            settings[key] = value
+    assert settings["algo"] == f'"{algo}"'
+    for key, value in expected.items():
+        assert settings[key] == value, key
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),

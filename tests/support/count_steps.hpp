@@ -36,7 +36,10 @@ struct count_options {
   std::uint64_t horizon = 64;  ///< env steps per row between updates
 };
 
-class count_steps final : public training::algorithm, actors::step_consumer, actors::gate_policy {
+class count_steps final : public training::algorithm,
+                          public training::distribution_part,
+                          actors::step_consumer,
+                          actors::gate_policy {
  public:
   /// `distributable`: whether it runs distributed (the hooks at the end).
   count_steps(const training::train_options& o, actors::sampler& s, bool distributable = true)
@@ -114,7 +117,7 @@ class count_steps final : public training::algorithm, actors::step_consumer, act
 
   // Distributed: a sampler rank sends the steps it counted since it last
   // sent; the learner counts them as its own.
-  bool distributed() const override { return distributable_; }
+  training::distribution_part* distribution() override { return distributable_ ? this : nullptr; }
   bool take(std::vector<std::byte>& out) override {
     const auto n = unsent_.exchange(0);
     if (n == 0) return false;

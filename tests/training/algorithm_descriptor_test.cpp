@@ -115,6 +115,19 @@ TEST_CASE("a descriptor that repeats a setting, or gives a shared name another k
   CHECK_THROWS_AS(register_algorithm(nameless), usage_error);
 }
 
+TEST_CASE("an algorithm unregistered is no longer found", "[training][descriptor]") {
+  register_algorithm(beta());
+  auto gamma = beta();
+  gamma.name = "test-gamma";
+  register_algorithm(gamma);
+  CHECK(algorithm_names().find("test-gamma") != std::string::npos);
+  unregister_algorithm("test-gamma");
+  unregister_algorithm("test-never-registered");
+  CHECK(algorithm_names().find("test-gamma") == std::string::npos);
+  CHECK(find_algorithm("test-beta")->name == "test-beta");
+  CHECK_THROWS_AS(find_algorithm("test-gamma"), config_error);
+}
+
 TEST_CASE("a test algorithm's memory estimate sizes the run and names its own setting when too big",
           "[training][descriptor][memory]") {
   register_algorithm(test::count_steps_descriptor());

@@ -91,6 +91,11 @@ void register_algorithm(std::string name, algorithm_factory make, std::function<
   register_algorithm(std::move(d));
 }
 
+void unregister_algorithm(std::string_view name) {
+  std::lock_guard lock(registry_mutex);
+  std::erase_if(registry(), [name](const auto& d) { return d->name == name; });
+}
+
 std::shared_ptr<const algorithm_descriptor> find_algorithm(std::string_view name) {
   std::lock_guard lock(registry_mutex);
   for (const auto& d : registry()) {

@@ -10,8 +10,12 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "coral/actors/topology.hpp"
 #include "coral/core/error.hpp"
+#include "coral/core/json.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
 
 namespace coral::training::detail {
@@ -62,6 +66,43 @@ void prepare_run_dirs(const train_options& o) {
     if (!held && s.regular_file) held = s.file;
   }
   if (held) throw config_error(text(errors::checkpoint_dir_in_use, o.checkpoint_dir, held->string()));
+}
+
+void write_run_config(const train_options& o) {
+  if (o.run_dir.empty()) return;
+  std::string body = "# The settings of this run; `coral train --config config.toml` runs it again.\n[train]\n";
+  auto line = [&body](std::string_view key, const std::string& value) { body += fmt::format("{} = {}\n", key, value); };
+  line("algo", json::quote(o.algo));
+  line("env", json::quote(o.sampler.env));
+  if (!o.sampler.env_args.empty()) {
+    std::string args;
+    for (const auto& [k, v] : o.sampler.env_args) args += fmt::format("{}{}", args.empty() ? "" : ", ", json::quote(k + "=" + v));
+    line("env-arg", "[" + args + "]");
+  }
+  line("seed", std::to_string(o.sampler.seed));
+  line("num-envs", std::to_string(o.sampler.num_envs));
+  line("topology", json::quote(actors::to_string(o.sampler.topo)));
+  line("total-steps", std::to_string(o.total_steps));
+  line("hidden", fmt::format("[{}]", fmt::join(o.hidden, ", ")));
+  const auto d = find_algorithm(o.algo);
+  const auto filled = with_algorithm_defaults(o);
+  for (const auto& f : d->fields) {
+    const auto v = f.get(filled.algo_options);
+    line(f.name, std::holds_alternative<std::vector<std::size_t>>(v)
+                     ? fmt::format("[{}]", fmt::join(std::get<std::vector<std::size_t>>(v), ", "))
+                     : to_text(v));
+  }
+  const auto file = fs::path(o.run_dir) / "config.toml";
+  const auto temporary = fs::path(o.run_dir) / "config.toml.tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << body;
+    out.flush();
+    if (!out) throw config_error(text(errors::dir_unusable, "--run-dir", o.run_dir, "cannot write config.toml"));
+  }
+  std::error_code ec;
+  fs::rename(temporary, file, ec);
+  if (ec) throw config_error(text(errors::dir_unusable, "--run-dir", o.run_dir, ec.message()));
 }
 
 resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo, std::string_view signature,

@@ -22,6 +22,13 @@ namespace coral::training::detail {
 /// checkpoint_dir_in_use).
 void prepare_run_dirs(const train_options& o);
 
+/// Writes `<run dir>/config.toml`: the run's settings as a `[train]` section
+/// that `coral train --config` reads back (the env, algo, seed, sampler
+/// size, steps, hidden layers and every setting of the algorithm, its
+/// defaults included). Does nothing without a run dir. Throws config_error
+/// (errors::dir_unusable) when it cannot write it.
+void write_run_config(const train_options& o);
+
 /// A checkpoint a run resumes from, and its file.
 struct resumed_checkpoint {
   checkpoint c;

@@ -12,7 +12,6 @@
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
-#include "bridge.hpp"
 #include "coral/training/finite_checks.hpp"
 #include "memory_budget.hpp"
 #include "coral/training/option_checks.hpp"
@@ -206,8 +205,10 @@ void training_run::start() {
   target_ = o.target_return ? o.target_return : probe.solved_return();
   algorithm_ = find_algorithm(o.algo)->make(o, *sampler_);
   if (o.remote) {
-    if (!algorithm_->distributed()) throw config_error(fmt::format(fmt::runtime(errors::distributed_algo), o.algo));
-    bridge_ = std::make_unique<detail::bridge>(*o.remote, o, *algorithm_, *this);
+    if (algorithm_->distribution() == nullptr) {
+      throw config_error(fmt::format(fmt::runtime(errors::distributed_algo), o.algo));
+    }
+    bridge_ = o.remote->link(o, *algorithm_, *this);
   }
   if (sampler_rank(o)) {
     // The learner resumes and sets the start; this rank samples its share.
@@ -259,12 +260,15 @@ train_result training_run::run() {
   const auto& o = options_;
   const bool sampling = !learner_rank(o);  // this process runs env groups
   const bool learning = !sampler_rank(o);  // this process trains, reports and checkpoints
-  if (learning) detail::prepare_run_dirs(options_);
+  if (learning) {
+    detail::prepare_run_dirs(options_);
+    detail::write_run_config(options_);
+  }
   try {
     start();
   } catch (const std::exception& e) {
     // The other ranks hear why, rather than wait for this one.
-    if (bridge_) (void)bridge_->close(detail::stop_reason::failed, e.what());
+    if (bridge_) (void)bridge_->close(stop_reason::failed, e.what());
     throw;
   }
   const auto& so = o.sampler;
@@ -335,7 +339,7 @@ train_result training_run::run() {
     rt.run();
   } catch (const std::exception& e) {
     // The other ranks hear why before this one ends.
-    if (bridge_) (void)bridge_->close(detail::stop_reason::failed, e.what());
+    if (bridge_) (void)bridge_->close(stop_reason::failed, e.what());
     throw;
   }
   runtime_ = nullptr;
@@ -354,13 +358,13 @@ train_result training_run::run() {
   bool interrupted = ended_.load() < 0 || stopped_by_caller_;
   if (bridge_) {
     const auto failure = bridge_->failure();
-    const auto why = !failure.empty() ? detail::stop_reason::failed
-                     : interrupted    ? detail::stop_reason::interrupted
-                                      : detail::stop_reason::ended;
+    const auto why = !failure.empty() ? stop_reason::failed
+                     : interrupted    ? stop_reason::interrupted
+                                      : stop_reason::ended;
     const auto silent = bridge_->close(why, failure);
     if (!silent.empty()) {
       say(fmt::format(fmt::runtime(errors::distributed_no_answer), o.remote->name(o.remote->rank()), silent,
-                      "its stop", detail::bridge::silence_limit(o)));
+                      "its stop", bridge_->silence_limit()));
     }
     if (!failure.empty()) throw error(failure);
     // A sampler stopped by the learner ends as the learner did.

@@ -10,7 +10,7 @@
 /// allowance) sends the gate a note, and the gate asks again about every
 /// group it holds. Nothing is dropped: a held group simply does not step.
 ///
-/// The PPO policy-lag bound (learners/policy_lag_gate.hpp) and the replay
+/// The PPO policy-lag bound (training/policy_lag_gate.hpp) and the replay
 /// rate limit (replay/rate_limit_gate.hpp) are two policies of this one gate.
 
 #include <atomic>

@@ -9,7 +9,7 @@
 /// size arithmetic. It counts the large, size-dependent allocations only, so
 /// it is a lower bound of what the run needs: a refused run could never have
 /// fitted. The sampler's part lives here (torch-free, for `coral bench`);
-/// `coral train` adds its learner's parts (learners/src/memory_budget.cpp).
+/// `coral train` adds its learner's parts (training/src/memory_budget.cpp, with each algorithm descriptor's estimate).
 
 #include <cstddef>
 #include <functional>

@@ -1,10 +1,15 @@
 #pragma once
 /// \file
-/// Error texts of the MPI transport (fmt format strings).
+/// Error texts of distributed runs: the wire format, the bridge, the MPI transport (fmt format strings).
 
 #include <string_view>
 
 namespace coral::distributed::errors {
+
+/// A message that does not decode: the sender, the field.
+inline constexpr std::string_view wire_malformed = "--distributed: a malformed message from {}: {}";
+/// A rank that stopped with an error: the rank, its error.
+inline constexpr std::string_view rank_failed = "--distributed: {} failed: {}";
 
 /// The MPI library cannot give the thread level coral needs: what it gave, what is needed.
 inline constexpr std::string_view mpi_thread_level =

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The ranks of an MPI job as a training::transport: non-blocking sends
+/// The ranks of an MPI job as a transport: non-blocking sends
 /// (MPI_Isend, each buffer kept until its request completes) and matched
 /// probes for what arrives (MPI_Improbe + MPI_Mrecv), polled by the bridge
 /// actor. MPI is initialised with MPI_THREAD_SERIALIZED (one thread at a
@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "coral/training/transport.hpp"
+#include "coral/distributed/transport.hpp"
 
 namespace coral::distributed {
 
-class mpi_transport final : public training::transport {
+class mpi_transport final : public transport {
  public:
   /// Initialises MPI (once per process) and learns every rank's host name.
   /// Throws coral::error if the MPI library cannot give MPI_THREAD_SERIALIZED.
@@ -30,10 +30,10 @@ class mpi_transport final : public training::transport {
 
   std::size_t rank() const override { return rank_; }
   std::size_t size() const override { return size_; }
-  void send(std::size_t to, training::wire_tag tag, std::vector<std::byte> bytes) override;
-  std::size_t in_flight(std::size_t to, training::wire_tag tag) override;
+  void send(std::size_t to, wire_tag tag, std::vector<std::byte> bytes) override;
+  std::size_t in_flight(std::size_t to, wire_tag tag) override;
   std::size_t in_flight() override;
-  std::optional<training::wire_message> poll() override;
+  std::optional<wire_message> poll() override;
   /// "rank 2 on host-b".
   std::string name(std::size_t r) const override;
 

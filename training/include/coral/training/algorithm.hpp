@@ -41,6 +41,46 @@ class training_run;
 /// rates ("per second since the last row").
 enum class row_stream { progress, metrics };
 
+/// The part of an algorithm that runs it across ranks (train_options::remote,
+/// docs/distributed.md). On the learner (rank 0) the composition calls the
+/// algorithm's start() and spawn() as always but runs no sampling: the
+/// samplers' items reach it through accept(). On a sampler rank it runs
+/// start() and the sampling side, and no spawn(): the link sends what take()
+/// gives to the learner. Each call comes from the link's actor, one at a time.
+class distribution_part {
+ public:
+  virtual ~distribution_part() = default;
+  /// On a sampler rank: appends the items ready for the learner (PPO
+  /// segments, replay inserts) to `out`, encoded. False when none is ready.
+  virtual bool take(std::vector<std::byte>& out) = 0;
+  /// On the learner: takes what sampler `index` (its rank − 1) took. False
+  /// when it cannot take them yet: the link offers the same bytes again
+  /// later, before any newer ones of that sampler. Throws coral::error for
+  /// bytes that do not decode (naming the sender and field).
+  virtual bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) = 0;
+  /// On the learner: moves what accept() took on, when it could not at once
+  /// (called on every round of the link).
+  virtual void pump() {}
+  /// On the learner: what sampler `index` must be told now (DQN: its share
+  /// of the insert allowance), encoded into `out`. False when nothing changed.
+  virtual bool control(std::size_t index, std::vector<std::byte>& out) {
+    (void)index, (void)out;
+    return false;
+  }
+  /// On a sampler rank: applies what control() encoded.
+  virtual void apply_control(std::span<const std::byte> in, const std::string& from) { (void)in, (void)from; }
+  /// On the learner: sampler `index`'s part of a progress line (e.g. its policy lag), or empty.
+  [[nodiscard]] virtual std::string rank_row(std::size_t index) const {
+    (void)index;
+    return {};
+  }
+
+ protected:
+  distribution_part() = default;
+  distribution_part(const distribution_part&) = default;
+  distribution_part& operator=(const distribution_part&) = default;
+};
+
 /// One algorithm in a training run. The composition calls, in order: the
 /// factory (the sampler is built), signature(), restore() when resuming,
 /// start(), then policy(), consumer(), gate_policy(), spawn(); while the run
@@ -106,45 +146,11 @@ class algorithm {
   /// Updates done, a resumed run's included.
   [[nodiscard]] virtual std::uint64_t updates() const = 0;
 
-  // Distributed runs (train_options::remote, docs/distributed.md). On the
-  // learner (rank 0) the composition calls start() and spawn() as always but
-  // runs no sampling: the samplers' items reach the algorithm through
-  // accept(). On a sampler rank it runs start() and the sampling side, and
-  // no spawn(): the bridge actor sends what take() gives to the learner.
-  // Each call below comes from the bridge actor, one at a time.
+  // Distribution (optional).
 
-  /// Whether the algorithm implements the calls below.
-  [[nodiscard]] virtual bool distributed() const { return false; }
-  /// On a sampler rank: appends the items ready for the learner (PPO
-  /// segments, replay inserts) to `out`, encoded. False when none is ready.
-  virtual bool take(std::vector<std::byte>& out) {
-    (void)out;
-    return false;
-  }
-  /// On the learner: takes what sampler `index` (its rank − 1) took. False
-  /// when it cannot take them yet: the bridge offers the same bytes again
-  /// later, before any newer ones of that sampler. Throws coral::error for
-  /// bytes that do not decode (wire::reader names the sender and field).
-  virtual bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) {
-    (void)index, (void)in, (void)from;
-    return false;
-  }
-  /// On the learner: moves what accept() took on, when it could not at once
-  /// (called on every round of the bridge).
-  virtual void pump() {}
-  /// On the learner: what sampler `index` must be told now (DQN: its share
-  /// of the insert allowance), encoded into `out`. False when nothing changed.
-  virtual bool control(std::size_t index, std::vector<std::byte>& out) {
-    (void)index, (void)out;
-    return false;
-  }
-  /// On a sampler rank: applies what control() encoded.
-  virtual void apply_control(std::span<const std::byte> in, const std::string& from) { (void)in, (void)from; }
-  /// On the learner: sampler `index`'s part of a progress line (e.g. its policy lag), or empty.
-  [[nodiscard]] virtual std::string rank_row(std::size_t index) const {
-    (void)index;
-    return {};
-  }
+  /// Its distributed form, or null when it runs in one process only (a run
+  /// with --distributed refuses it). The algorithm keeps ownership.
+  [[nodiscard]] virtual distribution_part* distribution() { return nullptr; }
 
  protected:
   algorithm() = default;

@@ -53,6 +53,11 @@ void register_algorithm(algorithm_descriptor d);
 void register_algorithm(std::string name, algorithm_factory make,
                         std::function<void(const train_options&)> check = {});
 
+/// Forgets `--algo name` (a plug-in unloaded, or a test's algorithm that
+/// must not show in later tests' help and errors). Does nothing for an
+/// unregistered name. Thread safety: any thread, between runs.
+void unregister_algorithm(std::string_view name);
+
 /// The descriptor of `--algo name`; config_error (coral::errors::bad_value,
 /// naming the registered ones) when none is registered.
 [[nodiscard]] std::shared_ptr<const algorithm_descriptor> find_algorithm(std::string_view name);

@@ -85,9 +85,5 @@ inline constexpr std::string_view distributed_mismatch =
     "--distributed: {} runs {} '{}', the learner (rank 0) runs '{}': start every rank with the same flags";
 /// A rank that did not hear from another in time: who waited, for whom, what for, seconds.
 inline constexpr std::string_view distributed_no_answer = "--distributed: {} heard nothing from {} ({}) for {} s";
-/// A message that does not decode: the sender, the field.
-inline constexpr std::string_view wire_malformed = "--distributed: a malformed message from {}: {}";
-/// A rank that stopped with an error: the rank, its error.
-inline constexpr std::string_view rank_failed = "--distributed: {} failed: {}";
 
 }  // namespace coral::training::errors

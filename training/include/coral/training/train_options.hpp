@@ -17,7 +17,7 @@
 
 #include "coral/actors/sampler_options.hpp"
 #include "coral/core/error.hpp"
-#include "coral/training/transport.hpp"
+#include "coral/training/remote_link.hpp"
 
 namespace coral::training {
 
@@ -46,10 +46,10 @@ struct train_options {
   /// learner's thread. Returning false stops the run as a signal does (a
   /// final checkpoint, result.interrupted). Empty: none.
   std::function<bool(std::string_view header, std::string_view row)> on_metrics_row;
-  /// The ranks of a distributed run (`--distributed`; docs/distributed.md):
-  /// rank 0 learns, the others sample, each running this function with the
-  /// same options. Null: one process.
-  std::shared_ptr<transport> remote;
+  /// The ranks of a distributed run (`--distributed`; docs/distributed.md;
+  /// distributed::over() makes them from a transport): rank 0 learns, the
+  /// others sample, each running with the same options. Null: one process.
+  std::shared_ptr<remote_ranks> remote;
 };
 
 /// The algorithm options of `o` as `Options`, the algorithm's options type;

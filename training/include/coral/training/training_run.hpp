@@ -37,6 +37,7 @@
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/training/algorithm.hpp"
+#include "coral/training/remote_link.hpp"
 #include "coral/training/train_options.hpp"
 #include "coral/training/training_stats.hpp"
 
@@ -44,7 +45,6 @@ namespace coral::training {
 
 namespace detail {
 class metrics_file;
-class bridge;
 }  // namespace detail
 
 /// One training run. Construct, then run() once.
@@ -105,17 +105,21 @@ class training_run {
   [[nodiscard]] asio::awaitable<bool> updated(const update_stats& stats, std::uint64_t updates,
                                               std::uint64_t env_steps);
 
+  // What a distributed run's link (remote_link) uses besides the above.
+
+  /// Ends the run: `why` (or interrupted, without one), then stop (any thread, while it runs).
+  void end(std::optional<actors::gate_end> why);
+  /// A line on the progress stream (any thread).
+  void say(const std::string& line);
+  /// Whether the gate exists yet (it does from start() on).
+  [[nodiscard]] bool has_gate() const noexcept { return gate_ != nullptr; }
+
  private:
-  friend class detail::bridge;
   struct row_window {
     std::uint64_t steps = 0;
     std::chrono::steady_clock::time_point time;
   };
   void start();
-  /// Ends the run: `why` (or interrupted, without one), then stop (any thread, while it runs).
-  void end(std::optional<actors::gate_end> why);
-  /// A line on the progress stream (any thread).
-  void say(const std::string& line);
   /// What every rank of a distributed run must agree on.
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> fingerprint() const;
   /// A progress line or a metrics row, under rows_mutex_.
@@ -151,7 +155,7 @@ class training_run {
   // it, and is solved even if episodes still in flight then pull the mean
   // back under the target before the end.
   std::atomic<bool> reached_target_{false};
-  std::unique_ptr<detail::bridge> bridge_;  // distributed runs
+  std::unique_ptr<remote_link> bridge_;  // distributed runs: the link to the other ranks
   std::vector<float> learner_weights_;      // a sampler rank's start, until publish_initial()
   std::uint64_t learner_version_ = 0;
 };

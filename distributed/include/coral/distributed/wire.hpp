@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/training/errors.hpp"
+#include "coral/distributed/errors.hpp"
 
-namespace coral::training::wire {
+namespace coral::distributed::wire {
 
 /// Appends to a buffer.
 class writer {
@@ -97,4 +97,4 @@ class reader {
   std::size_t at_ = 0;
 };
 
-}  // namespace coral::training::wire
+}  // namespace coral::distributed::wire

@@ -9,7 +9,7 @@
 /// Rank 0 runs the learner (and the replay actor); every other rank runs
 /// env groups and a batcher with its own copy of the policy. What crosses
 /// the wire, and in which order, is docs/distributed.md; the bridge actor
-/// that moves it is learners/src/bridge.hpp.
+/// that moves it is the bridge (bridge.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace coral::training {
+namespace coral::distributed {
 
 /// What a message is.
 enum class wire_tag : int {
@@ -101,4 +101,4 @@ class local_transport final : public transport {
   std::shared_ptr<std::vector<mailbox>> boxes_;
 };
 
-}  // namespace coral::training
+}  // namespace coral::distributed

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "coral/training/rollout.hpp"
-#include "coral/training/wire.hpp"
+#include "coral/distributed/wire.hpp"
 
-namespace coral::training::detail {
+namespace coral::distributed {
+
+using training::rollout_segment;
 
 /// Appends `s` to `w`.
 void encode_segment(const rollout_segment& s, wire::writer& w);
@@ -20,4 +22,4 @@ void encode_segment(const rollout_segment& s, wire::writer& w);
 /// widths; throws usage_error otherwise).
 [[nodiscard]] rollout_segment join_segments(std::vector<rollout_segment>& parts);
 
-}  // namespace coral::training::detail
+}  // namespace coral::distributed

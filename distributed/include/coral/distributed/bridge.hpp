@@ -12,7 +12,9 @@
 //   weights (at most one weights message in flight per sampler: newer
 //   weights replace the unsent ones) and the algorithm's control messages.
 //
-// Before the runtime runs, handshake() checks that every rank runs the same
+// It is the composition's training::remote_link (coral/training/remote_link.hpp);
+// over() gives a run the ranks of a transport. Before the runtime runs,
+// handshake() checks that every rank runs the same
 // thing and gives the samplers the learner's start; after it, close() sends
 // this rank's stop and waits for its peers' (bounded), so that no message is
 // left in flight when the process ends.
@@ -22,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,72 +36,58 @@
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/training/algorithm.hpp"
+#include "coral/training/remote_link.hpp"
 #include "coral/training/train_options.hpp"
-#include "coral/training/transport.hpp"
+#include "coral/distributed/transport.hpp"
 
-namespace coral::training {
-class training_run;
-}
+namespace coral::distributed {
 
-namespace coral::training::detail {
+using training::fingerprint;
+using training::run_start;
+using training::stop_reason;
 
-/// Why a rank stops (its last message).
-enum class stop_reason : std::uint8_t {
-  ended = 0,        ///< its part is done (its steps, or the target return was reached)
-  interrupted = 1,  ///< a signal, or the caller
-  failed = 2,       ///< an error (the text says which)
-};
-
-/// What every rank must agree on, as (what, value) pairs, checked at the handshake.
-using fingerprint = std::vector<std::pair<std::string, std::string>>;
-
-/// The learner's start, as a sampler receives it.
-struct run_start {
-  std::uint64_t start_steps = 0;
-  std::uint64_t version = 0;
-  std::vector<float> weights;
-};
-
-class bridge {
+class bridge final : public training::remote_link {
  public:
-  bridge(transport& t, const train_options& options, algorithm& algo, training_run& run);
+  bridge(transport& t, const training::train_options& options, training::distribution_part& algo,
+         training::training_run& run);
 
   /// On the learner: waits for every sampler's hello, checks it against
   /// `mine` (config_error naming the rank and what differs, sent to the
   /// samplers too) and sends each `start`.
-  void handshake_learner(const fingerprint& mine, const run_start& start);
+  void handshake_learner(const fingerprint& mine, const run_start& start) override;
   /// On a sampler: sends `mine`, waits for the learner's start (config_error
   /// with the learner's text if it refused, error if it stays silent).
-  [[nodiscard]] run_start handshake_sampler(const fingerprint& mine);
+  [[nodiscard]] run_start handshake_sampler(const fingerprint& mine) override;
 
   /// The actor: runs until the runtime stops.
-  [[nodiscard]] asio::awaitable<void> run(runtime& rt);
+  [[nodiscard]] asio::awaitable<void> run(runtime& rt) override;
 
   /// After the runtime: sends this rank's stop and waits for the peers'
   /// (their other messages are dropped). Returns the peers that stayed
   /// silent past the limit, named (empty when all stopped).
-  std::string close(stop_reason why, const std::string& text);
+  std::string close(stop_reason why, const std::string& text) override;
 
   /// On the learner: new weights were published (the learner's thread).
-  void published() { published_ns_.store(now_ns(), std::memory_order_release); }
+  void published() override { published_ns_.store(now_ns(), std::memory_order_release); }
   /// On a sampler: a finished episode, sent to the learner (any thread).
-  void episode(double episode_return, double episode_length);
+  void episode(double episode_return, double episode_length) override;
 
   /// On the learner: env steps the samplers reported, in all.
-  [[nodiscard]] std::uint64_t env_steps() const;
+  [[nodiscard]] std::uint64_t env_steps() const override;
   /// On the learner: the first failure a sampler reported ("rank 2 failed: ..."), or empty.
-  [[nodiscard]] std::string failure() const;
+  [[nodiscard]] std::string failure() const override;
   /// On the learner: whether a sampler was interrupted; on a sampler: whether the learner said so.
-  [[nodiscard]] bool interrupted() const noexcept { return interrupted_.load(); }
+  [[nodiscard]] bool interrupted() const noexcept override { return interrupted_.load(); }
   /// On a sampler, after the runtime: whether the learner's stop ended the run.
-  [[nodiscard]] bool stopped_by_peer() const noexcept { return !learner_ && stopped_during_run_; }
+  [[nodiscard]] bool stopped_by_peer() const noexcept override { return !learner_ && stopped_during_run_; }
   /// How long a rank waits for a peer that sends nothing: at the handshake
   /// and at the end (--stall-seconds, at least 10 s).
-  [[nodiscard]] static double silence_limit(const train_options& o);
+  [[nodiscard]] static double silence_limit(const training::train_options& o);
+  [[nodiscard]] double silence_limit() const override { return silence_limit(*options_); }
   /// The part of a progress line: per rank steps/s and lag, bytes on the wire.
-  [[nodiscard]] std::string row(double seconds);
+  [[nodiscard]] std::string row(double seconds) override;
   /// Per-rank lines for a stall report.
-  void describe(std::string& out) const;
+  void describe(std::string& out) const override;
 
  private:
   struct peer {
@@ -121,9 +110,9 @@ class bridge {
   static std::int64_t now_ns();
 
   transport* t_;
-  const train_options* options_;
-  algorithm* algo_;
-  training_run* run_;
+  const training::train_options* options_;
+  training::distribution_part* algo_;
+  training::training_run* run_;
   bool learner_;
   std::vector<peer> peers_;  // learner: one per sampler; sampler: one, the learner
 
@@ -148,4 +137,8 @@ class bridge {
   std::atomic<std::uint64_t> remote_latency_count_{0};
 };
 
-}  // namespace coral::training::detail
+/// The ranks of `t` for a run (train_options::remote): each run over them
+/// gets a bridge as its link.
+[[nodiscard]] std::shared_ptr<training::remote_ranks> over(std::shared_ptr<transport> t);
+
+}  // namespace coral::distributed

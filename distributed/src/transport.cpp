@@ -1,6 +1,6 @@
-#include "coral/training/transport.hpp"
+#include "coral/distributed/transport.hpp"
 
-namespace coral::training {
+namespace coral::distributed {
 
 std::vector<std::shared_ptr<local_transport>> local_transport::make(std::size_t size) {
   auto boxes = std::make_shared<std::vector<mailbox>>(size);
@@ -32,4 +32,4 @@ void local_transport::go_deaf() {
   box.messages.clear();
 }
 
-}  // namespace coral::training
+}  // namespace coral::distributed

@@ -1,8 +1,10 @@
-#include "coral/training/segment_wire.hpp"
+#include "coral/distributed/segment_wire.hpp"
 
 #include "coral/core/error.hpp"
 
-namespace coral::training::detail {
+namespace coral::distributed {
+
+using training::rollout_segment;
 
 void encode_segment(const rollout_segment& s, wire::writer& w) {
   w.put<std::uint64_t>(s.index);
@@ -94,4 +96,4 @@ rollout_segment join_segments(std::vector<rollout_segment>& parts) {
   return out;
 }
 
-}  // namespace coral::training::detail
+}  // namespace coral::distributed

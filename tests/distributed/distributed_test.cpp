@@ -3,6 +3,8 @@
 // runs one per process (tests/distributed has those, on the real binary).
 // Torch-free, so ThreadSanitizer and AddressSanitizer run the bridge.
 
+#include "coral/distributed/bridge.hpp"
+
 #include <atomic>
 #include <future>
 #include <sstream>
@@ -13,16 +15,20 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "coral/training/segment_wire.hpp"
+#include "coral/distributed/segment_wire.hpp"
 #include "../support/watchdog.hpp"
 #include "coral/core/error.hpp"
 #include "coral/training/errors.hpp"
 #include "coral/training/training_run.hpp"
-#include "coral/training/transport.hpp"
+#include "coral/distributed/errors.hpp"
+#include "coral/distributed/transport.hpp"
+#include "coral/distributed/wire.hpp"
 #include "../support/count_steps.hpp"
 
 using namespace coral;
 using namespace coral::training;
+using coral::distributed::local_transport;
+using coral::distributed::wire_tag;
 using namespace std::chrono_literals;
 
 namespace {
@@ -58,7 +64,7 @@ std::vector<rank_end> run_ranks(std::vector<train_options> options) {
   std::vector<rank_end> ends(options.size());
   std::vector<std::thread> threads;
   for (std::size_t r = 0; r < options.size(); ++r) {
-    options[r].remote = ranks[r];
+    options[r].remote = distributed::over(ranks[r]);
     threads.emplace_back([&, r] {
       std::ostringstream progress;
       training_run run(options[r], progress);
@@ -130,8 +136,8 @@ TEST_CASE("a sampler rank that fails stops every rank, and the learner names it"
   const auto ends = run_ranks({o, o, o});
   // Both samplers fail at their 200th step; the learner names the first it heard of.
   for (std::size_t r = 1; r < 3; ++r) CHECK(ends[r].error.find("injected fault: step 200") != std::string::npos);
-  const auto by_1 = fmt::format(fmt::runtime(training::errors::rank_failed), "rank 1", ends[1].error);
-  const auto by_2 = fmt::format(fmt::runtime(training::errors::rank_failed), "rank 2", ends[2].error);
+  const auto by_1 = fmt::format(fmt::runtime(distributed::errors::rank_failed), "rank 1", ends[1].error);
+  const auto by_2 = fmt::format(fmt::runtime(distributed::errors::rank_failed), "rank 2", ends[2].error);
   CHECK((ends[0].error == by_1 || ends[0].error == by_2));
   CHECK(ends[0].progress.find("; stopping every rank") != std::string::npos);
 }
@@ -149,7 +155,7 @@ TEST_CASE("a learner stopped by its caller stops the samplers, which end interru
 TEST_CASE("--distributed refuses a job of one rank and an algorithm without a distributed form",
           "[training][distributed]") {
   auto o = rank_run(1000);
-  o.remote = local_transport::make(1)[0];
+  o.remote = distributed::over(local_transport::make(1)[0]);
   std::ostringstream progress;
   CHECK_THROWS_MATCHES(training_run(o, progress).run(), config_error,
                        Catch::Message(fmt::format(fmt::runtime(training::errors::distributed_needs_ranks), 1)));
@@ -168,15 +174,15 @@ TEST_CASE("a malformed hello is refused, naming its sender and the field", "[tra
   auto ranks = local_transport::make(2);
   ranks[1]->send(0, wire_tag::hello, std::vector<std::byte>(3));  // too short for its field count
   std::vector<std::byte> stop;  // and, as a rank that fails does, its stop (reason "failed", no text)
-  wire::writer w(stop);
+  distributed::wire::writer w(stop);
   w.put<std::uint8_t>(2);
   w.put_text("");
   ranks[1]->send(0, wire_tag::stop, stop);
   auto o = rank_run(1000);
-  o.remote = ranks[0];
+  o.remote = distributed::over(ranks[0]);
   std::ostringstream progress;
   CHECK_THROWS_MATCHES(training_run(o, progress).run(), error,
-                       Catch::Message(fmt::format(fmt::runtime(training::errors::wire_malformed), "rank 1", "hello size")));
+                       Catch::Message(fmt::format(fmt::runtime(distributed::errors::wire_malformed), "rank 1", "hello size")));
   // What the learner sent the fake sampler: its stop, with the reason.
   bool stopped = false;
   while (auto m = ranks[1]->poll()) stopped = stopped || m->tag == wire_tag::stop;
@@ -188,7 +194,7 @@ TEST_CASE("a sampler rank whose learner never answers gives up after 10 s, namin
   auto ranks = local_transport::make(2);  // rank 0 never runs
   auto o = rank_run(1000);
   o.stall_seconds = 0;  // the floor of 10 s holds
-  o.remote = ranks[1];
+  o.remote = distributed::over(ranks[1]);
   std::ostringstream progress;
   const auto started = std::chrono::steady_clock::now();
   CHECK_THROWS_MATCHES(training_run(o, progress).run(), error,
@@ -218,10 +224,10 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
   };
   const auto a = make(2, 0.0f);
   std::vector<std::byte> bytes;
-  wire::writer w(bytes);
-  training::detail::encode_segment(a, w);
-  wire::reader r(bytes, "rank 1");
-  auto back = training::detail::decode_segment(r);
+  distributed::wire::writer w(bytes);
+  distributed::encode_segment(a, w);
+  distributed::wire::reader r(bytes, "rank 1");
+  auto back = distributed::decode_segment(r);
   r.finish("segment");
   CHECK(back.index == 7);
   CHECK(back.observations == a.observations);
@@ -234,7 +240,7 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
   std::vector<rollout_segment> parts;
   parts.push_back(std::move(back));
   parts.push_back(make(3, 100.0f));
-  const auto joined = training::detail::join_segments(parts);
+  const auto joined = distributed::join_segments(parts);
   CHECK(joined.rows == 5);
   CHECK(joined.env_steps() == 15);
   CHECK(joined.truncated_steps == std::vector<std::uint32_t>{1, 2 * 3 + 1});  // the second part's rows come after 2 rows of 3
@@ -245,7 +251,7 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
 
   // Cut short anywhere, it is refused with the field it ran out in.
   std::vector<std::byte> cut(bytes.begin(), bytes.begin() + 60);
-  wire::reader short_reader(cut, "rank 2");
-  CHECK_THROWS_MATCHES(training::detail::decode_segment(short_reader), error,
-                       Catch::Message(fmt::format(fmt::runtime(training::errors::wire_malformed), "rank 2", "segment observations")));
+  distributed::wire::reader short_reader(cut, "rank 2");
+  CHECK_THROWS_MATCHES(distributed::decode_segment(short_reader), error,
+                       Catch::Message(fmt::format(fmt::runtime(distributed::errors::wire_malformed), "rank 2", "segment observations")));
 }

@@ -1,4 +1,4 @@
-#include "bridge.hpp"
+#include "coral/distributed/bridge.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -12,9 +12,10 @@
 #include "coral/core/error.hpp"
 #include "coral/training/errors.hpp"
 #include "coral/training/training_run.hpp"
-#include "coral/training/wire.hpp"
+#include "coral/distributed/errors.hpp"
+#include "coral/distributed/wire.hpp"
 
-namespace coral::training::detail {
+namespace coral::distributed {
 namespace {
 
 /// The shortest wait for a silent peer (see bridge::silence_limit).
@@ -43,7 +44,8 @@ std::string_view to_string(stop_reason why) {
 
 }  // namespace
 
-bridge::bridge(transport& t, const train_options& options, algorithm& algo, training_run& run)
+bridge::bridge(transport& t, const training::train_options& options, training::distribution_part& algo,
+               training::training_run& run)
     : t_(&t),
       options_(&options),
       algo_(&algo),
@@ -55,7 +57,7 @@ bridge::bridge(transport& t, const train_options& options, algorithm& algo, trai
   last_episodes_ns_ = now;
 }
 
-double bridge::silence_limit(const train_options& o) { return std::max(min_silence_seconds, o.stall_seconds); }
+double bridge::silence_limit(const training::train_options& o) { return std::max(min_silence_seconds, o.stall_seconds); }
 
 std::int64_t bridge::now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
@@ -85,7 +87,7 @@ void bridge::handshake_learner(const fingerprint& mine, const run_start& start) 
           silent += (silent.empty() ? "" : ", ") + t_->name(r);
           peer_of(r).stopped = stop_reason::failed;  // gone: the end waits no longer for it
         }
-        throw error(fmt::format(fmt::runtime(errors::distributed_no_answer), t_->name(0), silent, "its hello", limit));
+        throw error(fmt::format(fmt::runtime(training::errors::distributed_no_answer), t_->name(0), silent, "its hello", limit));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       continue;
@@ -103,7 +105,7 @@ void bridge::handshake_learner(const fingerprint& mine, const run_start& start) 
       auto value = in.get_text("hello");
       if (i >= mine.size() || mine[i].first != what) in.bad("hello fields");
       if (mine[i].second != value) {
-        refusal = fmt::format(fmt::runtime(errors::distributed_mismatch), t_->name(m->from), what, value, mine[i].second);
+        refusal = fmt::format(fmt::runtime(training::errors::distributed_mismatch), t_->name(m->from), what, value, mine[i].second);
       }
     }
     if (refusal.empty() && n != mine.size()) in.bad("hello fields");
@@ -136,7 +138,7 @@ run_start bridge::handshake_sampler(const fingerprint& mine) {
     if (!m) {
       if (std::chrono::duration<double>(clock::now() - started).count() > limit) {
         peers_[0].stopped = stop_reason::failed;  // gone: the end waits no longer for it
-        throw error(fmt::format(fmt::runtime(errors::distributed_no_answer), t_->name(t_->rank()), t_->name(0),
+        throw error(fmt::format(fmt::runtime(training::errors::distributed_no_answer), t_->name(t_->rank()), t_->name(0),
                                 "the run's setup", limit));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -313,7 +315,7 @@ void bridge::send_episodes() {
   }
   std::vector<std::byte> out;
   wire::writer w(out);
-  w.put(run_->gate_ ? run_->gate_->env_steps() : std::uint64_t{0});  // no gate yet: refused at the handshake
+  w.put(run_->has_gate() ? run_->gate().env_steps() : std::uint64_t{0});  // no gate yet: refused at the handshake
   w.put(latency_ns_sum_.exchange(0));
   w.put(latency_count_.exchange(0));
   w.put_vector(returns);
@@ -456,4 +458,31 @@ void bridge::describe(std::string& out) const {
   }
 }
 
-}  // namespace coral::training::detail
+namespace {
+
+/// A transport's ranks as a run sees them.
+class transport_ranks final : public training::remote_ranks {
+ public:
+  explicit transport_ranks(std::shared_ptr<transport> t) : t_(std::move(t)) {}
+  std::size_t rank() const override { return t_->rank(); }
+  std::size_t size() const override { return t_->size(); }
+  std::string name(std::size_t r) const override { return t_->name(r); }
+  std::unique_ptr<training::remote_link> link(const training::train_options& options, training::algorithm& algo,
+                                              training::training_run& run) override {
+    auto* part = algo.distribution();
+    if (part == nullptr) throw usage_error("distributed::over: the algorithm has no distributed form");
+    return std::make_unique<bridge>(*t_, options, *part, run);
+  }
+
+ private:
+  std::shared_ptr<transport> t_;
+};
+
+}  // namespace
+
+std::shared_ptr<training::remote_ranks> over(std::shared_ptr<transport> t) {
+  if (!t) throw usage_error("distributed::over: no transport");
+  return std::make_shared<transport_ranks>(std::move(t));
+}
+
+}  // namespace coral::distributed
