@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coral/actors/policy.hpp"
+#include "coral/actors/random_policy.hpp"
 #include "coral/actors/sampler_options.hpp"
 #include "coral/core/interrupts.hpp"
 #include "coral/core/logging.hpp"

@@ -1,4 +1,7 @@
 #include "coral/actors/policy.hpp"
+#include "coral/actors/builtin_policy.hpp"
+#include "coral/actors/constant_policy.hpp"
+#include "coral/actors/random_policy.hpp"
 
 #include <algorithm>
 

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/actors/builtin_policy.hpp"
 #include "coral/actors/errors.hpp"
 #include "coral/actors/memory_budget.hpp"
 #include "coral/actors/sampler.hpp"

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/actors/builtin_policy.hpp"
 #include "coral/actors/sampler.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"

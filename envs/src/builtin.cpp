@@ -6,7 +6,12 @@
 #include "coral/envs/faulty.hpp"
 #include "coral/envs/memory.hpp"
 #ifdef CORAL_WITH_MUJOCO
-#include "coral/envs/mujoco.hpp"
+#include "coral/envs/ant.hpp"
+#include "coral/envs/halfcheetah.hpp"
+#include "coral/envs/hopper.hpp"
+#include "coral/envs/humanoid.hpp"
+#include "coral/envs/inverted_pendulum.hpp"
+#include "coral/envs/walker2d.hpp"
 #endif
 #include "coral/envs/noop.hpp"
 #include "coral/envs/password.hpp"

@@ -2,6 +2,7 @@
 // a batcher and a consumer of steps. Usage: compose [sync|double-buffer|pool]
 #include <coral/actors/env_group.hpp>
 #include <coral/actors/inference_batcher.hpp>
+#include <coral/actors/random_policy.hpp>
 #include <coral/core/runtime.hpp>
 #include <coral/envs/registry.hpp>
 #include <cstdio>

@@ -27,6 +27,7 @@
 #include "memory_math.hpp"
 #include "q_fields.hpp"
 #include "q_options_check.hpp"
+#include "replay_distribution.hpp"
 
 namespace coral::learners {
 namespace {
@@ -78,7 +79,7 @@ replay::replay_actor_config replay_config(const train_options& o, actors::sample
   return rc;
 }
 
-class dqn final : public algorithm, public distribution_part {
+class dqn final : public algorithm {
  public:
   dqn(const train_options& o, actors::sampler& s)
       : options_(o),
@@ -99,7 +100,7 @@ class dqn final : public algorithm, public distribution_part {
   void start(training::training_run& run) override {
     run_ = &run;
     run.publish_initial(learner_.weights());
-    base_inserts_ = replay_.limiter().inserts();
+    distribution_.start();
     if (!learner_rank(options_)) {  // the sampling side
       feeder_ = std::make_unique<replay::replay_feeder>(
           sampler_->batch(), replay_, [&run](double r, double l) { run.episode(r, l); },
@@ -216,129 +217,10 @@ class dqn final : public algorithm, public distribution_part {
   }
   std::uint64_t updates() const override { return learner_.updates(); }
 
-  // Distributed: a sampler rank's feeder fills insert blocks as in one
-  // process; the bridge takes them from the (never running) replay actor's
-  // inbox and the learner's replay actor gets them with the streams of that
-  // rank. The rate limit is the learner's: each sampler rank is granted the
-  // env steps the learner received from it, the steps it may always have on
-  // the way, and an equal share of the allowance left.
-  distribution_part* distribution() override { return this; }
-  bool take(std::vector<std::byte>& out) override {
-    constexpr std::size_t max_bytes = 256 * 1024;  // blocks batched into one message up to this size
-    // A block per batcher step would be a message per few env steps: blocks
-    // wait up to half a millisecond to go together (the allowance leaves
-    // every rank a group's steps on the way, so nothing waits on them longer).
-    constexpr auto max_wait = std::chrono::microseconds(500);
-    constexpr std::size_t enough_blocks = 64;
-    const auto now = std::chrono::steady_clock::now();
-    if (replay_.inbox().size() < enough_blocks && now - last_take_ < max_wait) return false;
-    last_take_ = now;
-    bool took = false;
-    const auto count_at = out.size();
-    distributed::wire::writer w(out);
-    w.put<std::uint64_t>(0);
-    std::uint64_t blocks = 0;
-    while (out.size() < max_bytes) {
-      auto msg = replay_.inbox().try_receive();
-      if (!msg) break;
-      auto* block = std::get_if<std::unique_ptr<replay::insert_block>>(&*msg);
-      if (block == nullptr) continue;  // only inserts reach a sampler rank's replay
-      encode_block(**block, w);
-      ++blocks;
-      took = true;
-      (*block)->clear();
-      (void)replay_.free_blocks().try_send(std::move(*block));
-    }
-    std::memcpy(out.data() + count_at, &blocks, sizeof(blocks));
-    if (!took) out.resize(count_at);
-    return took;
-  }
-  bool accept(std::size_t index, std::span<const std::byte> in, const std::string& from) override {
-    distributed::wire::reader r(in, from);
-    const auto blocks = r.get<std::uint64_t>("insert blocks");
-    const auto& batch = sampler_->batch();
-    const auto rows = sampler_->rows();
-    for (std::uint64_t b = 0; b < blocks; ++b) {
-      auto block = std::make_unique<replay::insert_block>(batch.obs_dim(), batch.discrete_action_dim(),
-                                                          batch.continuous_action_dim());
-      decode_block(r, *block);
-      for (auto& stream : block->streams) {
-        if (stream >= rows) r.bad("insert stream");
-        stream += static_cast<std::uint32_t>(index * rows);
-      }
-      for (auto& stream : block->cuts) {
-        if (stream >= rows) r.bad("insert cut");
-        stream += static_cast<std::uint32_t>(index * rows);
-      }
-      received_[index] += block->env_steps;
-      received_all_ += block->env_steps;
-      inserts_.push_back(std::move(block));
-    }
-    r.finish("insert blocks");
-    pump();
-    return true;
-  }
-  void pump() override {
-    while (!inserts_.empty()) {
-      if (!replay_.inbox().try_send(replay::replay_msg(std::move(inserts_.front())))) return;
-      inserts_.pop_front();
-    }
-  }
-  bool control(std::size_t index, std::vector<std::byte>& out) override {
-    const auto allowance = replay_.insert_allowance();
-    const auto used = base_inserts_ + received_all_;
-    const auto left = allowance > used ? allowance - used : 0;
-    const auto in_flight = replay_.steps_in_flight();
-    const auto grant = received_[index] + in_flight + left / sampler_ranks(options_);
-    if (grant <= granted_[index]) return false;
-    // Small raises wait while the rank has room (a message per served batch
-    // was most of the wire); near its grant the rank hears of every raise.
-    const bool has_room = granted_[index] > received_[index] + 2 * in_flight;
-    if (has_room && grant - granted_[index] < std::max<std::uint64_t>(in_flight, 1)) return false;
-    granted_[index] = grant;
-    distributed::wire::writer(out).put<std::uint64_t>(grant);
-    return true;
-  }
-  void apply_control(std::span<const std::byte> in, const std::string& from) override {
-    distributed::wire::reader r(in, from);
-    const auto grant = r.get<std::uint64_t>("insert allowance");
-    r.finish("insert allowance");
-    replay_.grant(grant);
-  }
+  // Distributed: see replay_distribution.hpp.
+  distribution_part* distribution() override { return &distribution_; }
 
  private:
-  static void encode_block(const replay::insert_block& b, distributed::wire::writer& w) {
-    w.put<std::uint64_t>(b.env_steps);
-    w.put_vector(b.streams);
-    w.put_vector(b.observations);
-    w.put_vector(b.next_observations);
-    w.put_vector(b.discrete);
-    w.put_vector(b.continuous);
-    w.put_vector(b.returns);
-    w.put_vector(b.discounts);
-    w.put_vector(b.steps);
-    w.put_vector(b.last_of_episode);
-    w.put_vector(b.cuts);
-  }
-  static void decode_block(distributed::wire::reader& r, replay::insert_block& b) {
-    b.env_steps = r.get<std::uint64_t>("insert env steps");
-    r.get_vector(b.streams, "insert streams");
-    const auto n = b.streams.size();
-    auto sized = [&r](auto& v, std::string_view field, std::size_t expected) {
-      r.get_vector(v, field);
-      if (v.size() != expected) r.bad(field);
-    };
-    sized(b.observations, "insert observations", n * b.obs_dim);
-    sized(b.next_observations, "insert next observations", n * b.obs_dim);
-    sized(b.discrete, "insert discrete actions", n * b.discrete_dim);
-    sized(b.continuous, "insert continuous actions", n * b.continuous_dim);
-    sized(b.returns, "insert returns", n);
-    sized(b.discounts, "insert discounts", n);
-    sized(b.steps, "insert steps", n);
-    sized(b.last_of_episode, "insert last_of_episode", n);
-    r.get_vector(b.cuts, "insert cuts");
-  }
-
   void fill_learner(checkpoint& c) {
     learner_.set_env_steps(run_->env_steps());
     c.learner = learner_.state();
@@ -363,14 +245,12 @@ class dqn final : public algorithm, public distribution_part {
   std::unique_ptr<replay::rate_limit_gate> gate_;
   std::unique_ptr<q_policy> policy_;
   window windows_[2];  // per row_stream
-  // Distributed learner: what each sampler rank sent and was granted, and
-  // inserts waiting for room in the replay's inbox.
-  std::uint64_t base_inserts_ = 0;
-  std::uint64_t received_all_ = 0;
-  std::vector<std::uint64_t> received_ = std::vector<std::uint64_t>(sampler_ranks(options_));
-  std::vector<std::uint64_t> granted_ = std::vector<std::uint64_t>(sampler_ranks(options_));
-  std::deque<std::unique_ptr<replay::insert_block>> inserts_;
-  std::chrono::steady_clock::time_point last_take_;  // sampler rank: when take() last sent
+  detail::replay_distribution<replay::replay_actor, replay::insert_block> distribution_{
+      replay_, sampler_->rows(), sampler_ranks(options_), [this] {
+        const auto& batch = sampler_->batch();
+        return std::make_unique<replay::insert_block>(batch.obs_dim(), batch.discrete_action_dim(),
+                                                      batch.continuous_action_dim());
+      }};
 };
 
 void check_dqn_options(const train_options& o) {

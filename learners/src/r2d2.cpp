@@ -13,6 +13,8 @@
 #include "coral/learners/errors.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/training_run.hpp"
 #include "coral/replay/rate_limit_gate.hpp"
@@ -24,6 +26,7 @@
 #include "memory_math.hpp"
 #include "q_fields.hpp"
 #include "q_options_check.hpp"
+#include "replay_distribution.hpp"
 
 namespace coral::learners {
 namespace {
@@ -57,10 +60,14 @@ replay::sequence_layout make_layout(const train_options& o, actors::sampler& s) 
 replay::sequence_replay_actor_config replay_config(const train_options& o, actors::sampler& s) {
   const auto& d = r2d2_of(o).q;
   const auto& so = o.sampler;
+  // A distributed run's learner keeps one stream per row of every sampler
+  // rank; a sampler rank's replay actor only passes sequences to the link
+  // and holds next to nothing.
+  const std::size_t rows = s.rows() * (learner_rank(o) ? sampler_ranks(o) : 1);
   replay::sequence_replay_actor_config rc;
   rc.buffer = {.layout = make_layout(o, s),
-               .capacity = d.replay_capacity,
-               .num_streams = s.rows(),
+               .capacity = sampler_rank(o) ? 2 * rows : d.replay_capacity,
+               .num_streams = rows,
                .alpha = d.priority_alpha,
                .epsilon = d.priority_epsilon};
   rc.samples_per_insert = d.replay_ratio;
@@ -105,6 +112,15 @@ class r2d2 final : public algorithm {
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<r2d2_policy>(spec_, sampler_->rows(),
                                             options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL), r2d2_of(options_).q, steps);
+    distribution_.start();
+    if (!learner_rank(options_)) start_sampling(run);
+    const auto& rs = replay_.stats();
+    windows_[0] = windows_[1] = {rs.env_steps.load(), rs.sampled.load(), rs.batches.load(), rs.sample_ns.load(),
+                                 learner_.updates()};
+  }
+  /// The sampling side: the sequence feeder as step consumer and the
+  /// rate-limit gate (not on a distributed run's learner, which samples nothing).
+  void start_sampling(training::training_run& run) {
     replay::sequence_sink sink{
         .take_block =
             [this]() -> std::unique_ptr<replay::sequence_block> {
@@ -123,10 +139,8 @@ class r2d2 final : public algorithm {
                                                         [&run](double r, double l) { run.episode(r, l); });
     feeder_->record_states_from(policy_->recurrent_states());
     gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
-    const auto& rs = replay_.stats();
-    windows_[0] = windows_[1] = {rs.env_steps.load(), rs.sampled.load(), rs.batches.load(), rs.sample_ns.load(),
-                                 learner_.updates()};
   }
+
   actors::policy& policy() override { return *policy_; }
   actors::step_consumer& consumer() override { return *feeder_; }
   actors::gate_policy& gate_policy() override { return *gate_; }
@@ -159,7 +173,12 @@ class r2d2 final : public algorithm {
     });
   }
   void close() noexcept override { replay_.close(); }
-  void finish() override { replay_.drain(); }
+  void finish() override {
+    if (!sampler_rank(options_)) replay_.drain();
+  }
+
+  // Distributed: see replay_distribution.hpp.
+  distribution_part* distribution() override { return &distribution_; }
 
   std::string describe_setup() const override {
     const auto& d = r2d2_of(options_).q;
@@ -314,6 +333,12 @@ class r2d2 final : public algorithm {
   std::unique_ptr<r2d2_policy> policy_;
   std::unique_ptr<replay::sequence_feeder> feeder_;
   std::unique_ptr<replay::rate_limit_gate> gate_;
+  detail::replay_distribution<replay::sequence_replay_actor, replay::sequence_block> distribution_{
+      replay_, sampler_->rows(), sampler_ranks(options_), [this] {
+        auto b = std::make_unique<replay::sequence_block>();
+        b->layout = replay_.buffer().config().layout;
+        return b;
+      }};
   std::vector<replay::sequence_batch> split_;
   std::mutex last_mutex_;  // guards last_
   last_figures last_;

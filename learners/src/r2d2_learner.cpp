@@ -1,6 +1,8 @@
 // R2D2's learner and acting policy (see r2d2.hpp). Torch stays in this file.
 
 #include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -6,6 +6,8 @@
 
 #include "coral/learners/tanh_kernel.hpp"
 
+#include "coral/core/cpu_features.hpp"
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -60,8 +62,7 @@ void tanh_baseline(float* y, std::size_t n) noexcept { tanh_loop(y, n); }
 
 void tanh_in_place(float* y, std::size_t n) noexcept {
 #if defined(CORAL_TANH_AVX2)
-  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
-  if (avx2) return tanh_avx2(y, n);
+  if (coral::host_cpu_features().avx2) return tanh_avx2(y, n);
 #endif
   tanh_baseline(y, n);
 }

@@ -1,5 +1,7 @@
 #include "coral/replay/detail/isa.hpp"
 
+#include "coral/core/cpu_features.hpp"
+
 namespace coral::replay::detail {
 
 bool isa_available(isa which) noexcept {
@@ -7,18 +9,9 @@ bool isa_available(isa which) noexcept {
     case isa::baseline:
       return true;
     case isa::avx2:
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-      return __builtin_cpu_supports("avx2") != 0;
-#else
-      return false;
-#endif
+      return host_cpu_features().avx2;
     case isa::avx512:
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-      return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
-             __builtin_cpu_supports("avx512vl") != 0;
-#else
-      return false;
-#endif
+      return host_cpu_features().avx512;
   }
   return false;
 }

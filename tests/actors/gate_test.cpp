@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/watchdog.hpp"
+#include "coral/actors/builtin_policy.hpp"
 #include "coral/actors/sampler.hpp"
 #include "coral/core/runtime.hpp"
 #include "counter_env.hpp"
@@ -180,7 +181,7 @@ TEST_CASE("a sampler behind a gate steps exactly what a concurrent note sender a
   coral::test::counter_env::register_once();
   for (auto t : {topology::sync, topology::double_buffer, topology::pool}) {
     for (auto mode : {coral::executor_mode::threads, coral::executor_mode::single}) {
-      INFO(to_string(t) << (mode == coral::executor_mode::single ? " single" : " threads"));
+      INFO(to_string(t) << " " << coral::to_string(mode));
       sampler_options o;
       o.env = "test-counter";
       o.topo = t;

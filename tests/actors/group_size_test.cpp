@@ -1,9 +1,10 @@
+#include "coral/actors/sampler_options.hpp"
+
 #include <tuple>
 
 #include <catch2/catch.hpp>
 
 #include "coral/actors/sampler.hpp"
-#include "coral/actors/sampler_options.hpp"
 #include "coral/core/error.hpp"
 
 using namespace coral::actors;

@@ -12,6 +12,8 @@
 // 40 to 100 makes a heap call (more when the CPU is loaded). That case is
 // bounded here, far below one call per step, rather than asserted zero.
 
+#include "coral/actors/sampler.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -20,7 +22,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/watchdog.hpp"
-#include "coral/actors/sampler.hpp"
+#include "coral/actors/builtin_policy.hpp"
 
 extern "C" {
 void* __libc_malloc(std::size_t);

@@ -14,6 +14,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "../support/watchdog.hpp"
+#include "coral/actors/builtin_policy.hpp"
 #include "coral/actors/errors.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/logging.hpp"
@@ -171,7 +172,7 @@ TEST_CASE("every topology delivers each env's step exactly once per action, in o
   coral::test::watchdog dog("topology delivery", 60s);
   auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
-  CAPTURE(to_string(t), mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(to_string(t), coral::to_string(mode));
   auto o = counter_options(t, mode);
   sampler s(o);
   checking_consumer check(s.rows());
@@ -346,7 +347,7 @@ TEST_CASE("under dynamic batching every env keeps stepping: no ready message is 
   coral::test::watchdog dog("dynamic batching fairness", 120s);
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
   auto timeout = GENERATE(1us, 5us, 20us);
-  CAPTURE(mode == executor_mode::single ? "single" : "threads", timeout.count());
+  CAPTURE(coral::to_string(mode), timeout.count());
   auto o = counter_options(topology::pool, mode);
   o.num_envs = 16;
   o.envs_per_group = 1;
@@ -400,7 +401,7 @@ TEST_CASE("shards: each has its own rows, a cache line apart, and its own batche
   coral::test::watchdog dog("sharded delivery", 60s);
   auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
-  CAPTURE(to_string(t), mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(to_string(t), coral::to_string(mode));
   auto o = counter_options(t, mode);  // 8 envs in groups of 2, 2 threads
   o.shards = 2;
   if (t == topology::pool) o.batch_size = 4;

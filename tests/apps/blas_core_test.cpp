@@ -5,6 +5,8 @@
 // OpenBLAS compute on one thread, as torch does, unless the user set
 // OPENBLAS_NUM_THREADS; the learners' debug line says how many.
 
+#include "coral/learners/blas_core.hpp"
+
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -13,7 +15,6 @@
 #include <catch2/catch.hpp>
 
 #include "child_process.hpp"
-#include "coral/learners/blas_core.hpp"
 
 namespace {
 
@@ -56,7 +57,7 @@ TEST_CASE("coral train runs the OpenBLAS kernels of this CPU's features", "[blas
   if (!has_openblas()) return;
   const auto r = train_briefly({});
   INFO(r.err);
-  const char* better = coral::learners::blas_core_for(coral::learners::read_cpu_features());
+  const char* better = coral::learners::blas_core_for(coral::read_cpu_features());
   const auto initialised = count_of(r.err, "Core: ");
   if (r.err.starts_with("Core: Prescott\n") && better != nullptr) {
     // OpenBLAS chose its generic kernels when it loaded; coral had it choose again.

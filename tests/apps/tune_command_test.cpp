@@ -2,6 +2,8 @@
 // config file it writes and that `coral bench --config` takes, and its
 // refusals.
 
+#include "coral/cli.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -15,7 +17,6 @@
 
 #include "run_cli.hpp"
 
-#include "coral/cli.hpp"
 #include "coral/core/errors.hpp"
 #include "coral/errors.hpp"
 

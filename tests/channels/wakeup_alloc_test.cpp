@@ -3,6 +3,8 @@
 // replaces the global operator new to count heap calls, so it is kept apart
 // from the other channel tests.
 
+#include "coral/channels/channel.hpp"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -15,7 +17,6 @@
 #include <asio/require.hpp>
 #include <catch2/catch.hpp>
 
-#include "coral/channels/channel.hpp"
 #include "coral/core/handler_allocator.hpp"
 
 namespace {

@@ -21,7 +21,7 @@
 #include "coral/training/errors.hpp"
 #include "coral/training/training_run.hpp"
 #include "coral/distributed/errors.hpp"
-#include "coral/distributed/transport.hpp"
+#include "coral/distributed/local_transport.hpp"
 #include "coral/distributed/wire.hpp"
 #include "../support/count_steps.hpp"
 

@@ -130,6 +130,16 @@ TEST_CASE("DQN with prioritized replay solves cartpole with one learner and two 
   check_solved(r);
 }
 
+TEST_CASE("R2D2 trains across one learner and two sampler ranks on the real binary", "[mpi][r2d2]") {
+  const auto r = run_to_end("r2d2", {"--algo", "r2d2", "--env", "cartpole", "--total-steps", "8000", "--no-run-dir",
+                                     "--progress-seconds", "0"});
+  INFO(r.out << r.err);
+  const auto json = last_json_line(r.out);
+  CHECK_THAT(json, Catch::Contains("\"algo\":\"r2d2\""));
+  CHECK(json_number(json, "env_steps") >= 8000);
+  CHECK(json_number(json, "updates") > 0);
+}
+
 TEST_CASE("killing a sampler rank ends the job within 10 s with a non-zero exit naming the rank", "[mpi][faults]") {
   const auto dir = fresh_dir("mpi-kill");
   auto inv = mpi_train(3, {"--env", "cartpole", "--total-steps", "100000000", "--keep-going", "--no-run-dir",

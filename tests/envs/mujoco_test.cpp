@@ -1,4 +1,10 @@
-#include "coral/envs/mujoco.hpp"
+#include "coral/envs/mujoco_env.hpp"
+#include "coral/envs/ant.hpp"
+#include "coral/envs/halfcheetah.hpp"
+#include "coral/envs/hopper.hpp"
+#include "coral/envs/humanoid.hpp"
+#include "coral/envs/inverted_pendulum.hpp"
+#include "coral/envs/walker2d.hpp"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,6 +1,8 @@
 // Replaces the global allocation functions of this test binary to count
 // allocations while a flag is set, and checks that stepping allocates nothing.
 
+#include "coral/envs/env.hpp"
+
 #include <atomic>
 #include <cstdlib>
 #include <new>

@@ -16,6 +16,7 @@
 #include "coral/core/error.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/training/checkpoint.hpp"
+#include "coral/training/checkpoint_dir.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/replay/errors.hpp"
@@ -25,9 +26,12 @@
 #include "../support/scratch_dir.hpp"
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
 #include "../support/train_refusal.hpp"
+#include "../support/run_json.hpp"
 
 namespace fs = std::filesystem;
 using coral::test::fresh_path;
@@ -68,11 +72,6 @@ train_result run_small(actors::topology t, executor_mode mode, std::uint64_t tot
   o.sampler.threads = 2;
   std::ostringstream progress;
   return train(o, progress);
-}
-
-std::string without_wall_time(std::string json) {
-  const auto at = json.find(R"("wall_seconds":)");
-  return json.erase(at, json.find(',', at) - at + 1);
 }
 
 }  // namespace
@@ -207,7 +206,7 @@ TEST_CASE("DQN refuses an action space that is not one Discrete", "[learners][dq
 TEST_CASE("coral train --algo dqn runs on every topology and executor, updating from the replay", "[learners][dqn]") {
   auto t = GENERATE(actors::topology::sync, actors::topology::double_buffer, actors::topology::pool);
   auto mode = GENERATE(executor_mode::single, executor_mode::threads);
-  CAPTURE(actors::to_string(t), mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(actors::to_string(t), coral::to_string(mode));
   const auto r = run_small(t, mode, 3000);
   CHECK(r.env_steps >= 3000);
   CHECK(r.episodes > 0);
@@ -221,7 +220,7 @@ TEST_CASE("two DQN runs of a seed under --executor single give identical results
   std::ostringstream p1, p2;
   const auto a = train(o, p1);
   const auto b = train(o, p2);
-  CHECK(without_wall_time(a.to_json(o)) == without_wall_time(b.to_json(o)));
+  CHECK(coral::test::without_wall_time(a.to_json(o)) == coral::test::without_wall_time(b.to_json(o)));
   CHECK(a.updates > 0);
 }
 
@@ -290,7 +289,7 @@ TEST_CASE("learning starts at any point, even before a transition is complete: t
   auto starts = GENERATE(0, 1, 8, 32);
   auto t = GENERATE(actors::topology::sync, actors::topology::pool);
   auto mode = GENERATE(executor_mode::single, executor_mode::threads);
-  CAPTURE(starts, actors::to_string(t), mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(starts, actors::to_string(t), coral::to_string(mode));
   coral::test::watchdog dog("dqn run with a small learning start", std::chrono::seconds(60));
   const auto r = run_small(t, mode, 1500, static_cast<std::uint64_t>(starts));
   CHECK(r.env_steps >= 1500);
@@ -303,7 +302,7 @@ TEST_CASE("periodic DQN checkpoints taken while the run goes on hold the replay,
   // (a lambda built inside a co_await expression, destroyed twice by GCC 12)
   // and failed with std::bad_alloc or a double free.
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
-  CAPTURE(mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(coral::to_string(mode));
   const auto dir = fresh_path("dqn-periodic");
   auto o = small_dqn(4000);
   o.sampler.executor = mode;

@@ -19,9 +19,12 @@
 #include "../support/scratch_dir.hpp"
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
+#include "../support/run_json.hpp"
 
 namespace fs = std::filesystem;
 using coral::test::read_bytes;
@@ -48,13 +51,6 @@ train_result run(const train_options& o) {
   const auto r = train(o, progress);
   std::cout << progress.str() << r.to_json(o) << '\n' << std::flush;
   return r;
-}
-
-/// The final JSON without its wall-clock field.
-std::string without_wall_time(std::string json) {
-  const auto at = json.find(R"("wall_seconds":)");
-  const auto end = json.find(',', at);
-  return json.erase(at, end - at + 1);
 }
 
 }  // namespace
@@ -147,7 +143,7 @@ TEST_CASE("with --executor single two cartpole runs of a seed give identical JSO
     auto j = r.to_json(o);
     // The checkpoint paths are in different directories; compare the rest.
     j.replace(j.find(dir.string()), dir.string().size(), "DIR");
-    json.push_back(without_wall_time(j));
+    json.push_back(coral::test::without_wall_time(j));
     checkpoints.push_back(read_bytes(r.checkpoint));
   }
   CHECK(json[0] == json[1]);

@@ -21,6 +21,8 @@
 #include "coral/training/rollout.hpp"
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/training/algorithm_descriptor.hpp"

@@ -2,7 +2,12 @@
 // bit-for-bit repeatable under --executor single, checkpoint and resume with
 // the sequence replay, and the flags it refuses.
 
+#include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
+
 #include <filesystem>
+#include <thread>
 #include <sstream>
 #include <string>
 
@@ -15,11 +20,12 @@
 #include "coral/learners/train.hpp"
 #include "../support/test_envs.hpp"
 #include "coral/learners/ppo.hpp"
-#include "coral/learners/r2d2.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
 #include "../support/train_refusal.hpp"
+#include "coral/distributed/bridge.hpp"
+#include "coral/distributed/local_transport.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
@@ -60,7 +66,7 @@ train_options small_r2d2(std::uint64_t total_steps) {
 TEST_CASE("coral train --algo r2d2 runs on every topology and executor, updating from sequences", "[learners][r2d2]") {
   auto t = GENERATE(actors::topology::sync, actors::topology::double_buffer, actors::topology::pool);
   auto mode = GENERATE(executor_mode::single, executor_mode::threads);
-  CAPTURE(actors::to_string(t), mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(actors::to_string(t), coral::to_string(mode));
   auto o = small_r2d2(3000);
   o.sampler.topo = t;
   o.sampler.executor = mode;
@@ -163,4 +169,34 @@ TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", 
   o.sampler.env = "test-target";
   std::ostringstream progress;
   CHECK_THROWS_WITH(train(o, progress), Catch::Contains("--algo r2d2: the action space must be one Discrete, not Box("));
+}
+
+TEST_CASE("R2D2 runs across ranks: two sampler ranks feed the learner's sequence replay", "[learners][r2d2][distributed]") {
+  auto ranks = coral::distributed::local_transport::make(3);
+  std::vector<train_result> results(3);
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto o = small_r2d2(4000);
+      o.stop_when_solved = false;
+      o.sampler.executor = executor_mode::threads;
+      o.remote = coral::distributed::over(ranks[r]);
+      std::ostringstream progress;
+      try {
+        results[r] = train(o, progress);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::size_t r = 0; r < 3; ++r) {
+    CAPTURE(r, errors[r]);
+    CHECK(errors[r].empty());
+  }
+  // The learner counts every sampler's steps and trained on their sequences.
+  CHECK(results[0].env_steps >= 4000);
+  CHECK(results[0].updates > 0);
+  CHECK(results[1].env_steps + results[2].env_steps >= 4000);
 }

@@ -2,6 +2,8 @@
 // learner's torch unroll, burn-in without gradient, priorities written back.
 
 #include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,6 +3,8 @@
 // LSTMCell, each row's own state whatever the batch order, resets at
 // episode starts, and recurrent PPO's update.
 
+#include "../../learners/src/actor_critic.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -12,7 +14,6 @@
 
 // Torch first: its logging header defines a CHECK macro of its own (a fatal
 // assertion), which must give way to Catch2's.
-#include "../../learners/src/actor_critic.hpp"
 #undef CHECK
 #include <catch2/catch.hpp>
 
@@ -28,6 +29,8 @@
 #include "../support/test_envs.hpp"
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/r2d2.hpp"
+#include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/r2d2_policy.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
@@ -386,7 +389,7 @@ train_options small_recurrent(std::uint64_t total_steps) {
 TEST_CASE("recurrent PPO runs on every topology and executor", "[learners][recurrent][ppo]") {
   auto t = GENERATE(actors::topology::sync, actors::topology::double_buffer, actors::topology::pool);
   auto mode = GENERATE(coral::executor_mode::single, coral::executor_mode::threads);
-  CAPTURE(actors::to_string(t), mode == coral::executor_mode::single ? "single" : "threads");
+  CAPTURE(actors::to_string(t), coral::to_string(mode));
   auto o = small_recurrent(4096);
   o.sampler.topo = t;
   o.sampler.executor = mode;

@@ -3,6 +3,8 @@
 // forms and around 10), the special values, and every length of the
 // vector loops' tail.
 
+#include "coral/learners/tanh_kernel.hpp"
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -12,7 +14,6 @@
 #include <catch2/catch.hpp>
 
 #include "../support/float_ulps.hpp"
-#include "coral/learners/tanh_kernel.hpp"
 
 using coral::learners::tanh_in_place;
 

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/actors/builtin_policy.hpp"
 #include "coral/actors/gate.hpp"
 #include "coral/actors/policy.hpp"
 #include "coral/training/algorithm.hpp"

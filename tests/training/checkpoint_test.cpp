@@ -1,4 +1,5 @@
 #include "coral/training/checkpoint.hpp"
+#include "coral/training/checkpoint_dir.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
 
 namespace fs = std::filesystem;
 using coral::test::fresh_dir;

@@ -17,12 +17,14 @@
 
 #include "../actors/counter_env.hpp"
 #include "../support/watchdog.hpp"
+#include "coral/actors/builtin_policy.hpp"
 #include "coral/actors/gate.hpp"
 #include "coral/core/error.hpp"
 #include "coral/training/algorithm.hpp"
 #include "coral/replay/rate_limit_gate.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "coral/replay/replay_feeder.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
 
 using namespace std::chrono_literals;
 using coral::executor_mode;
@@ -287,7 +289,7 @@ TEST_CASE("sampler, feeder and replay actor deliver correct n-step transitions u
   auto t = GENERATE(topology::sync, topology::double_buffer, topology::pool);
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
   auto n = GENERATE(std::size_t{1}, std::size_t{3});
-  CAPTURE(coral::actors::to_string(t), mode == executor_mode::single ? "single" : "threads", n);
+  CAPTURE(coral::actors::to_string(t), coral::to_string(mode), n);
   const auto r = run_pipeline({.topo = t, .mode = mode, .n_step = n});
   INFO(r.first_error);
   CHECK(r.errors == 0);
@@ -309,7 +311,7 @@ TEST_CASE("an env reset after a failure cuts its replay stream: no transition sp
           "[training][replay][pipeline]") {
   coral::test::watchdog dog("replay pipeline with a failing env", 120s);
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
-  CAPTURE(mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(coral::to_string(mode));
   const auto r = run_pipeline({.topo = topology::pool, .mode = mode, .n_step = 3, .env_fails = true});
   INFO(r.first_error);
   CHECK(r.errors == 0);
@@ -367,7 +369,7 @@ std::vector<pipeline_setup> liveness_grid(executor_mode mode) {
 std::string describe(const pipeline_setup& p) {
   return fmt::format("{} {}, {} envs in groups of {}, batch {}{}, learning starts {}, ratio {}, replay batch {}, "
                      "prefetch {}",
-                     coral::actors::to_string(p.topo), p.mode == executor_mode::single ? "single" : "threads",
+                     coral::actors::to_string(p.topo), coral::to_string(p.mode),
                      p.num_envs, p.envs_per_group, p.batch_size, p.dynamic_batching ? " (dynamic)" : "", p.min_size,
                      p.ratio, p.replay_batch, p.prefetch);
 }
@@ -407,7 +409,7 @@ TEST_CASE("snapshots taken while sampler, feeder and learner run load into a fre
           "[training][replay][pipeline][snapshot]") {
   coral::test::watchdog dog("replay pipeline with snapshots", 120s);
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
-  CAPTURE(mode == executor_mode::single ? "single" : "threads");
+  CAPTURE(coral::to_string(mode));
   const auto r = run_pipeline({.topo = topology::pool, .mode = mode, .n_step = 3, .snapshot_every = 25});
   INFO(r.first_error);
   CHECK(r.errors == 0);

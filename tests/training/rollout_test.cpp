@@ -15,6 +15,7 @@
 #include "coral/training/frame_stack.hpp"
 #include "coral/training/policy_lag_gate.hpp"
 #include "coral/training/training_run.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
 
 using namespace coral;
 using namespace coral::training;
@@ -218,7 +219,7 @@ TEST_CASE("segments hold each row's steps in order with the outcome of each acti
   coral::test::watchdog dog("rollout pipeline", 60s);
   for (auto topo : {actors::topology::sync, actors::topology::double_buffer, actors::topology::pool}) {
     for (auto mode : {executor_mode::single, executor_mode::threads}) {
-      INFO("topology " << actors::to_string(topo) << (mode == executor_mode::single ? " single" : " threads"));
+      INFO("topology " << actors::to_string(topo) << " " << coral::to_string(mode));
       const auto r = run_pipeline(topo, mode, 0, 12);
       CHECK(r.report.error.empty());
       CHECK(r.report.segments == 12);
@@ -236,7 +237,7 @@ TEST_CASE("a pool batch of several groups does not stall at segment boundaries",
   coral::test::watchdog dog("rollout pipeline", 60s);
   for (auto mode : {executor_mode::single, executor_mode::threads}) {
     for (std::size_t batch : {2, 3, 6}) {
-      INFO("batch " << batch << (mode == executor_mode::single ? " single" : " threads"));
+      INFO("batch " << batch << " " << coral::to_string(mode));
       const auto r = run_pipeline(actors::topology::pool, mode, 0, 12, 1, batch);
       CHECK(r.report.error.empty());
       CHECK(r.report.segments == 12);
@@ -250,7 +251,7 @@ TEST_CASE("with a policy lag bound of 2 no step is more than 2 versions stale", 
   coral::test::watchdog dog("rollout pipeline", 60s);
   for (auto topo : {actors::topology::sync, actors::topology::pool}) {
     for (auto mode : {executor_mode::single, executor_mode::threads}) {
-      INFO("topology " << actors::to_string(topo) << (mode == executor_mode::single ? " single" : " threads"));
+      INFO("topology " << actors::to_string(topo) << " " << coral::to_string(mode));
       const auto r = run_pipeline(topo, mode, 2, 12);
       CHECK(r.report.error.empty());
       CHECK(r.report.segments == 12);

@@ -18,10 +18,12 @@
 
 #include "../actors/counter_env.hpp"
 #include "../support/watchdog.hpp"
+#include "coral/actors/builtin_policy.hpp"
 #include "coral/training/algorithm.hpp"
 #include "coral/replay/rate_limit_gate.hpp"
 #include "coral/replay/sequence_feeder.hpp"
 #include "coral/replay/sequence_replay_actor.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
 
 using namespace std::chrono_literals;
 using coral::executor_mode;
@@ -284,7 +286,7 @@ TEST_CASE("sampler, sequence feeder and sequence replay deliver correct sequence
   auto mode = GENERATE(executor_mode::threads, executor_mode::single);
   auto shape = GENERATE(std::make_pair<std::size_t, std::size_t>(3, 3), std::make_pair<std::size_t, std::size_t>(0, 4),
                         std::make_pair<std::size_t, std::size_t>(2, 5));  // (burn-in, overlap)
-  CAPTURE(coral::actors::to_string(t), mode == executor_mode::single ? "single" : "threads", shape.first,
+  CAPTURE(coral::actors::to_string(t), coral::to_string(mode), shape.first,
           shape.second);
   const auto r = run_sequences({.topo = t, .mode = mode, .burn_in = shape.first, .overlap = shape.second});
   INFO(r.first_error);
@@ -316,7 +318,7 @@ TEST_CASE("the sequence pipeline never deadlocks: learning starts, ratios, batch
                                      .min_size = starts, .ratio = ratio, .replay_batch = batch, .prefetch = prefetch};
               const auto what = fmt::format("{} {}, learning starts {}, ratio {}, batch {}, prefetch {}",
                                             coral::actors::to_string(t),
-                                            mode == executor_mode::single ? "single" : "threads", starts, ratio,
+                                            coral::to_string(mode), starts, ratio,
                                             batch, prefetch);
               INFO(what);
               coral::test::watchdog dog("sequence pipeline liveness: " + what, 20s);

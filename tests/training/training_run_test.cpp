@@ -11,6 +11,7 @@
 #include "../support/watchdog.hpp"
 #include "coral/core/error.hpp"
 #include "coral/training/checkpoint.hpp"
+#include "coral/training/checkpoint_dir.hpp"
 #include "../support/count_steps.hpp"
 #include "../support/scratch_dir.hpp"
 
@@ -45,7 +46,7 @@ train_options count_run(std::uint64_t total_steps, executor_mode mode = executor
 TEST_CASE("a test-only algorithm of one file runs through the training composition", "[training][training_run]") {
   coral::test::watchdog dog("count algorithm", 60s);
   for (auto mode : {executor_mode::single, executor_mode::threads}) {
-    INFO((mode == executor_mode::single ? "single" : "threads"));
+    INFO(coral::to_string(mode));
     const auto dir = fresh_path("training-run-count");
     auto o = count_run(4096, mode);
     o.run_dir = (dir / "run").string();

@@ -1,4 +1,5 @@
 #include "coral/training/checkpoint.hpp"
+#include "coral/training/checkpoint_dir.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -17,6 +17,7 @@
 #include "coral/core/json.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
+#include "coral/training/checkpoint_dir.hpp"
 
 namespace coral::training::detail {
 namespace {

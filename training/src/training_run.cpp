@@ -17,6 +17,7 @@
 #include "coral/training/option_checks.hpp"
 #include "run_files.hpp"
 #include "run_guards.hpp"
+#include "coral/training/checkpoint_dir.hpp"
 
 namespace coral::training {
 namespace {
@@ -279,7 +280,7 @@ train_result training_run::run() {
         "coral train: env {}, {}, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
         "spin {} us, {}, target return {}{}{}\n",
         so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, wiring.envs_per_group, wiring.batch_size,
-        so.threads, so.threads == 1 ? "" : "s", so.executor == executor_mode::single ? "single" : "threads",
+        so.threads, so.threads == 1 ? "" : "s", coral::to_string(so.executor),
         so.spin.count(),
         algorithm_->describe_setup(), target_ ? json::number(*target_) : "none",
         bo.min_batch_size != so.min_batch_size
@@ -396,7 +397,7 @@ std::string train_result::to_json(const train_options& o) const {
       R"("wall_seconds":{},"mean_return":{},"mean_length":{},"episodes":{},"updates":{},"target_return":{},)"
       R"("checkpoint":{},"resumed_from":{}}})",
       solved, interrupted, json::quote(o.sampler.env), json::quote(o.algo), json::quote(actors::to_string(o.sampler.topo)),
-      json::quote(o.sampler.executor == executor_mode::single ? "single" : "threads"), o.sampler.seed, env_steps,
+      json::quote(coral::to_string(o.sampler.executor)), o.sampler.seed, env_steps,
       json::number(wall_seconds), json::number(mean_return), json::number(mean_length), episodes, updates,
       target_return ? json::number(*target_return) : "null", checkpoint.empty() ? "null" : json::quote(checkpoint),
       resumed_from.empty() ? "null" : json::quote(resumed_from));

@@ -10,7 +10,7 @@
 
 #include "coral/core/error.hpp"
 #include "coral/envs/errors.hpp"
-#include "coral/envs/mujoco.hpp"
+#include "coral/envs/mujoco_env.hpp"
 
 namespace coral::envs {
 namespace {

@@ -1,5 +1,5 @@
 // The six MuJoCo tasks: observation, reward and termination of each, as
-// Gymnasium v4 defines them (see mujoco.hpp for the definitions).
+// Gymnasium v4 defines them (see each task's header for its definition).
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,12 @@
 #include <fmt/format.h>
 #include <mujoco/mujoco.h>
 
-#include "coral/envs/mujoco.hpp"
+#include "coral/envs/ant.hpp"
+#include "coral/envs/halfcheetah.hpp"
+#include "coral/envs/hopper.hpp"
+#include "coral/envs/humanoid.hpp"
+#include "coral/envs/inverted_pendulum.hpp"
+#include "coral/envs/walker2d.hpp"
 
 namespace coral::envs {
 namespace {

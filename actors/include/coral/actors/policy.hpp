@@ -1,24 +1,19 @@
 #pragma once
 /// \file
-/// The policy interface the inference batcher calls on a batch of rows, and
-/// the two torch-free policies: `random` and `constant`.
+/// The policy interface the inference batcher calls on a batch of rows. The
+/// two torch-free policies, `random` and `constant`, are in
+/// random_policy.hpp and constant_policy.hpp; builtin_policy.hpp builds
+/// either by name.
 ///
 /// A policy reads observation rows of an env_batch and writes action rows.
 /// Rows arrive as ranges (one per env group in the batch), because in pool
 /// mode the groups in a batch are whichever finished first. A network policy
-/// gathers them into its own input tensor; the policies here work in place.
+/// gathers them into its own input tensor; the torch-free ones work in place.
 
-#include <cstddef>
-#include <cstdint>
-#include <memory>
 #include <span>
-#include <string_view>
-#include <vector>
 
 #include "coral/actors/messages.hpp"
 #include "coral/envs/env_batch.hpp"
-#include "coral/envs/rng.hpp"
-#include "coral/envs/space.hpp"
 
 namespace coral::actors {
 
@@ -53,49 +48,5 @@ class policy {
   policy(const policy&) = default;
   policy& operator=(const policy&) = default;
 };
-
-/// Uniform over the action space. Row r draws from its own rng seeded from
-/// (seed, streams[r]), or (seed, r) without `streams`, so the actions a row
-/// gets do not depend on which rows share its batch: runs are reproducible
-/// in every topology where the env steps are. A sampler of several shards,
-/// whose rows are padded apart, gives sampler::row_streams(): each env then
-/// gets the actions it gets with one shard and in the plain loop.
-class random_policy final : public policy {
- public:
-  /// `streams`: empty, or one per row.
-  random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed,
-                std::span<const std::uint64_t> streams = {});
-  void act(const policy_rows& rows) override;
-  void load_weights(std::span<const float>) override {}
-  /// Each row draws from its own rng: disjoint rows share nothing.
-  [[nodiscard]] bool acts_concurrently() const noexcept override { return true; }
-
- private:
-  envs::space action_space_;
-  std::uint64_t discrete_n_ = 0;  ///< > 0 when the space is one Discrete(n): the fast path
-  std::vector<envs::rng> rngs_;
-};
-
-/// The same action for every row: every discrete component 0, every Box
-/// element the point of its bounds nearest 0.
-class constant_policy final : public policy {
- public:
-  explicit constant_policy(const envs::space& action_space);
-  void act(const policy_rows& rows) override;
-  void load_weights(std::span<const float>) override {}
-  /// It only reads its own members.
-  [[nodiscard]] bool acts_concurrently() const noexcept override { return true; }
-
- private:
-  std::vector<std::int32_t> discrete_;
-  std::vector<float> continuous_;
-};
-
-/// Builds policy `name` (`random`, whose rows draw from `streams` as
-/// random_policy says, or `constant`). Throws config_error naming
-/// `--policy` and the allowed values otherwise.
-[[nodiscard]] std::unique_ptr<policy> make_builtin_policy(std::string_view name, const envs::space& action_space,
-                                                          std::size_t rows, std::uint64_t seed,
-                                                          std::span<const std::uint64_t> streams = {});
 
 }  // namespace coral::actors

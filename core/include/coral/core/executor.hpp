@@ -24,6 +24,11 @@ enum class executor_mode {
   single,   ///< every actor runs on one io_context, on the thread calling run()
 };
 
+/// `threads` or `single`, as `--executor` takes it.
+[[nodiscard]] constexpr std::string_view to_string(executor_mode mode) noexcept {
+  return mode == executor_mode::single ? "single" : "threads";
+}
+
 /// Parses `threads` or `single`; throws config_error naming `--executor`.
 [[nodiscard]] executor_mode parse_executor_mode(std::string_view text);
 

@@ -28,17 +28,9 @@
 
 #include <string>
 
+#include "coral/core/cpu_features.hpp"
+
 namespace coral::learners {
-
-/// What OpenBLAS's own feature checks look at, read with cpuid and xgetbv.
-struct cpu_features {
-  bool intel = false;   ///< vendor GenuineIntel
-  bool avx2 = false;    ///< AVX2 and FMA, with the OS saving the YMM registers
-  bool avx512 = false;  ///< AVX-512 F, CD, BW, DQ and VL, with the OS saving the ZMM registers
-};
-
-/// This CPU's features; all false on a CPU that is not x86-64.
-cpu_features read_cpu_features() noexcept;
 
 /// The `OPENBLAS_CORETYPE` for an Intel CPU with these features: SkylakeX
 /// with AVX-512, Haswell with AVX2, the kernel sets OpenBLAS 0.3.21 gives
@@ -48,7 +40,7 @@ cpu_features read_cpu_features() noexcept;
 /// kernels; the float GEMMs coral's learners call are the same, measured.)
 /// nullptr where OpenBLAS's own choice stands: a CPU without AVX2, or one
 /// not made by Intel (OpenBLAS tunes AMD's Zen cores apart).
-const char* blas_core_for(const cpu_features& cpu) noexcept;
+const char* blas_core_for(const coral::cpu_features& cpu) noexcept;
 
 /// The kernel set the OpenBLAS in this process runs ("SkylakeX",
 /// "Prescott"); empty where the process has no OpenBLAS (another BLAS, or

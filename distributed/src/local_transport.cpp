@@ -1,4 +1,4 @@
-#include "coral/distributed/transport.hpp"
+#include "coral/distributed/local_transport.hpp"
 
 namespace coral::distributed {
 

@@ -1,0 +1,207 @@
+// The acting side of the built-in actor-critic: the torch twin's weights
+// copied into plain dense layers and LSTM cells (dense.hpp), acting on
+// batch rows without torch.
+
+#include "coral/learners/mlp_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "actor_critic.hpp"
+#include "dense.hpp"
+#include "coral/core/error.hpp"
+#include "coral/envs/rng.hpp"
+#include "coral/learners/blas_core.hpp"
+#include "coral/learners/errors.hpp"
+#include "coral/training/frame_stack.hpp"
+#include "coral/training/running_moments.hpp"
+
+namespace coral::learners {
+
+namespace detail {
+
+void copy_trunk(dense_trunk& out, const recurrent_trunk_impl& trunk) {
+  copy_dense(out.encoder, trunk.encoder);
+  const auto& l = *trunk.lstm;
+  const auto wih = l.weight_ih.detach().contiguous(), whh = l.weight_hh.detach().contiguous();
+  const auto bih = l.bias_ih.detach().contiguous(), bhh = l.bias_hh.detach().contiguous();
+  out.cell.load(static_cast<std::size_t>(wih.size(1)), static_cast<std::size_t>(whh.size(1)), wih.data_ptr<float>(),
+                whh.data_ptr<float>(), bih.data_ptr<float>(), bhh.data_ptr<float>());
+}
+
+void copy_dense(dense_mlp& out, const torch::nn::Sequential& seq) {
+  std::size_t n = 0;
+  for (const auto& m : seq->children()) {
+    if (const auto* linear = m->as<torch::nn::Linear>()) {
+      if (out.layers.size() <= n) out.layers.emplace_back();
+      const auto w = linear->weight.detach().contiguous();
+      const auto b = linear->bias.detach().contiguous();
+      out.layers[n++].load(static_cast<std::size_t>(w.size(1)), static_cast<std::size_t>(w.size(0)),
+                           w.data_ptr<float>(), b.data_ptr<float>());
+    }
+  }
+}
+
+}  // namespace detail
+
+struct mlp_policy::impl {
+  impl(const network_spec& s, std::size_t rows, std::uint64_t seed)
+      : spec(s), net(s), stack(rows, s.raw_obs_dim, s.frames) {
+    net->eval();
+    rngs.reserve(rows);
+    // A stream family of its own: envs draw from (seed, env index), and a
+    // policy stream equal to its env's would correlate actions with what
+    // the env drew (a one-step env was "solved" by the untrained policy).
+    constexpr std::uint64_t policy_salt = 0x706F6C6963792D31ULL;  // "policy-1"
+    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
+    refresh();
+    const std::size_t w = std::max({actor.widest(), critic.widest(), trunk.encoder.widest()});
+    state.assign(rows * s.state_dim(), 0.0f);
+    states_before.assign(rows * s.state_dim(), 0.0f);
+    gates.resize(4 * s.lstm);
+    scratch_a.resize(w);
+    scratch_b.resize(w);
+    log_std.resize(s.continuous_dim());
+    samples.resize(rows * s.continuous_dim());
+    if (s.normalize_observations) {
+      // The identity until the learner publishes its moments.
+      normalizer.assign(2 * s.input_dim(), 0.0f);
+      std::fill(normalizer.begin() + static_cast<std::ptrdiff_t>(s.input_dim()), normalizer.end(), 1.0f);
+      normalized.resize(s.input_dim());
+    }
+  }
+  /// Copies the torch parameters into the dense kernels.
+  void refresh() {
+    detail::copy_dense(actor, net->actor);
+    detail::copy_dense(critic, net->critic);
+    if (spec.lstm > 0) detail::copy_trunk(trunk, *net->trunk);
+    if (spec.continuous_dim() > 0) {
+      const auto ls = net->log_std.detach().contiguous();
+      log_std.assign(ls.data_ptr<float>(), ls.data_ptr<float>() + ls.numel());
+    }
+  }
+  network_spec spec;
+  detail::actor_critic net;  // the parameter layout; the kernels below are copies
+  detail::dense_mlp actor;
+  detail::dense_mlp critic;
+  detail::dense_trunk trunk;          // with an LSTM
+  std::vector<float> state;           // rows × state_dim: each row's h then c now
+  std::vector<float> states_before;   // rows × state_dim: what the row's last act() started from
+  std::vector<float> gates;           // 4 × lstm scratch
+  std::vector<float> log_std;
+  std::vector<float> samples;     // rows × continuous_dim: the unclipped Gaussian samples
+  std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
+  std::vector<float> normalized;  // one normalised input row
+  training::frame_stack stack;
+  std::vector<envs::rng> rngs;
+  std::vector<float> scratch_a;
+  std::vector<float> scratch_b;
+  bool deterministic = false;
+};
+
+mlp_policy::mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed)
+    : impl_(std::make_unique<impl>(spec, rows, seed)) {}
+
+mlp_policy::~mlp_policy() = default;
+
+void mlp_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
+
+void mlp_policy::load_weights(std::span<const float> weights) {
+  auto& m = *impl_;
+  const std::size_t block = m.normalizer.size();
+  if (weights.size() < block) {
+    throw usage_error(fmt::format("mlp_policy: {} weights given, the normaliser alone has {}", weights.size(), block));
+  }
+  detail::load(*m.net, weights.first(weights.size() - block));
+  const auto tail = weights.last(block);
+  std::copy(tail.begin(), tail.end(), m.normalizer.begin());
+  m.refresh();
+}
+
+std::span<const float> mlp_policy::sampled_actions() const noexcept { return impl_->samples; }
+
+std::span<const float> mlp_policy::recurrent_states() const noexcept { return impl_->states_before; }
+
+void mlp_policy::act(const actors::policy_rows& rows) {
+  auto& m = *impl_;
+  auto& batch = rows.batch;
+  const auto term = batch.terminated();
+  const auto trunc = batch.truncated();
+  const auto failed = batch.failed();
+  const std::size_t cont = m.spec.continuous_dim();
+  const std::size_t H = m.spec.lstm;
+  constexpr double half_log_2pi = 0.91893853320467274178;
+  for (const auto& range : rows.ranges) {
+    for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+      // The observation starts a new episode (an env reset after a failure too).
+      const bool restart = term[r] != 0 || trunc[r] != 0 || failed[r] != 0;
+      if (restart) m.stack.restart(r);
+      m.stack.push(r, batch.observations().row(r));
+      const float* x = m.stack.row(r).data();
+      if (!m.normalizer.empty()) {
+        training::normalize_observation(m.normalizer, x, m.normalized.data());
+        x = m.normalized.data();
+      }
+      if (H > 0) {
+        // The row's own state (pool batches bring rows in any order), zeroed
+        // at an episode's start; the trunk's output is the cell's new h.
+        float* h = m.state.data() + static_cast<std::size_t>(r) * 2 * H;
+        float* c = h + H;
+        if (restart) std::fill(h, h + 2 * H, 0.0f);
+        std::copy(h, h + 2 * H, m.states_before.begin() + static_cast<std::ptrdiff_t>(r * 2 * H));
+        m.trunk.step(x, h, c, m.scratch_a.data(), m.scratch_b.data(), m.gates.data());
+        x = h;
+      }
+      if (!rows.values.empty()) rows.values[r] = *m.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
+      const float* row_out = m.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());
+
+      auto& rng = m.rngs[r];
+      double logp = 0;
+      auto discrete = batch.discrete_actions().row(r);
+      std::size_t offset = 0;
+      for (std::size_t h = 0; h < m.spec.nvec.size(); ++h) {
+        const auto k = static_cast<std::size_t>(m.spec.nvec[h]);
+        const float* logits = row_out + offset;
+        const float mx = *std::max_element(logits, logits + k);
+        double sum = 0;
+        for (std::size_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j] - mx));
+        std::size_t pick = k - 1;
+        if (m.deterministic) {
+          pick = static_cast<std::size_t>(std::max_element(logits, logits + k) - logits);
+        } else {
+          double u = rng.uniform() * sum;
+          for (std::size_t j = 0; j < k; ++j) {
+            u -= std::exp(static_cast<double>(logits[j] - mx));
+            if (u < 0) {
+              pick = j;
+              break;
+            }
+          }
+        }
+        discrete[h] = static_cast<std::int32_t>(pick);
+        logp += static_cast<double>(logits[pick] - mx) - std::log(sum);
+        offset += k;
+      }
+      auto continuous = batch.continuous_actions().row(r);
+      float* sample = m.samples.data() + static_cast<std::size_t>(r) * cont;
+      for (std::size_t c = 0; c < cont; ++c) {
+        const double mean = row_out[offset + c];
+        const double sd = std::exp(static_cast<double>(m.log_std[c]));
+        sample[c] = static_cast<float>(m.deterministic ? mean : mean + sd * rng.normal());
+        // The env gets the sample clipped to its bounds; the log probability
+        // is the unclipped sample's, which is what the learner scores.
+        continuous[c] = std::clamp(sample[c], m.spec.low[c], m.spec.high[c]);
+        const double z = (static_cast<double>(sample[c]) - mean) / sd;
+        logp += -0.5 * z * z - static_cast<double>(m.log_std[c]) - half_log_2pi;
+      }
+      if (!rows.log_probs.empty()) rows.log_probs[r] = static_cast<float>(logp);
+    }
+  }
+}
+
+}  // namespace coral::learners
