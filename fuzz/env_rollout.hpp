@@ -15,7 +15,7 @@
 #include "coral/envs/env.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/envs/space.hpp"
 #include "fuzz_support.hpp"
 
@@ -72,7 +72,7 @@ void roll(std::unique_ptr<envs::env> e, std::size_t steps, Act&& act) {
 /// roll() with uniform random actions drawn from the env's action space.
 inline void roll_random(std::unique_ptr<envs::env> e, std::size_t steps, std::uint64_t seed) {
   const envs::space action_space = e->action_space();
-  envs::rng r(seed);
+  coral::rng r(seed);
   roll(std::move(e), steps, [&](std::size_t, envs::env_batch& batch) {
     for (std::size_t row = 0; row < batch.rows(); ++row) {
       envs::sample_action(action_space, r, batch.discrete_actions().row(row), batch.continuous_actions().row(row));

@@ -23,7 +23,7 @@
 
 #include "coral/action_text.hpp"
 #include "coral/envs/registry.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/envs/space.hpp"
 #include "coral/training/checkpoint.hpp"
 #include "coral/replay/replay_actor.hpp"
@@ -53,7 +53,7 @@ void write(const fs::path& file, char mode, const std::vector<char>& bytes) {
 // Inserts `count` transitions on every stream of `b`, episodes of
 // `episode_length`, values drawn from `r`.
 void fill(replay::replay_buffer& b, const replay::replay_config& c, std::size_t count, std::size_t episode_length,
-          envs::rng& r) {
+          coral::rng& r) {
   std::vector<float> obs(c.obs_dim), next(c.obs_dim), cont(c.continuous_action_dim);
   std::vector<std::int32_t> disc(c.discrete_action_dim);
   for (std::size_t i = 0; i < count; ++i) {
@@ -78,7 +78,7 @@ void fill(replay::replay_buffer& b, const replay::replay_config& c, std::size_t 
 std::vector<char> replay_blob(const replay::replay_config& c, std::size_t count, std::size_t episode_length,
                               bool update, bool cut) {
   replay::replay_buffer b(c);
-  envs::rng r(count);
+  coral::rng r(count);
   fill(b, c, count, episode_length, r);
   if (update && b.size() > 0) {
     replay::sampled_batch s;
@@ -112,7 +112,7 @@ void replay_seeds(const fs::path& dir) {
 std::vector<char> actor_state(const replay::replay_config& c, std::size_t count, std::uint64_t inserts,
                               std::uint64_t samples) {
   replay::replay_actor actor({.buffer = c, .min_size = 1});
-  envs::rng r(count);
+  coral::rng r(count);
   fill(actor.buffer(), c, count, 3, r);
   std::vector<char> out = actor.save();
   // After the 8-byte magic: inserts, then samples (basic_replay_actor_impl.hpp).
@@ -172,7 +172,7 @@ void env_seeds(const fs::path& env_arg_dir, const fs::path& actions_dir) {
 
     const auto e = registry.make(name, {}, 0, 0);
     const auto& space = e->action_space();
-    envs::rng r(1);
+    coral::rng r(1);
     std::vector<std::int32_t> d(space.discrete_size());
     std::vector<float> c(space.continuous_size());
     std::string actions = name + "\n";

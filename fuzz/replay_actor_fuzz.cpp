@@ -33,7 +33,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/replay/replay_actor.hpp"
 #include "fuzz_support.hpp"
 #include "replay_blob_layout.hpp"
@@ -46,7 +46,7 @@ using coral::fuzz::check;
 // The state's layout (basic_replay_actor_impl.hpp): an 8-byte magic, the u64
 // counters inserts, samples and batches served, the generator, then the
 // buffer's blob.
-constexpr std::size_t blob_offset = 8 + 3 * 8 + sizeof(coral::envs::rng);
+constexpr std::size_t blob_offset = 8 + 3 * 8 + sizeof(coral::rng);
 
 replay::replay_actor_config actor_config(std::uint8_t mode, std::span<const char> blob) {
   replay::replay_actor_config c;

@@ -76,7 +76,7 @@ void check_draws(const replay::replay_buffer& b, const replay::sampled_batch& s,
 // Draws, updates priorities from `noise`, inserts and cuts on every stream,
 // and draws again; every draw must be valid.
 void exercise(replay::replay_buffer& b, const replay::replay_config& c, std::span<const std::uint8_t> noise) {
-  coral::envs::rng rng(noise.size());
+  coral::rng rng(noise.size());
   replay::sampled_batch s;
   constexpr std::size_t draws = 7;
   auto draw_all = [&] {

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages coral builds with, skipping what is there.
-# Usage: scripts/deps.sh            (as root, or with sudo available)
+# Usage: scripts/deps.sh            everything: the tests, the sanitizer and
+#                                   fuzz builds, the Python tests (scripts/test.sh)
+#        scripts/deps.sh main       what `coral` and `import coral` need (scripts/run.sh)
+# As root, or with sudo available.
 set -euo pipefail
 
 packages=(
@@ -9,11 +12,16 @@ packages=(
   libtorch-dev libtomlplusplus-dev gnuplot-nox
   libmujoco-dev  # the MuJoCo envs (CORAL_WITH_MUJOCO, on by default)
   libopenblas0  # takes over libblas.so.3 from the reference BLAS: PPO updates 1.5-3x faster (BENCHMARKS.md)
-  clang-14 libclang-rt-14-dev  # the fuzz build: clang and its libFuzzer, ASan and UBSan runtimes
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
-  python3-pytest python3-torch  # its tests, and the example PPO in PyTorch
-  libopenmpi-dev openmpi-bin  # coral train --distributed (distributed/), its mpi tests
+  libopenmpi-dev  # coral train --distributed (distributed/)
 )
+if [ "${1:-}" != main ]; then
+  packages+=(
+    clang-14 libclang-rt-14-dev  # the fuzz build: clang and its libFuzzer, ASan and UBSan runtimes
+    python3-pytest python3-torch  # the Python tests, and the example PPO in PyTorch
+    openmpi-bin  # mpirun, for the mpi tests
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

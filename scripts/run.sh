@@ -4,7 +4,7 @@
 # `coral train` with the flags given (none: PPO on cartpole at the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh main
 cmake --preset release > /dev/null
 cmake --build --preset release -j"$(nproc)" --target coral coral_python
 # `import coral` for Debian's python3: the package goes under /usr/local.

@@ -43,7 +43,7 @@ random_policy::random_policy(const envs::space& action_space, std::size_t rows, 
     throw usage_error(fmt::format("random_policy: {} streams for {} rows", streams.size(), rows));
   }
   for (std::size_t r = 0; r < rows; ++r) {
-    rngs_.emplace_back(envs::env_seed{policy_seed, streams.empty() ? r : streams[r]});
+    rngs_.emplace_back(coral::env_seed{policy_seed, streams.empty() ? r : streams[r]});
   }
 }
 

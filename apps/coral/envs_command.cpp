@@ -99,7 +99,7 @@ void list_envs(std::ostream& out, const envs_options& o) {
   for (const auto& name : names) {
     const auto& spec = r.find(name);
     const auto config = r.make_config(name, args);
-    const auto e = spec.factory(config, envs::env_seed{0, 0});
+    const auto e = spec.factory(config, coral::env_seed{0, 0});
     if (o.json) {
       describe_json(out, spec, *e, config);
     } else {
@@ -132,7 +132,7 @@ void rollout(std::ostream& out, const rollout_options& o) {
 
   std::vector<step_actions> plan;
   if (!o.actions.empty()) plan = parse_actions(o.actions, action_space, rows);
-  envs::rng action_rng(envs::env_seed{o.seed, action_stream});
+  coral::rng action_rng(coral::env_seed{o.seed, action_stream});
 
   const bool pure_discrete = action_space.kind() == envs::space_kind::discrete;
   auto obs = [&](std::size_t row) { return json::array(batch.observations().row(row)); };

@@ -24,6 +24,8 @@
 namespace {
 
 using namespace coral::envs;
+using coral::env_seed;
+using coral::rng;
 
 constexpr std::size_t plan_steps = 4096;
 

@@ -27,7 +27,7 @@
 #include <memory>
 #include <vector>
 
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/replay/replay_buffer.hpp"
 #include "coral/replay/sequence_buffer.hpp"
 #include "reference_tree.hpp"
@@ -127,7 +127,7 @@ BENCHMARK(insert_baseline)->Arg(256)->Arg(1024);
 /// update of its keys with random TD errors, per iteration.
 void sample_then_update(benchmark::State& state, replay_buffer& buffer) {
   const auto b = static_cast<std::size_t>(state.range(0));
-  coral::envs::rng rng(42);
+  coral::rng rng(42);
   sampled_batch out;
   std::vector<float> td(b);
   for (auto _ : state) {
@@ -152,7 +152,7 @@ BENCHMARK(sample_update_mid_ring)->Arg(256)->Unit(benchmark::kMicrosecond);
 void sample_only(benchmark::State& state) {
   const auto b = static_cast<std::size_t>(state.range(0));
   auto buffer = full_buffer();
-  coral::envs::rng rng(42);
+  coral::rng rng(42);
   sampled_batch out;
   for (auto _ : state) {
     buffer->sample_prioritized(rng, b, 0.4, out);
@@ -165,7 +165,7 @@ BENCHMARK(sample_only)->Arg(256)->Unit(benchmark::kMicrosecond);
 void update_only(benchmark::State& state) {
   const auto b = static_cast<std::size_t>(state.range(0));
   auto buffer = full_buffer();
-  coral::envs::rng rng(42);
+  coral::rng rng(42);
   sampled_batch out;
   std::vector<float> td(b);
   std::vector<coral::replay::sample_key> keys(b);
@@ -198,7 +198,7 @@ class reference_path {
     tree_.refresh(0, capacity_);
   }
 
-  void sample(coral::envs::rng& rng, std::size_t batch, double beta, sampled_batch& out) {
+  void sample(coral::rng& rng, std::size_t batch, double beta, sampled_batch& out) {
     out.keys.resize(batch);
     out.probabilities.resize(batch);
     out.weights.resize(batch);
@@ -258,7 +258,7 @@ class reference_path {
 void sample_update_reference(benchmark::State& state) {
   const auto b = static_cast<std::size_t>(state.range(0));
   reference_path path(*full_buffer());
-  coral::envs::rng rng(42);
+  coral::rng rng(42);
   sampled_batch out;
   std::vector<float> td(b);
   for (auto _ : state) {
@@ -275,7 +275,7 @@ BENCHMARK(sample_update_reference)->Arg(256)->Unit(benchmark::kMicrosecond);
 void sample_update_baseline(benchmark::State& state) {
   const auto b = static_cast<std::size_t>(state.range(0));
   std::vector<double> leaves(capacity, 1.0);
-  coral::envs::rng rng(42);
+  coral::rng rng(42);
   std::vector<std::size_t> picked(b);
   for (auto _ : state) {
     double total = 0.0;
@@ -323,7 +323,7 @@ std::unique_ptr<coral::replay::sequence_buffer> full_sequences() {
 void sequence_sample_update(benchmark::State& state) {
   const auto b = static_cast<std::size_t>(state.range(0));
   auto buffer = full_sequences();
-  coral::envs::rng rng(42);
+  coral::rng rng(42);
   coral::replay::sequence_batch out;
   std::vector<float> priorities(b);
   for (auto _ : state) {
@@ -338,7 +338,7 @@ BENCHMARK(sequence_sample_update)->Arg(64)->Unit(benchmark::kMicrosecond);
 void sequence_sample_only(benchmark::State& state) {
   const auto b = static_cast<std::size_t>(state.range(0));
   auto buffer = full_sequences();
-  coral::envs::rng rng(42);
+  coral::rng rng(42);
   coral::replay::sequence_batch out;
   for (auto _ : state) {
     buffer->sample(b, 0.6, rng, out);

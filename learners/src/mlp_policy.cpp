@@ -15,7 +15,7 @@
 #include "actor_critic.hpp"
 #include "dense.hpp"
 #include "coral/core/error.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/learners/blas_core.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/training/frame_stack.hpp"
@@ -58,7 +58,7 @@ struct mlp_policy::impl {
     // policy stream equal to its env's would correlate actions with what
     // the env drew (a one-step env was "solved" by the untrained policy).
     constexpr std::uint64_t policy_salt = 0x706F6C6963792D31ULL;  // "policy-1"
-    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
+    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(coral::env_seed{seed ^ policy_salt, r});
     refresh();
     const std::size_t w = std::max({actor.widest(), critic.widest(), trunk.encoder.widest()});
     state.assign(rows * s.state_dim(), 0.0f);
@@ -98,7 +98,7 @@ struct mlp_policy::impl {
   std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
   std::vector<float> normalized;  // one normalised input row
   training::frame_stack stack;
-  std::vector<envs::rng> rngs;
+  std::vector<coral::rng> rngs;
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
   bool deterministic = false;

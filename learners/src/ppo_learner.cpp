@@ -11,7 +11,7 @@
 #include "actor_critic.hpp"
 #include "adam.hpp"
 #include "coral/core/error.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/training/reward_scaler.hpp"
 #include "coral/training/running_moments.hpp"
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/errors.hpp"
 #include "dense.hpp"
@@ -29,7 +29,7 @@ struct q_policy::impl {
   std::vector<std::size_t> widths;
   std::size_t actions = 0;
   detail::dense_mlp net;
-  std::vector<envs::rng> rngs;
+  std::vector<coral::rng> rngs;
   actors::epsilon_schedule schedule;  // advanced here, read by the progress line on its own thread
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
@@ -45,7 +45,7 @@ q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t see
   const std::vector<float> zeros(detail::dense_parameter_count(m.widths), 0.0f);
   m.net.load_flat(zeros, m.widths);
   constexpr std::uint64_t policy_salt = 0x712D706F6C696379ULL;  // "q-policy"
-  for (std::size_t r = 0; r < rows; ++r) m.rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
+  for (std::size_t r = 0; r < rows; ++r) m.rngs.emplace_back(coral::env_seed{seed ^ policy_salt, r});
   m.scratch_a.resize(m.net.widest());
   m.scratch_b.resize(m.net.widest());
 }

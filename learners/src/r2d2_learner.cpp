@@ -13,7 +13,7 @@
 #include "actor_critic.hpp"
 #include "adam.hpp"
 #include "coral/core/error.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/r2d2_math.hpp"
 #include "dense.hpp"
@@ -276,7 +276,7 @@ struct r2d2_policy::impl {
     net->eval();
     refresh();
     constexpr std::uint64_t policy_salt = 0x72326432706F6CULL;  // "r2d2pol"
-    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(envs::env_seed{seed ^ policy_salt, r});
+    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(coral::env_seed{seed ^ policy_salt, r});
     state.assign(rows * s.state_dim(), 0.0f);
     states_before.assign(rows * s.state_dim(), 0.0f);
     gates.resize(4 * s.lstm);
@@ -295,7 +295,7 @@ struct r2d2_policy::impl {
   detail::dense_mlp head;
   std::size_t actions = 0;
   actors::epsilon_schedule schedule;
-  std::vector<envs::rng> rngs;
+  std::vector<coral::rng> rngs;
   std::vector<float> state;          // rows × 2H
   std::vector<float> states_before;  // rows × 2H
   std::vector<float> gates;

@@ -114,7 +114,7 @@ void register_python_env(const std::string& name, const std::string& description
       .name = name,
       .description = description,
       .keys = std::move(keys),
-      .factory = [factory, key_list](const envs::env_config& c, envs::env_seed s) -> std::unique_ptr<envs::env> {
+      .factory = [factory, key_list](const envs::env_config& c, coral::env_seed s) -> std::unique_ptr<envs::env> {
         py::gil_scoped_acquire gil;
         try {
           py::dict kwargs;

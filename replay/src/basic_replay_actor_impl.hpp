@@ -100,7 +100,7 @@ basic_replay_actor<Storage>::basic_replay_actor(const config_type& config)
       config_(config),
       units_per_draw_(detail::units_per_draw_of<Storage>(config)),
       storage_(config.buffer),
-      rng_(envs::env_seed{config.seed ^ 0x7265706C6179ULL, 0}),  // "replay": apart from the envs' streams
+      rng_(coral::env_seed{config.seed ^ 0x7265706C6179ULL, 0}),  // "replay": apart from the envs' streams
       inbox_(detail::inbox_capacity<Storage>(config)),
       samples_(config.prefetch),
       free_blocks_(detail::inbox_capacity<Storage>(config)),
@@ -235,7 +235,7 @@ void basic_replay_actor<Storage>::load(std::span<const char> in) {
   const auto inserts = detail::take<std::uint64_t>(in, "limiter inserts");
   const auto samples = detail::take<std::uint64_t>(in, "limiter samples");
   const auto served = detail::take<std::uint64_t>(in, "batches served");
-  const auto rng = detail::take<envs::rng>(in, "generator");
+  const auto rng = detail::take<coral::rng>(in, "generator");
   storage_.load(in);
   restore_limiter(inserts, samples);
   served_ = served;

@@ -73,7 +73,7 @@ void transition_storage::insert(insert_block& block, replay_stats& stats) {
   stats.transitions.fetch_add(n, std::memory_order_relaxed);
 }
 
-void transition_storage::fill(sample_batch& b, std::size_t n, bool prioritized, double beta, envs::rng& rng) {
+void transition_storage::fill(sample_batch& b, std::size_t n, bool prioritized, double beta, coral::rng& rng) {
   if (prioritized) {
     buffer_.sample_prioritized(rng, n, beta, scratch_);
   } else {

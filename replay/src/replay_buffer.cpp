@@ -392,7 +392,7 @@ void replay_buffer::load(std::span<const char> in) {
   tree_.refresh(0, cap);
 }
 
-void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_batch& out) const {
+void replay_buffer::sample_uniform(coral::rng& rng, std::size_t batch, sampled_batch& out) const {
   if (complete_ == 0) throw config_error(std::string(errors::empty_buffer));
   out.keys.resize(batch);
   out.probabilities.resize(batch);
@@ -411,7 +411,7 @@ void replay_buffer::sample_uniform(envs::rng& rng, std::size_t batch, sampled_ba
   }
 }
 
-void replay_buffer::sample_prioritized(envs::rng& rng, std::size_t batch, double beta, sampled_batch& out) const {
+void replay_buffer::sample_prioritized(coral::rng& rng, std::size_t batch, double beta, sampled_batch& out) const {
   if (complete_ == 0) throw config_error(std::string(errors::empty_buffer));
   check_exponent("beta", beta);
   out.keys.resize(batch);

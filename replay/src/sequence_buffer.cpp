@@ -167,7 +167,7 @@ void sequence_buffer::insert(const sequence_block& block) {
   changed_priorities(n);
 }
 
-void sequence_buffer::sample(std::size_t count, double beta, envs::rng& rng, sequence_batch& out) const {
+void sequence_buffer::sample(std::size_t count, double beta, coral::rng& rng, sequence_batch& out) const {
   if (size_ == 0) throw config_error(std::string(errors::seq_empty));
   check_sequence_exponent("beta", beta);
   const double total = tree_.total();
@@ -191,7 +191,7 @@ void sequence_buffer::sample(std::size_t count, double beta, envs::rng& rng, seq
   gather(count, out);
 }
 
-void sequence_buffer::sample_uniform(std::size_t count, envs::rng& rng, sequence_batch& out) const {
+void sequence_buffer::sample_uniform(std::size_t count, coral::rng& rng, sequence_batch& out) const {
   if (size_ == 0) throw config_error(std::string(errors::seq_empty));
   scratch_slots_.resize(count);
   out.weights.assign(count, 1.0f);

@@ -22,7 +22,7 @@ void sequence_storage::insert(sequence_block& block, sequence_replay_stats& stat
   stats.sequences.fetch_add(block.size(), std::memory_order_relaxed);
 }
 
-void sequence_storage::fill(sequence_batch& b, std::size_t n, bool prioritized, double beta, envs::rng& rng) {
+void sequence_storage::fill(sequence_batch& b, std::size_t n, bool prioritized, double beta, coral::rng& rng) {
   if (prioritized) {
     buffer_.sample(n, beta, rng, b);
   } else {

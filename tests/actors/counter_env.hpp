@@ -20,7 +20,7 @@ namespace coral::test {
 
 class counter_env final : public envs::env {
  public:
-  counter_env(const envs::env_config& c, envs::env_seed s)
+  counter_env(const envs::env_config& c, coral::env_seed s)
       : obs_space_(envs::space::box({4}, -1e9F, 1e9F)),
         act_space_(envs::space::discrete(4)),
         index_(static_cast<std::int64_t>(s.env_index)),
@@ -58,7 +58,7 @@ class counter_env final : public envs::env {
                  {.name = "fail_step", .default_value = "-1", .description = "its step that throws"},
                  {.name = "slow_env", .default_value = "-1", .description = "env that sleeps in each step"},
                  {.name = "slow_us", .default_value = "0", .description = "how long it sleeps", .min = 0}},
-        .factory = [](const envs::env_config& c, envs::env_seed s) -> std::unique_ptr<envs::env> {
+        .factory = [](const envs::env_config& c, coral::env_seed s) -> std::unique_ptr<envs::env> {
           return std::make_unique<counter_env>(c, s);
         }});
   }

@@ -32,6 +32,8 @@
 namespace {
 
 using namespace coral::envs;
+using coral::env_seed;
+using coral::rng;
 namespace fs = std::filesystem;
 
 // One env of `name` and the rows it writes into.

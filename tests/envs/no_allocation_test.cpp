@@ -49,7 +49,7 @@ TEST_CASE("stepping and resetting every built-in env through a slice allocates n
     if (name == "delay") args = {{"mean_us", "0"}};
     if (name == "noop") args = {{"episode_length", "7"}};
     coral::envs::testing::harness h(name, args, 5, 4);
-    coral::envs::rng actions(coral::envs::env_seed{5, 77});
+    coral::rng actions(coral::env_seed{5, 77});
     const auto& act_space = h.slice.at(0).action_space();
     // Draw the actions up front (whole batches, discrete and continuous
     // parts): only the slice's work is measured.

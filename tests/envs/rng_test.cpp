@@ -1,9 +1,9 @@
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 #include <catch2/catch.hpp>
 
-using coral::envs::env_seed;
-using coral::envs::rng;
+using coral::env_seed;
+using coral::rng;
 
 TEST_CASE("an rng gives the same stream for the same seed and env index", "[envs][rng]") {
   rng a(env_seed{7, 3});

@@ -130,8 +130,8 @@ TEST_CASE("sample_action stays inside the space and repeats for a seed", "[envs]
   const space s = space::tuple({space::discrete(3), space::box({2}, -0.5F, 0.5F),
                                 space::box({1}, 0.0F, std::numeric_limits<float>::infinity()),
                                 space::multi_discrete({2, 5})});
-  coral::envs::rng a(coral::envs::env_seed{9, 0});
-  coral::envs::rng b(coral::envs::env_seed{9, 0});
+  coral::rng a(coral::env_seed{9, 0});
+  coral::rng b(coral::env_seed{9, 0});
   std::vector<std::int32_t> ia(s.discrete_size()), ib(s.discrete_size());
   std::vector<float> fa(s.continuous_size()), fb(s.continuous_size());
   for (int i = 0; i < 1000; ++i) {

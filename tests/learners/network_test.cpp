@@ -36,7 +36,7 @@ struct fixture {
     auto e = envs::registry::global().make(env_name, {}, 0, 0);
     spec = network_spec::from_spaces(e->observation_space(), e->action_space(), {16, 16}, 1);
     batch = std::make_unique<envs::env_batch>(rows, e->observation_space(), e->action_space());
-    envs::rng rng(42);
+    coral::rng rng(42);
     for (std::size_t r = 0; r < rows; ++r) {
       for (auto& x : batch->observations().row(r)) x = static_cast<float>(rng.uniform(-1.0, 1.0));
     }

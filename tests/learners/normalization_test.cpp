@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/training/checkpoint.hpp"
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
@@ -38,7 +38,7 @@ namespace {
 
 /// `rows` rows of `width` floats: element i of a row is offset[i] + scale[i] × U(-1, 1).
 std::vector<float> random_rows(std::size_t rows, std::size_t width, std::uint64_t seed) {
-  envs::rng rng(seed);
+  coral::rng rng(seed);
   std::vector<float> out(rows * width);
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t i = 0; i < width; ++i) {
@@ -79,7 +79,7 @@ network_spec box_spec(bool obs_norm) {
 rollout_segment far_segment(std::size_t rows, std::size_t horizon, std::uint64_t seed) {
   rollout_segment s(0, rows, horizon, 3, 0, 2);
   s.observations = random_rows(rows * (horizon + 1), 3, seed);
-  envs::rng rng(seed + 1);
+  coral::rng rng(seed + 1);
   for (auto& a : s.continuous_actions) a = static_cast<float>(rng.uniform(-1.0, 1.0));
   for (auto& l : s.log_probs) l = -2.0f;
   for (auto& r : s.rewards) r = static_cast<float>(rng.uniform(0.0, 5.0));

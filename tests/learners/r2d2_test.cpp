@@ -15,7 +15,7 @@
 #include "coral/core/error.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/registry.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/replay/sequence.hpp"
 #include "../support/test_envs.hpp"
@@ -41,7 +41,7 @@ network_spec cartpole_spec() {
 }
 
 std::vector<float> random_weights(std::size_t n, std::uint64_t seed) {
-  envs::rng rng(seed);
+  coral::rng rng(seed);
   std::vector<float> w(n);
   for (auto& x : w) x = static_cast<float>(rng.uniform(-0.6, 0.6));
   return w;
@@ -55,7 +55,7 @@ replay::sequence_batch random_batch(const network_spec& spec, std::size_t size, 
   b.layout = {.length = length, .burn_in = burn_in, .overlap = burn_in, .obs_dim = spec.input_dim(),
               .discrete_dim = 1, .state_dim = spec.state_dim()};
   b.size = size;
-  envs::rng rng(seed);
+  coral::rng rng(seed);
   b.observations.resize(size * (length + 1) * spec.input_dim());
   for (auto& x : b.observations) x = static_cast<float>(rng.uniform(-1.0, 1.0));
   b.actions.resize(size * length);
@@ -98,7 +98,7 @@ TEST_CASE("R2D2's policy computes the Q values of the learner's network, state c
   policy.load_weights(learner.weights());
   auto e = envs::registry::global().make("cartpole", {}, 0, 0);
   envs::env_batch batch(rows, e->observation_space(), e->action_space());
-  envs::rng rng(9);
+  coral::rng rng(9);
   std::vector<float> obs(steps * rows * 4);
   for (auto& x : obs) x = static_cast<float>(rng.uniform(-1.0, 1.0));
   std::vector<std::uint8_t> starts(steps * rows, 0);

@@ -19,7 +19,7 @@
 
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/registry.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/ppo_learner.hpp"
@@ -56,7 +56,7 @@ network_spec recurrent_spec(const char* name) {
 
 /// Random flat weights for `spec` (large enough that the state matters).
 std::vector<float> random_weights(const network_spec& spec, std::uint64_t seed) {
-  envs::rng rng(seed);
+  coral::rng rng(seed);
   std::vector<float> w(published_weight_count(spec));
   for (auto& x : w) x = static_cast<float>(rng.uniform(-0.6, 0.6));
   return w;
@@ -72,7 +72,7 @@ struct script {
 script make_script(std::size_t obs_dim, std::uint64_t seed) {
   script s;
   s.obs_dim = obs_dim;
-  envs::rng rng(seed);
+  coral::rng rng(seed);
   s.obs.resize(steps * rows * obs_dim);
   for (auto& x : s.obs) x = static_cast<float>(rng.uniform(-1.0, 1.0));
   s.starts.assign(steps * rows, 0);
@@ -345,7 +345,7 @@ TEST_CASE("recurrent PPO's update trains from the segment's initial states and c
   rollout_segment seg(0, R, T, spec.input_dim(), 1, 0);
   seg.state_dim = spec.state_dim();
   seg.initial_states.assign(R * spec.state_dim(), 0.25f);
-  envs::rng rng(3);
+  coral::rng rng(3);
   for (auto& x : seg.observations) x = static_cast<float>(rng.uniform(-1.0, 1.0));
   for (std::size_t i = 0; i < R * T; ++i) {
     seg.discrete_actions[i] = static_cast<std::int32_t>(rng.below(2));

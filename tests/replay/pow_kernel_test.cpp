@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/float_ulps.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 namespace k = coral::replay::detail;
 
@@ -28,7 +28,7 @@ double ulps(float got, float x, float y) {
 
 // x spread evenly in log over every normal positive float, and the points
 // where the method switches (around sqrt 2, powers of two, the ends).
-std::vector<float> normal_inputs(coral::envs::rng& r, std::size_t count) {
+std::vector<float> normal_inputs(coral::rng& r, std::size_t count) {
   std::vector<float> xs = {1.0f, 2.0f, 0.5f, 1.5f, 1.41421353f, 1.41421354f, 1.41421366f, 0.70710677f,
                            flt_min, flt_max, 3.0f, 1e-6f, 1e6f, std::nextafter(1.0f, 2.0f), std::nextafter(1.0f, 0.0f)};
   const double lo = std::log(static_cast<double>(flt_min)), hi = std::log(static_cast<double>(flt_max));
@@ -40,7 +40,7 @@ std::vector<float> normal_inputs(coral::envs::rng& r, std::size_t count) {
 }  // namespace
 
 TEST_CASE("pow_many is within 2 ulp of the exact power for every normal x and y in [-1, 1]", "[replay][pow]") {
-  coral::envs::rng r(11);
+  coral::rng r(11);
   const std::vector<float> xs = normal_inputs(r, 200'003);  // not a multiple of 8: the padded tail runs too
   std::vector<float> out(xs.size());
   for (const k::isa isa : k::available_isas()) {
@@ -71,7 +71,7 @@ TEST_CASE("pow_many's SSE2, AVX2 and AVX-512 lanes give the bits of its plain C+
 #if defined(__FP_FAST_FMAF)
   WARN("this build may fuse a product and a sum in the plain version: bits are not compared");
 #else
-  coral::envs::rng r(12);
+  coral::rng r(12);
   const std::vector<float> xs = normal_inputs(r, 100'005);
   std::vector<float> out(xs.size());
   for (const k::isa isa : k::available_isas()) {

@@ -14,9 +14,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
-using coral::envs::rng;
+using coral::rng;
 using coral::replay::priority_tree;
 
 namespace {

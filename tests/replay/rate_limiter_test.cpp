@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "coral/core/error.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 using coral::replay::rate_limiter;
 using coral::replay::rate_limiter_config;
@@ -26,7 +26,7 @@ TEST_CASE("a rate limiter holds its samples-per-insert ratio over a long interle
   for (const double ratio : {0.25, 1.0, 8.0, 32.0}) {
     const double buffer = ratio + 1.0;
     rate_limiter limiter(rate_limiter_config{ratio, 1000, buffer});
-    coral::envs::rng r(static_cast<std::uint64_t>(ratio * 100));
+    coral::rng r(static_cast<std::uint64_t>(ratio * 100));
     for (int round = 0; round < 200000; ++round) {
       // Actors and learner race: each turn one side tries, chosen at random,
       // with a batch of 1 to 4 items; the loser of a refusal simply waits.

@@ -20,7 +20,7 @@
 #include "coral/replay/errors.hpp"
 #include "coral/replay/nstep_assembler.hpp"
 
-using coral::envs::rng;
+using coral::rng;
 using coral::replay::nstep_assembler;
 using coral::replay::nstep_config;
 using coral::replay::replay_buffer;

@@ -27,7 +27,7 @@
 #include "coral/replay/sequence_buffer.hpp"
 
 using namespace std::chrono_literals;
-using coral::envs::rng;
+using coral::rng;
 using coral::replay::sequence_batch;
 using coral::replay::sequence_block;
 using coral::replay::sequence_buffer;
@@ -113,7 +113,7 @@ TEST_CASE("sampled sequences are exactly the inserted arrays, the observation af
   buffer.insert(*make_block(0, 3));
   CHECK(buffer.size() == 3);
   CHECK(buffer.inserts() == 3);
-  rng gen(coral::envs::env_seed{1, 0});
+  rng gen(coral::env_seed{1, 0});
   sequence_batch batch;
   for (const bool prioritized : {true, false}) {
     if (prioritized) {
@@ -172,7 +172,7 @@ TEST_CASE("prioritized draws follow priority^alpha over many batches", "[replay]
   for (std::uint32_t s = 0; s < 4; ++s) keys.push_back({s, buffer.generation(s)});
   const std::vector<float> values{1.0f, 4.0f, 9.0f, 16.0f};
   CHECK(buffer.update_priorities(keys, values) == 4);
-  rng gen(coral::envs::env_seed{7, 0});
+  rng gen(coral::env_seed{7, 0});
   sequence_batch batch;
   std::vector<double> counts(4, 0.0);
   const int batches = 2000;
@@ -198,7 +198,7 @@ TEST_CASE("importance weights are (N P(i))^-beta over their largest possible val
   for (std::uint32_t s = 0; s < 3; ++s) keys.push_back({s, buffer.generation(s)});
   const std::vector<float> values{1.0f, 4.0f, 16.0f};
   REQUIRE(buffer.update_priorities(keys, values) == 3);
-  rng gen(coral::envs::env_seed{3, 0});
+  rng gen(coral::env_seed{3, 0});
   sequence_batch batch;
   // Seven strata of mass 1: one falls in slot 0, two in slot 1, four in slot 2, whatever the draws.
   buffer.sample(7, 0.5, gen, batch);
@@ -224,7 +224,7 @@ TEST_CASE("uniform sampling ignores priorities and gives weight 1", "[replay][se
   const std::vector<sequence_key> keys{{0, buffer.generation(0)}};
   const std::vector<float> big{1000.0f};
   REQUIRE(buffer.update_priorities(keys, big) == 1);
-  rng gen(coral::envs::env_seed{5, 0});
+  rng gen(coral::env_seed{5, 0});
   sequence_batch batch;
   std::vector<double> counts(4, 0.0);
   for (int k = 0; k < 1000; ++k) {
@@ -241,7 +241,7 @@ TEST_CASE("uniform sampling ignores priorities and gives weight 1", "[replay][se
 TEST_CASE("a priority update for an overwritten slot is stale and ignored", "[replay][sequence][buffer][priority]") {
   sequence_buffer buffer(small_buffer(2));
   buffer.insert(*make_block(0, 2));
-  rng gen(coral::envs::env_seed{2, 0});
+  rng gen(coral::env_seed{2, 0});
   sequence_batch batch;
   buffer.sample(4, 1.0, gen, batch);
   const std::vector<sequence_key> drawn = batch.keys;
@@ -288,7 +288,7 @@ TEST_CASE("a sequence buffer refuses bad settings, blocks and priorities with ex
                        Catch::Message(fmt::format(fmt::runtime(rm::seq_bad_stream), 2, 2)));
   CHECK(buffer.size() == 0);  // nothing written by a refused block
 
-  rng gen(coral::envs::env_seed{1, 0});
+  rng gen(coral::env_seed{1, 0});
   sequence_batch batch;
   CHECK_THROWS_MATCHES(buffer.sample(4, 0.5, gen, batch), coral::config_error,
                        Catch::Message(std::string(rm::seq_empty)));
@@ -334,8 +334,8 @@ TEST_CASE("a saved sequence buffer loads into one of the same layout and samples
     CHECK(loaded.priority(s) == saved.priority(s));
     CHECK(loaded.leaf(s) == saved.leaf(s));  // bit for bit at the same alpha
   }
-  rng a(coral::envs::env_seed{9, 0});
-  rng b(coral::envs::env_seed{9, 0});
+  rng a(coral::env_seed{9, 0});
+  rng b(coral::env_seed{9, 0});
   sequence_batch from_saved;
   sequence_batch from_loaded;
   saved.sample(16, 0.7, a, from_saved);

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 namespace k = coral::replay::detail;
 
@@ -22,7 +22,7 @@ TEST_CASE("the draws' bits are SplitMix64's sequence from the seed", "[replay][s
 }
 
 TEST_CASE("stratified_masses gives the plain version's bits in every instruction set", "[replay][strata]") {
-  coral::envs::rng r(5);
+  coral::rng r(5);
   for (const k::isa isa : k::available_isas()) {
     INFO("isa " << static_cast<int>(isa));
     for (const std::size_t n : {0u, 1u, 7u, 8u, 9u, 15u, 16u, 17u, 255u, 256u, 1000u}) {
@@ -43,7 +43,7 @@ TEST_CASE("stratified_masses gives the plain version's bits in every instruction
 TEST_CASE("stratified masses fall one in each stratum, uniformly and independently", "[replay][strata]") {
   const std::size_t n = 256;
   const double stratum = 0.75;
-  coral::envs::rng r(17);
+  coral::rng r(17);
   std::vector<double> out(n);
   constexpr int bins = 16;
   std::vector<double> count(bins, 0.0);

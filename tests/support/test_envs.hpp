@@ -14,13 +14,13 @@
 
 #include "coral/envs/env.hpp"
 #include "coral/envs/registry.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 namespace coral::test {
 
 class match_env final : public envs::env {
  public:
-  explicit match_env(envs::env_seed s)
+  explicit match_env(coral::env_seed s)
       : obs_(envs::space::box({2}, -1.0f, 1.0f)), act_(envs::space::multi_discrete({3, 3})), rng_(s) {}
   void reset(const envs::env_rows& rows) override {
     d0_ = static_cast<int>(rng_.below(3));
@@ -40,14 +40,14 @@ class match_env final : public envs::env {
  private:
   envs::space obs_;
   envs::space act_;
-  envs::rng rng_;
+  coral::rng rng_;
   int d0_ = 0;
   int d1_ = 0;
 };
 
 class target_env final : public envs::env {
  public:
-  explicit target_env(envs::env_seed s)
+  explicit target_env(coral::env_seed s)
       : obs_(envs::space::box({1}, -1.0f, 1.0f)), act_(envs::space::box({1}, -2.0f, 2.0f)), rng_(s) {}
   void reset(const envs::env_rows& rows) override {
     target_ = static_cast<float>(rng_.uniform(-1.0, 1.0));
@@ -64,7 +64,7 @@ class target_env final : public envs::env {
  private:
   envs::space obs_;
   envs::space act_;
-  envs::rng rng_;
+  coral::rng rng_;
   float target_ = 0;
 };
 
@@ -75,13 +75,13 @@ inline void register_test_envs() {
   r.add({.name = "test-match",
          .description = "test env: match two digits with a MultiDiscrete action",
          .keys = {},
-         .factory = [](const envs::env_config&, envs::env_seed s) -> std::unique_ptr<envs::env> {
+         .factory = [](const envs::env_config&, coral::env_seed s) -> std::unique_ptr<envs::env> {
            return std::make_unique<match_env>(s);
          }});
   r.add({.name = "test-target",
          .description = "test env: output a target with a Box action",
          .keys = {},
-         .factory = [](const envs::env_config&, envs::env_seed s) -> std::unique_ptr<envs::env> {
+         .factory = [](const envs::env_config&, coral::env_seed s) -> std::unique_ptr<envs::env> {
            return std::make_unique<target_env>(s);
          }});
 }

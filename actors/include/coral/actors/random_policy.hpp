@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "coral/actors/policy.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/envs/space.hpp"
 
 namespace coral::actors {
@@ -33,7 +33,7 @@ class random_policy final : public policy {
  private:
   envs::space action_space_;
   std::uint64_t discrete_n_ = 0;  ///< > 0 when the space is one Discrete(n): the fast path
-  std::vector<envs::rng> rngs_;
+  std::vector<coral::rng> rngs_;
 };
 
 }  // namespace coral::actors

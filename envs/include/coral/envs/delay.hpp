@@ -15,7 +15,7 @@
 
 #include "coral/envs/config.hpp"
 #include "coral/envs/env.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 namespace coral::envs {
 

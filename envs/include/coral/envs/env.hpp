@@ -47,9 +47,15 @@
 #include <optional>
 #include <span>
 
+#include "coral/core/rng.hpp"
 #include "coral/envs/space.hpp"
 
 namespace coral::envs {
+
+// The generator and the seed of each env's stream (core/rng.hpp) are part of
+// the env interface: an env is made with its env_seed and owns an rng.
+using coral::env_seed;
+using coral::rng;
 
 /// The rows of one env inside an env_batch: pointers and strides, no
 /// ownership. Cheap to copy; valid while the batch lives.

@@ -69,7 +69,7 @@
 
 #include "coral/envs/config.hpp"
 #include "coral/envs/env.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/envs/space.hpp"
 
 // MuJoCo's own types, declared as <mujoco/mjmodel.h> and <mujoco/mjdata.h>

@@ -13,7 +13,7 @@
 ///     .description = "guess a fair coin",
 ///     .keys = {{.name = "length", .type = coral::envs::config_type::integer,
 ///               .default_value = "10", .description = "steps per episode", .min = 1}},
-///     .factory = [](const coral::envs::env_config& c, coral::envs::env_seed s) {
+///     .factory = [](const coral::envs::env_config& c, coral::env_seed s) {
 ///       return std::make_unique<coin_flip>(c, s);
 ///     }});
 /// auto e = coral::envs::registry::global().make("coin_flip", {{"length", "5"}}, 42, 0);
@@ -29,7 +29,7 @@
 
 #include "coral/envs/config.hpp"
 #include "coral/envs/env.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 namespace coral::envs {
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 
 namespace coral::envs {
 

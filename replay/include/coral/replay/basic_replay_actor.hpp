@@ -60,7 +60,7 @@
 #include <asio/awaitable.hpp>
 
 #include "coral/channels/channel.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/replay/rate_limited_replay.hpp"
 
 namespace coral::replay {
@@ -210,7 +210,7 @@ class basic_replay_actor : public rate_limited_replay {
   config_type config_;
   std::uint64_t units_per_draw_;
   Storage storage_;
-  envs::rng rng_;
+  coral::rng rng_;
   channel<message> inbox_;
   channel<std::unique_ptr<batch_type>> samples_;
   channel<std::unique_ptr<block_type>> free_blocks_;

@@ -33,7 +33,7 @@
 
 #include "coral/actors/messages.hpp"
 #include "coral/channels/channel.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/replay/basic_replay_actor.hpp"
 #include "coral/replay/rate_limiter.hpp"
 #include "coral/replay/replay_buffer.hpp"
@@ -125,7 +125,7 @@ class transition_storage {
   /// Cuts the block's streams, then inserts its transitions; counts them and the cuts.
   void insert(insert_block& block, replay_stats& stats);
   /// Draws `n` transitions into `b` (all but its sequence number).
-  void fill(sample_batch& b, std::size_t n, bool prioritized, double beta, envs::rng& rng);
+  void fill(sample_batch& b, std::size_t n, bool prioritized, double beta, coral::rng& rng);
   /// Applies the TD errors handed back in `b`, if any and if `prioritized`
   /// (a uniform replay reads no priority, so it neither stores nor checks
   /// them), and empties them.

@@ -60,7 +60,7 @@
 #include <vector>
 
 #include "coral/core/slab.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/replay/detail/divider.hpp"
 #include "coral/replay/detail/key_kernels.hpp"
 #include "coral/replay/detail/saved_state.hpp"  // saved_state_checksum
@@ -129,12 +129,12 @@ class replay_buffer {
   /// Draws `batch` transitions uniformly with replacement among the complete
   /// ones (weights 1). Throws coral::config_error (errors::empty_buffer)
   /// when there is none.
-  void sample_uniform(envs::rng& rng, std::size_t batch, sampled_batch& out) const;
+  void sample_uniform(coral::rng& rng, std::size_t batch, sampled_batch& out) const;
 
   /// Draws `batch` transitions with P(i) = p_i^alpha / Σ p^alpha, one per
   /// stratum of the total mass, with importance exponent `beta`. Throws
   /// coral::config_error (errors::empty_buffer) when there is none.
-  void sample_prioritized(envs::rng& rng, std::size_t batch, double beta, sampled_batch& out) const;
+  void sample_prioritized(coral::rng& rng, std::size_t batch, double beta, sampled_batch& out) const;
 
   /// Sets priority |td_errors[i]| + epsilon for each key whose slot still
   /// holds the sampled item; ignores the others. Returns how many it applied.

@@ -54,7 +54,7 @@
 #include <vector>
 
 #include "coral/core/slab.hpp"
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/replay/priority_tree.hpp"
 #include "coral/replay/sequence.hpp"
 
@@ -93,11 +93,11 @@ class sequence_buffer {
   /// them into `out` (size, layout, every array, weights and keys; its
   /// priorities emptied; its `sequence` left to the caller). Throws
   /// coral::config_error (errors::seq_empty, seq_bad_exponent).
-  void sample(std::size_t count, double beta, envs::rng& rng, sequence_batch& out) const;
+  void sample(std::size_t count, double beta, coral::rng& rng, sequence_batch& out) const;
 
   /// Draws `count` sequences uniformly with replacement (weights 1) and
   /// gathers them as sample() does. Throws coral::config_error (errors::seq_empty).
-  void sample_uniform(std::size_t count, envs::rng& rng, sequence_batch& out) const;
+  void sample_uniform(std::size_t count, coral::rng& rng, sequence_batch& out) const;
 
   /// Sets priority priorities[i] + epsilon for each key whose slot still
   /// holds the drawn sequence and ignores the others (stale). Returns how

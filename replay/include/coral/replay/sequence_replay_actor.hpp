@@ -36,7 +36,7 @@
 #include <variant>
 #include <vector>
 
-#include "coral/envs/rng.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/replay/basic_replay_actor.hpp"
 #include "coral/replay/sequence.hpp"
 #include "coral/replay/sequence_buffer.hpp"
@@ -83,7 +83,7 @@ class sequence_storage {
   /// Inserts the block's sequences; counts them.
   void insert(sequence_block& block, sequence_replay_stats& stats);
   /// Draws `n` sequences into `b` (all but its sequence number).
-  void fill(sequence_batch& b, std::size_t n, bool prioritized, double beta, envs::rng& rng);
+  void fill(sequence_batch& b, std::size_t n, bool prioritized, double beta, coral::rng& rng);
   /// Applies the priorities handed back in `b`, if any and if `prioritized`
   /// (a uniform replay reads none, so it neither stores nor checks them),
   /// and empties them.

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// `rng`: the random number generator every env owns, seeded from
-/// (seed, env index).
+/// `rng`: the random number generator every env, policy and replay sampler
+/// owns, seeded from (seed, stream index): an env's stream is its global index.
 ///
 /// xoshiro256** (Blackman and Vigna), its state filled by splitmix64 from the
 /// pair. The generator and the helpers below are written out here rather than
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace coral::envs {
+namespace coral {
 
 namespace detail {
 __extension__ typedef unsigned __int128 uint128;
@@ -108,4 +108,4 @@ class rng {
   std::uint64_t state_[4]{};
 };
 
-}  // namespace coral::envs
+}  // namespace coral
