@@ -248,7 +248,7 @@ class reference_path {
 
  private:
   coral::replay::bench::reference_tree tree_;
-  coral::replay::detail::huge_vector<std::uint64_t> generations_;
+  coral::huge_vector<std::uint64_t> generations_;
   std::size_t capacity_;
   std::vector<std::size_t> slots_;
   std::vector<float> values_;

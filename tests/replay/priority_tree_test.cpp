@@ -1,6 +1,6 @@
 #include "coral/replay/priority_tree.hpp"
 #include "coral/replay/detail/divider.hpp"
-#include "coral/replay/detail/huge_page_allocator.hpp"
+#include "coral/core/huge_page_allocator.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -340,8 +340,8 @@ TEST_CASE("every instruction set's descent gives the bits of the plain C++ picks
   constexpr std::size_t draws = 256;
   // A level of `rows` rows of 8 and as many groups of 16 leaves; the
   // descent's next line is a level of 64 * 8 lines it only prefetches.
-  k::huge_vector<double> level(rows * 8);  // cache-line aligned, as the tree's lines
-  k::huge_vector<float> leaves(rows * 16);
+  coral::huge_vector<double> level(rows * 8);  // cache-line aligned, as the tree's lines
+  coral::huge_vector<float> leaves(rows * 16);
   std::vector<double> next(rows * 8 * 8);
   std::size_t parted = 0;  // groups where counting the ends and walking the leaves part
   // The leaf a walk finds that subtracts each leaf the mass is not below.
@@ -478,7 +478,7 @@ TEST_CASE("every instruction set's group refresh writes the leaves and gives the
     }
     for (const k::isa isa : isas) {
       INFO("isa " << static_cast<int>(isa) << ", round " << round);
-      k::huge_vector<float> leaves(before.begin(), before.end());
+      coral::huge_vector<float> leaves(before.begin(), before.end());
       std::vector<double> sums(groups, -1.0);
       std::vector<float> mins = start_mins;
       std::vector<std::size_t> changed(n);
@@ -533,7 +533,7 @@ TEST_CASE("the search over a whole level gives the node and remainder of a left-
       // As in the descent's test: whole numbers, magnitudes 2^-30 to 2^30,
       // one huge child among tiny ones; a third zero; now and then all zero.
       const int kind = round % 4;
-      k::huge_vector<double> level(width);
+      coral::huge_vector<double> level(width);
       for (double& x : level) {
         if (kind == 3 || r.below(3) == 0) {
           x = 0.0;
@@ -591,7 +591,7 @@ TEST_CASE("the search over a whole level gives the node and remainder of a left-
       }
     }
     // Wider than the kernel's table: nothing written, the caller merges.
-    k::huge_vector<double> wide(129, 1.0);
+    coral::huge_vector<double> wide(129, 1.0);
     std::size_t node = 5;
     double mass = 3.0;
     REQUIRE_FALSE(k::search_level(isa, wide.data(), wide.size(), &node, &mass, 1, wide.data()));

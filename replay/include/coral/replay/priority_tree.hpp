@@ -29,7 +29,7 @@
 #include <span>
 #include <vector>
 
-#include "coral/replay/detail/huge_page_allocator.hpp"
+#include "coral/core/huge_page_allocator.hpp"
 #include "coral/replay/detail/tree_kernels.hpp"
 
 namespace coral::replay {
@@ -354,9 +354,9 @@ class priority_tree {
   std::size_t leaves_count_;
   // Cache-line aligned (huge-page aligned when large), so each group of
   // leaves and each row of 8 children is one aligned line.
-  detail::huge_vector<float> leaves_;
-  detail::huge_vector<double> sums_;  // levels of 8-ary sums, root first, each a whole number of rows
-  detail::huge_vector<float> mins_;   // the same levels, minima of the present leaves
+  coral::huge_vector<float> leaves_;
+  coral::huge_vector<double> sums_;  // levels of 8-ary sums, root first, each a whole number of rows
+  coral::huge_vector<float> mins_;   // the same levels, minima of the present leaves
   std::vector<std::size_t> offsets_;  // first element of each level in sums_ and mins_
   std::vector<std::size_t> widths_;   // nodes in each level, root first
   std::vector<std::size_t> changed_;  // set_many's scratch: nodes whose minimum moved

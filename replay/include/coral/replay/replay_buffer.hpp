@@ -267,7 +267,7 @@ class replay_buffer {
   std::vector<float> returns_;
   std::vector<float> discounts_;
   std::vector<std::uint16_t> steps_;
-  detail::huge_vector<std::uint8_t> states_;
+  coral::huge_vector<std::uint8_t> states_;
   std::vector<double> priorities_;  // priority^alpha given at insert, until the transition completes
   std::vector<std::uint64_t> heads_;       // items written per stream, ever
   std::vector<std::size_t> ring_heads_;    // heads_ % stream capacity: the slot the next item takes

@@ -27,7 +27,7 @@
 #include <sys/mman.h>
 #endif
 
-namespace coral::replay::detail {
+namespace coral {
 
 /// A std::allocator replacement; stateless, all instances equal.
 template <class T>
@@ -93,4 +93,4 @@ class huge_page_allocator {
 template <class T>
 using huge_vector = std::vector<T, huge_page_allocator<T>>;
 
-}  // namespace coral::replay::detail
+}  // namespace coral
