@@ -30,11 +30,11 @@ bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 bool same(const training::checkpoint& a, const training::checkpoint& b) {
-  return a.env == b.env && a.network == b.network && a.seed == b.seed && a.algo == b.algo && a.replay == b.replay &&
+  return a.env == b.env && a.network == b.network && a.seed == b.seed && a.algo == b.algo && a.records == b.records &&
          a.learner.updates == b.learner.updates && a.learner.env_steps == b.learner.env_steps &&
          a.learner.adam_steps == b.learner.adam_steps && a.learner.rng == b.learner.rng &&
          same_floats(a.learner.parameters, b.learner.parameters) && same_floats(a.learner.adam_m, b.learner.adam_m) &&
-         same_floats(a.learner.adam_v, b.learner.adam_v) && same_floats(a.target_parameters, b.target_parameters);
+         same_floats(a.learner.adam_v, b.learner.adam_v);
 }
 
 }  // namespace

@@ -157,8 +157,9 @@ void checkpoint_seeds(const fs::path& dir) {
   save(dir / "ppo", ppo);
   training::checkpoint dqn = ppo;
   dqn.algo = "dqn";
-  dqn.target_parameters = {0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
-  dqn.replay = replay_blob({.capacity = 8, .num_streams = 2, .obs_dim = 1}, 3, 2, false, false);
+  const std::vector<float> target{0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
+  dqn.set_floats("target_parameters", target);
+  dqn.set_record("replay", replay_blob({.capacity = 8, .num_streams = 2, .obs_dim = 1}, 3, 2, false, false));
   save(dir / "dqn", dqn);
   save(dir / "empty", training::checkpoint{});
 }

@@ -92,8 +92,8 @@ class dqn final : public algorithm {
   std::string signature() const override { return q_signature(widths_); }
 
   std::string restore(const checkpoint& c) override {
-    learner_.restore(c.learner, c.target_parameters);
-    replay_.load(c.replay);
+    learner_.restore(c.learner, c.floats("target_parameters"));
+    replay_.load(c.record("replay") != nullptr ? *c.record("replay") : std::vector<char>{});
     return fmt::format("{} transitions in replay", replay_.buffer().size());
   }
 
@@ -208,12 +208,14 @@ class dqn final : public algorithm {
   // the replay actor.
   asio::awaitable<bool> snapshot(checkpoint& c) override {
     fill_learner(c);
-    const bool taken = co_await training::detail::snapshot_replay(replay_, c.learner.env_steps, c.replay);
+    std::vector<char> saved;
+    const bool taken = co_await training::detail::snapshot_replay(replay_, c.learner.env_steps, saved);
+    c.set_record("replay", std::move(saved));
     co_return taken;
   }
   void final_state(checkpoint& c) override {
     fill_learner(c);
-    c.replay = replay_.save();
+    c.set_record("replay", replay_.save());
   }
   std::uint64_t updates() const override { return learner_.updates(); }
 
@@ -224,7 +226,7 @@ class dqn final : public algorithm {
   void fill_learner(checkpoint& c) {
     learner_.set_env_steps(run_->env_steps());
     c.learner = learner_.state();
-    c.target_parameters = learner_.target_weights();
+    c.set_floats("target_parameters", learner_.target_weights());
   }
 
   struct window {

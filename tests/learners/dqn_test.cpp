@@ -233,8 +233,8 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   REQUIRE(!r1.checkpoint.empty());
   const auto c = read_checkpoint(r1.checkpoint);
   CHECK(c.algo == "dqn");
-  CHECK(!c.replay.empty());
-  CHECK(c.target_parameters.size() == c.learner.parameters.size());
+  CHECK(c.record("replay") != nullptr && !c.record("replay")->empty());
+  CHECK(c.floats("target_parameters").size() == c.learner.parameters.size());
   CHECK(c.learner.updates == r1.updates);
 
   // What the saved replay holds, as a fresh replay actor of the run's shape loads it.
@@ -242,7 +242,7 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   rc.buffer = {.capacity = 4096, .num_streams = 8, .obs_dim = 4, .discrete_action_dim = 1, .n_step = 3};
   rc.batch_size = 32;
   coral::replay::replay_actor saved(rc);
-  saved.load(c.replay);
+  saved.load(*c.record("replay"));
   const auto held = saved.buffer().size();
   CHECK(held > 2000);
   CHECK(saved.limiter().inserts() >= 2900);
@@ -330,9 +330,9 @@ TEST_CASE("periodic DQN checkpoints taken while the run goes on hold the replay,
     CHECK(c.algo == "dqn");
     CHECK(c.learner.env_steps >= 1000);
     CHECK(c.learner.updates > 0);
-    CHECK(c.target_parameters.size() == c.learner.parameters.size());
+    CHECK(c.floats("target_parameters").size() == c.learner.parameters.size());
     coral::replay::replay_actor saved(rc);
-    saved.load(c.replay);
+    saved.load(*c.record("replay"));
     // The replay copy was taken just after the learner's state: it has
     // served every batch the learner trained on, and later copies saw more.
     CHECK(saved.buffer().size() > 0);
@@ -348,7 +348,7 @@ TEST_CASE("periodic DQN checkpoints taken while the run goes on hold the replay,
   fs::create_directories(resume_dir);
   write_checkpoint(checkpoint_path(resume_dir, from.learner.env_steps), from);
   coral::replay::replay_actor saved(rc);
-  saved.load(from.replay);
+  saved.load(*from.record("replay"));
   auto again = o;
   again.checkpoint_dir = resume_dir.string();
   again.checkpoint_every = 0;

@@ -168,7 +168,7 @@ TEST_CASE("peeking a checkpoint reads who wrote it and its env steps, and refuse
   const auto dir = fresh_dir("training-peek");
   auto c = sample_checkpoint();
   c.algo = "dqn";
-  c.replay.assign(100000, 'r');  // sought past, not read
+  c.set_record("replay", std::vector<char>(100000, 'r'));  // sought past, not read
   const auto file = checkpoint_path(dir, 1536);
   write_checkpoint(file, c);
   const auto id = peek_checkpoint(file);
@@ -263,4 +263,31 @@ TEST_CASE("temporaries left by killed checkpoint writes are removed, and nothing
   CHECK(fs::exists(dir / "notes.tmp"));
   CHECK(fs::exists(checkpoint_path(dir, 1)));
   CHECK(remove_stale_temporaries(dir / "absent") == 0);
+}
+
+TEST_CASE("an algorithm's own records round-trip by name, and a common record's name is refused",
+          "[training][checkpoint]") {
+  const auto dir = fresh_dir("training-records");
+  checkpoint c;
+  c.env = "cartpole";
+  c.network = "net";
+  c.algo = "test-records";
+  const std::vector<float> target{1.5f, -2.0f, 0.25f};
+  c.set_floats("target_parameters", target);
+  c.set_record("replay", {'a', 'b', 'c'});
+  c.set_record("replay", {'x'});  // replaced, not added
+  CHECK(c.records.size() == 2);
+  CHECK_THROWS_AS(c.set_record("seed", {}), coral::usage_error);
+  const auto file = dir / "records.ckpt";
+  write_checkpoint(file, c);
+  const auto back = read_checkpoint(file);
+  CHECK(back.floats("target_parameters") == target);
+  REQUIRE(back.record("replay") != nullptr);
+  CHECK(*back.record("replay") == std::vector<char>{'x'});
+  CHECK(back.record("no-such-record") == nullptr);
+  CHECK(back.floats("no-such-record").empty());
+  // A record that is not a whole number of floats is refused when read as floats.
+  checkpoint odd;
+  odd.set_record("target_parameters", {'1', '2', '3'});
+  CHECK_THROWS_AS(odd.floats("target_parameters", "f"), checkpoint_error);
 }

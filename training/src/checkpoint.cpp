@@ -1,6 +1,8 @@
 #include "coral/training/checkpoint.hpp"
 #include "coral/training/checkpoint_dir.hpp"
 
+#include <array>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -137,6 +139,54 @@ std::uint64_t fnv1a64(const void* bytes, std::size_t size) noexcept {
   return h;
 }
 
+namespace {
+
+/// The records every checkpoint has (the rest are its algorithm's).
+constexpr std::array<std::string_view, 13> common_records{
+    "env",    "network", "seed", "updates", "env_steps", "adam_steps",         "rng",
+    "parameters", "adam_m", "adam_v", "algo", "observation_moments", "reward_scaling"};
+
+bool is_common_record(std::string_view key) {
+  return std::find(common_records.begin(), common_records.end(), key) != common_records.end();
+}
+
+}  // namespace
+
+void checkpoint::set_record(std::string name, std::vector<char> bytes) {
+  if (is_common_record(name)) throw usage_error("checkpoint::set_record: '" + name + "' is a common record");
+  for (auto& [key, value] : records) {
+    if (key == name) {
+      value = std::move(bytes);
+      return;
+    }
+  }
+  records.emplace_back(std::move(name), std::move(bytes));
+}
+
+void checkpoint::set_floats(std::string name, std::span<const float> values) {
+  std::vector<char> bytes(values.size_bytes());
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), values.size_bytes());
+  set_record(std::move(name), std::move(bytes));
+}
+
+const std::vector<char>* checkpoint::record(std::string_view name) const noexcept {
+  for (const auto& [key, value] : records) {
+    if (key == name) return &value;
+  }
+  return nullptr;
+}
+
+std::vector<float> checkpoint::floats(std::string_view name, std::string_view file) const {
+  const auto* r = record(name);
+  if (r == nullptr) return {};
+  if (r->size() % sizeof(float) != 0) {
+    throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_bad_record), file, name));
+  }
+  std::vector<float> v(r->size() / sizeof(float));
+  if (!v.empty()) std::memcpy(v.data(), r->data(), r->size());
+  return v;
+}
+
 void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   writer w;
   w.text("env", c.env);
@@ -150,10 +200,9 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   w.floats("adam_m", c.learner.adam_m);
   w.floats("adam_v", c.learner.adam_v);
   w.text("algo", c.algo);
-  w.floats("target_parameters", c.target_parameters);
-  w.bytes("replay", c.replay.data(), c.replay.size());
   w.doubles("observation_moments", c.learner.observation_moments);
   w.doubles("reward_scaling", c.learner.reward_scaling);
+  for (const auto& [key, bytes] : c.records) w.bytes(key, bytes.data(), bytes.size());
   const auto& payload = w.data();
   const std::uint32_t version = checkpoint_format_version;
   const std::uint64_t size = payload.size();
@@ -261,13 +310,14 @@ checkpoint read_checkpoint(const std::filesystem::path& file) {
   c.learner.adam_v = floats("adam_v");
   if (version >= 2) {
     c.algo = text("algo");
-    c.target_parameters = floats("target_parameters");
-    const auto r = record("replay");
-    c.replay.assign(r.begin(), r.end());
   }
   if (version >= 3) {
     c.learner.observation_moments = doubles("observation_moments");
     c.learner.reward_scaling = doubles("reward_scaling");
+  }
+  // Every other record is the algorithm's (format 2 and 3 files: target_parameters and replay).
+  for (const auto& [key, bytes] : records) {
+    if (!is_common_record(key)) c.records.emplace_back(key, std::vector<char>(bytes.begin(), bytes.end()));
   }
   if (c.learner.adam_m.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_m");
   if (c.learner.adam_v.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_v");

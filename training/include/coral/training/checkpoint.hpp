@@ -14,7 +14,11 @@
 /// data); format 3 adds `observation_moments` and `reward_scaling` (PPO's
 /// `--obs-norm` and `--reward-scale` state, doubles; empty when off). Format
 /// 1 and 2 files are still read, as runs without those flags (a run with
-/// them refuses such a file: its network signature or state does not match). Writing goes to `<file>.tmp`,
+/// them refuses such a file: its network signature or state does not match).
+/// Format 4 writes an algorithm's own records (checkpoint::records) only
+/// when it has them, so a run without a target network or replay writes no
+/// empty `target_parameters` or `replay`; the records of older files that
+/// are not common ones are read as algorithm records. Writing goes to `<file>.tmp`,
 /// which is flushed, synced to disk and then renamed over `<file>` (the
 /// directory is synced too): a crash leaves the old checkpoint or the new one,
 /// never a mix, and at worst a `.tmp` that remove_stale_temporaries() clears.
@@ -25,6 +29,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,8 +53,21 @@ struct checkpoint {
   std::uint64_t seed = 0;
   learner_state learner;  ///< weights, optimiser, counters, generator state
   std::string algo = "ppo";               ///< the algorithm that wrote it (format 1: always ppo)
-  std::vector<float> target_parameters;   ///< DQN's target network; empty for PPO
-  std::vector<char> replay;               ///< the replay actor's saved state; empty for PPO
+  /// The algorithm's own records (a target network, a replay's state, ...),
+  /// by name, in the order written; the file keeps them as they are.
+  std::vector<std::pair<std::string, std::vector<char>>> records;
+
+  /// Sets record `name` to `bytes`. Throws usage_error for a name that a
+  /// common record has (env, network, seed, the learner's, algo).
+  void set_record(std::string name, std::vector<char> bytes);
+  /// Sets record `name` to the floats `values`.
+  void set_floats(std::string name, std::span<const float> values);
+  /// Record `name`, or null when the checkpoint has none.
+  [[nodiscard]] const std::vector<char>* record(std::string_view name) const noexcept;
+  /// Record `name` read as floats: empty when absent; checkpoint_error
+  /// (errors::checkpoint_bad_record, naming `file`) when its size is not a
+  /// whole number of floats.
+  [[nodiscard]] std::vector<float> floats(std::string_view name, std::string_view file = "") const;
 };
 
 /// Who wrote a checkpoint and how far it got: what tells one run's
@@ -69,7 +88,7 @@ struct checkpoint_id {
 [[nodiscard]] checkpoint_id id_of(const checkpoint& c);
 
 /// Current format version.
-inline constexpr std::uint32_t checkpoint_format_version = 3;
+inline constexpr std::uint32_t checkpoint_format_version = 4;
 /// The oldest format version read_checkpoint() still reads (PPO-only files).
 inline constexpr std::uint32_t checkpoint_oldest_version = 1;
 
