@@ -233,7 +233,8 @@ TEST_CASE("a DQN run resumed from its checkpoint continues with the same replay 
   REQUIRE(!r1.checkpoint.empty());
   const auto c = read_checkpoint(r1.checkpoint);
   CHECK(c.algo == "dqn");
-  CHECK(c.record("replay") != nullptr && !c.record("replay")->empty());
+  REQUIRE(c.record("replay") != nullptr);
+  CHECK_FALSE(c.record("replay")->empty());
   CHECK(c.floats("target_parameters").size() == c.learner.parameters.size());
   CHECK(c.learner.updates == r1.updates);
 

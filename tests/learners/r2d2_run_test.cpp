@@ -110,7 +110,8 @@ TEST_CASE("an R2D2 run resumed from its checkpoint continues with the same seque
   REQUIRE(!r1.checkpoint.empty());
   const auto c = read_checkpoint(r1.checkpoint);
   CHECK(c.algo == "r2d2");
-  CHECK(c.record("replay") != nullptr && !c.record("replay")->empty());
+  REQUIRE(c.record("replay") != nullptr);
+  CHECK_FALSE(c.record("replay")->empty());
   CHECK(c.floats("target_parameters").size() == c.learner.parameters.size());
   CHECK(c.learner.updates == r1.updates);
 
