@@ -17,9 +17,9 @@
 #include "coral/learners/q_policy.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/training_run.hpp"
-#include "coral/replay/rate_limit_gate.hpp"
+#include "coral/training/rate_limit_gate.hpp"
 #include "coral/replay/replay_actor.hpp"
-#include "coral/replay/replay_feeder.hpp"
+#include "coral/training/replay_feeder.hpp"
 #include "coral/training/finite_checks.hpp"
 #include "coral/training/option_checks.hpp"
 #include "coral/training/replay_snapshot.hpp"
@@ -68,7 +68,7 @@ replay::replay_actor_config replay_config(const train_options& o, actors::sample
   rc.samples_per_insert = d.replay_ratio;
   rc.min_size = d.learning_starts;
   rc.max_group_steps = s.wires().envs_per_group;
-  rc.batcher_hold = replay::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
+  rc.batcher_hold = training::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
   rc.batch_size = d.batch_size;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;
@@ -102,10 +102,10 @@ class dqn final : public algorithm {
     run.publish_initial(learner_.weights());
     distribution_.start();
     if (!learner_rank(options_)) {  // the sampling side
-      feeder_ = std::make_unique<replay::replay_feeder>(
+      feeder_ = std::make_unique<training::replay_feeder>(
           sampler_->batch(), replay_, [&run](double r, double l) { run.episode(r, l); },
-          replay::replay_feeder::options{.n_step = dqn_of(options_).n_step, .gamma = dqn_of(options_).gamma});
-      gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
+          training::replay_feeder::options{.n_step = dqn_of(options_).n_step, .gamma = dqn_of(options_).gamma});
+      gate_ = std::make_unique<training::rate_limit_gate>(replay_, run.gate());
     }
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     const auto steps = run.start_steps();
@@ -243,8 +243,8 @@ class dqn final : public algorithm {
   dqn_learner learner_;
   replay::replay_actor replay_;
   training::training_run* run_ = nullptr;
-  std::unique_ptr<replay::replay_feeder> feeder_;
-  std::unique_ptr<replay::rate_limit_gate> gate_;
+  std::unique_ptr<training::replay_feeder> feeder_;
+  std::unique_ptr<training::rate_limit_gate> gate_;
   std::unique_ptr<q_policy> policy_;
   window windows_[2];  // per row_stream
   detail::replay_distribution<replay::replay_actor, replay::insert_block> distribution_{

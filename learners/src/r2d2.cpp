@@ -17,8 +17,8 @@
 #include "coral/learners/r2d2_policy.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/training_run.hpp"
-#include "coral/replay/rate_limit_gate.hpp"
-#include "coral/replay/sequence_feeder.hpp"
+#include "coral/training/rate_limit_gate.hpp"
+#include "coral/training/sequence_feeder.hpp"
 #include "coral/replay/sequence_replay_actor.hpp"
 #include "coral/training/finite_checks.hpp"
 #include "coral/training/option_checks.hpp"
@@ -74,7 +74,7 @@ replay::sequence_replay_actor_config replay_config(const train_options& o, actor
   rc.ratio_counts = replay::ratio_unit::trained_steps;
   rc.min_size = d.learning_starts;
   rc.max_group_steps = s.wires().envs_per_group;
-  rc.batcher_hold = replay::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
+  rc.batcher_hold = training::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
   rc.batch_size = d.batch_size * r2d2_of(o).sequences.prefetch_batches;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;
@@ -121,7 +121,7 @@ class r2d2 final : public algorithm {
   /// The sampling side: the sequence feeder as step consumer and the
   /// rate-limit gate (not on a distributed run's learner, which samples nothing).
   void start_sampling(training::training_run& run) {
-    replay::sequence_sink sink{
+    training::sequence_sink sink{
         .take_block =
             [this]() -> std::unique_ptr<replay::sequence_block> {
           auto b = replay_.free_blocks().try_receive();
@@ -134,11 +134,11 @@ class r2d2 final : public algorithm {
                 throw usage_error(fmt::format("r2d2: the sequence replay's inbox is full ({} messages)", inbox.size()));
               }
             }};
-    feeder_ = std::make_unique<replay::sequence_feeder>(sampler_->batch(), replay_.buffer().config().layout,
+    feeder_ = std::make_unique<training::sequence_feeder>(sampler_->batch(), replay_.buffer().config().layout,
                                                         std::move(sink),
                                                         [&run](double r, double l) { run.episode(r, l); });
     feeder_->record_states_from(policy_->recurrent_states());
-    gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
+    gate_ = std::make_unique<training::rate_limit_gate>(replay_, run.gate());
   }
 
   actors::policy& policy() override { return *policy_; }
@@ -333,8 +333,8 @@ class r2d2 final : public algorithm {
   replay::sequence_replay_actor replay_;
   training::training_run* run_ = nullptr;
   std::unique_ptr<r2d2_policy> policy_;
-  std::unique_ptr<replay::sequence_feeder> feeder_;
-  std::unique_ptr<replay::rate_limit_gate> gate_;
+  std::unique_ptr<training::sequence_feeder> feeder_;
+  std::unique_ptr<training::rate_limit_gate> gate_;
   detail::replay_distribution<replay::sequence_replay_actor, replay::sequence_block> distribution_{
       replay_, sampler_->rows(), sampler_ranks(options_), [this] {
         auto b = std::make_unique<replay::sequence_block>();

@@ -1,5 +1,4 @@
 #include "coral/replay/replay_actor.hpp"
-#include "coral/replay/replay_feeder.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -282,26 +281,6 @@ TEST_CASE("a replay actor refuses a state that is not its own or is cut short, s
   CHECK_THROWS_MATCHES(target.load(std::span(blob).first(8 + 4)), coral::config_error, malformed("limiter inserts"));
   target.load(blob);
   CHECK(target.limiter().inserts() == 0);
-}
-
-TEST_CASE("a replay feeder needs one replay stream per batch row", "[replay][feeder][errors]") {
-  replay_actor r(small_config());  // one stream
-  coral::envs::env_batch batch(2, 1, 1, 0);
-  CHECK_THROWS_MATCHES(coral::replay::replay_feeder(batch, r, nullptr, {}), coral::config_error,
-                       Catch::Message(fmt::format(fmt::runtime(coral::replay::errors::feeder_streams), 1, 2)));
-}
-
-TEST_CASE("a replay feeder whose replay inbox is full fails rather than lose inserts", "[replay][feeder][errors]") {
-  replay_actor r(small_config());
-  coral::envs::env_batch batch(1, 1, 1, 0);
-  coral::replay::replay_feeder feeder(batch, r, nullptr, {.n_step = 1});
-  // Nothing runs the actor here, so its inbox fills up.
-  std::size_t blocks = 0;
-  while (r.inbox().try_send(replay_msg(one_step(static_cast<float>(blocks))))) ++blocks;
-  REQUIRE(blocks > 0);
-  const coral::actors::row_range rows[1] = {{0, 1}};
-  CHECK_THROWS_MATCHES(feeder.consume({.batch = batch, .ranges = rows}), coral::usage_error,
-                       Catch::Message(fmt::format(fmt::runtime(coral::replay::errors::inbox_full), blocks)));
 }
 
 TEST_CASE("closing the replay actor ends a wait for a snapshot", "[replay][actor][snapshot]") {

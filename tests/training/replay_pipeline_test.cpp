@@ -21,9 +21,9 @@
 #include "coral/actors/gate.hpp"
 #include "coral/core/error.hpp"
 #include "coral/training/algorithm.hpp"
-#include "coral/replay/rate_limit_gate.hpp"
+#include "coral/training/rate_limit_gate.hpp"
 #include "coral/replay/replay_actor.hpp"
-#include "coral/replay/replay_feeder.hpp"
+#include "coral/training/replay_feeder.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 
 using namespace std::chrono_literals;
@@ -88,7 +88,7 @@ replay_actor_config replay_config(const pipeline_setup& p, const coral::training
   rc.prefetch = p.prefetch;
   rc.max_group_steps = p.envs_per_group;
   rc.batcher_hold =
-      coral::replay::batcher_hold(s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()));
+      coral::training::batcher_hold(s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()));
   rc.seed = 5;
   return rc;
 }
@@ -111,15 +111,15 @@ class checked_replay final : public coral::training::algorithm {
   void start(coral::training::training_run& run) override {
     run.weights().publish({0.0f});
     const auto episode_end = static_cast<double>(setup_.episode_length);
-    feeder_ = std::make_unique<coral::replay::replay_feeder>(
+    feeder_ = std::make_unique<coral::training::replay_feeder>(
         sampler_->batch(), replay_,
         [this, &run, episode_end](double ret, double len) {
           if (ret != episode_end || len != episode_end) ++episode_errors_;
           ++episodes_;
           run.episode(ret, len);
         },
-        coral::replay::replay_feeder::options{.n_step = setup_.n_step, .gamma = discount});
-    gate_ = std::make_unique<coral::replay::rate_limit_gate>(replay_, run.gate());
+        coral::training::replay_feeder::options{.n_step = setup_.n_step, .gamma = discount});
+    gate_ = std::make_unique<coral::training::rate_limit_gate>(replay_, run.gate());
     policy_ = coral::actors::make_builtin_policy("random", sampler_->action_space(), sampler_->rows(), 7);
   }
   coral::actors::policy& policy() override { return *policy_; }
@@ -227,8 +227,8 @@ class checked_replay final : public coral::training::algorithm {
   pipeline_setup setup_;
   std::shared_ptr<replay_pipeline_result> out_;
   replay_actor replay_;
-  std::unique_ptr<coral::replay::replay_feeder> feeder_;
-  std::unique_ptr<coral::replay::rate_limit_gate> gate_;
+  std::unique_ptr<coral::training::replay_feeder> feeder_;
+  std::unique_ptr<coral::training::rate_limit_gate> gate_;
   std::unique_ptr<coral::actors::policy> policy_;
   std::atomic<std::uint64_t> episodes_{0};
   std::atomic<std::uint64_t> episode_errors_{0};  // the callback runs on the gate's or the batcher's actor

@@ -20,8 +20,8 @@
 #include "../support/watchdog.hpp"
 #include "coral/actors/builtin_policy.hpp"
 #include "coral/training/algorithm.hpp"
-#include "coral/replay/rate_limit_gate.hpp"
-#include "coral/replay/sequence_feeder.hpp"
+#include "coral/training/rate_limit_gate.hpp"
+#include "coral/training/sequence_feeder.hpp"
 #include "coral/replay/sequence_replay_actor.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 
@@ -104,7 +104,7 @@ class checked_sequences final : public training::algorithm {
     rc.batch_size = p.replay_batch;
     rc.prefetch = p.prefetch;
     rc.max_group_steps = p.envs_per_group;
-    rc.batcher_hold = replay::batcher_hold(s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()));
+    rc.batcher_hold = training::batcher_hold(s.wires(), coral::actors::batcher_options_behind_gate(o.sampler, s.wires()));
     rc.seed = 5;
     return rc;
   }
@@ -114,7 +114,7 @@ class checked_sequences final : public training::algorithm {
   void start(training::training_run& run) override {
     run.weights().publish({0.0f});
     policy_ = std::make_unique<state_reporting_policy>(sampler_->action_space(), sampler_->rows());
-    replay::sequence_sink sink{.take_block =
+    training::sequence_sink sink{.take_block =
                                    [this]() -> std::unique_ptr<replay::sequence_block> {
                                      auto b = replay_.free_blocks().try_receive();
                                      return b ? std::move(*b) : nullptr;
@@ -126,11 +126,11 @@ class checked_sequences final : public training::algorithm {
                                        fail("the sequence replay's inbox was full");
                                      }
                                    }};
-    feeder_ = std::make_unique<replay::sequence_feeder>(sampler_->batch(), replay_.buffer().config().layout,
+    feeder_ = std::make_unique<training::sequence_feeder>(sampler_->batch(), replay_.buffer().config().layout,
                                                         std::move(sink),
                                                         [&run](double r, double l) { run.episode(r, l); });
     feeder_->record_states_from(policy_->states);
-    gate_ = std::make_unique<replay::rate_limit_gate>(replay_, run.gate());
+    gate_ = std::make_unique<training::rate_limit_gate>(replay_, run.gate());
   }
   coral::actors::policy& policy() override { return *policy_; }
   coral::actors::step_consumer& consumer() override { return *feeder_; }
@@ -243,8 +243,8 @@ class checked_sequences final : public training::algorithm {
   std::shared_ptr<sequence_result> out_;
   replay::sequence_replay_actor replay_;
   std::unique_ptr<state_reporting_policy> policy_;
-  std::unique_ptr<replay::sequence_feeder> feeder_;
-  std::unique_ptr<replay::rate_limit_gate> gate_;
+  std::unique_ptr<training::sequence_feeder> feeder_;
+  std::unique_ptr<training::rate_limit_gate> gate_;
   std::uint64_t updates_ = 0;
 };
 

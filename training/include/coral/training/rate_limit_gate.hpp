@@ -12,7 +12,7 @@
 #include "coral/actors/topology.hpp"
 #include "coral/replay/rate_limited_replay.hpp"
 
-namespace coral::replay {
+namespace coral::training {
 
 /// The most env steps that an inference_batcher with `options`, over
 /// `wiring` (groups of wiring.envs_per_group), can keep without acting: it
@@ -35,7 +35,7 @@ class rate_limit_gate final : public actors::gate_policy {
  public:
   /// Counts from what the replay's limiter already counts (a resumed run),
   /// and makes the replay wake `gate`.
-  rate_limit_gate(rate_limited_replay& replay, actors::gate& gate)
+  rate_limit_gate(replay::rate_limited_replay& replay, actors::gate& gate)
       : replay_(&replay), let_through_(replay.limiter().inserts()) {
     replay.set_waker(&gate.inbox());
   }
@@ -50,8 +50,8 @@ class rate_limit_gate final : public actors::gate_policy {
   bool in_order() const override { return true; }
 
  private:
-  rate_limited_replay* replay_;
+  replay::rate_limited_replay* replay_;
   std::uint64_t let_through_;  // env steps let through, in the limiter's count
 };
 
-}  // namespace coral::replay
+}  // namespace coral::training

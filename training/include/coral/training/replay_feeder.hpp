@@ -30,7 +30,7 @@
 #include "coral/replay/nstep_assembler.hpp"
 #include "coral/replay/replay_actor.hpp"
 
-namespace coral::replay {
+namespace coral::training {
 
 /// The sampling side of replay.
 class replay_feeder final : public actors::step_consumer {
@@ -47,24 +47,24 @@ class replay_feeder final : public actors::step_consumer {
 
   /// The replay's streams are the batch rows (its num_streams must be
   /// batch.rows()).
-  replay_feeder(envs::env_batch& batch, replay_actor& replay, episode_callback on_episode, options opts);
+  replay_feeder(envs::env_batch& batch, replay::replay_actor& replay, episode_callback on_episode, options opts);
 
   /// Builds the transitions of the rows in `step` and sends them to the replay actor.
   void consume(const actors::step_batch& step) override;
 
  private:
-  std::unique_ptr<insert_block> take_block();
+  std::unique_ptr<replay::insert_block> take_block();
 
   envs::env_batch* batch_;
-  replay_actor* replay_;
+  replay::replay_actor* replay_;
   episode_callback on_episode_;
   options options_;
   // Per row: the assembler and the step waiting for its outcome.
-  std::vector<nstep_assembler> assemblers_;
+  std::vector<replay::nstep_assembler> assemblers_;
   std::vector<float> previous_obs_;
   std::vector<std::int32_t> previous_discrete_;
   std::vector<float> previous_continuous_;
   std::vector<std::uint8_t> has_previous_;
 };
 
-}  // namespace coral::replay
+}  // namespace coral::training

@@ -1,8 +1,8 @@
-#include "coral/replay/rate_limit_gate.hpp"
+#include "coral/training/rate_limit_gate.hpp"
 
 #include <algorithm>
 
-namespace coral::replay {
+namespace coral::training {
 
 std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_batcher::options& options) {
   const std::size_t per_group = std::max<std::size_t>(wiring.envs_per_group, 1);
@@ -17,4 +17,4 @@ std::size_t batcher_hold(const actors::wiring& wiring, const actors::inference_b
   return per_group * ((groups_needed - 1) + (channels - 1) * groups_per_channel);
 }
 
-}  // namespace coral::replay
+}  // namespace coral::training

@@ -1,4 +1,4 @@
-#include "coral/replay/sequence_feeder.hpp"
+#include "coral/training/sequence_feeder.hpp"
 
 #include <algorithm>
 #include <string>
@@ -8,23 +8,23 @@
 #include "coral/core/error.hpp"
 #include "coral/replay/errors.hpp"
 
-namespace coral::replay {
+namespace coral::training {
 
 namespace {
 
-void check_layout_fits(const sequence_layout& layout, const envs::env_batch& batch) {
-  if (layout.length == 0) throw config_error(std::string(errors::zero_sequence_length));
+void check_layout_fits(const replay::sequence_layout& layout, const envs::env_batch& batch) {
+  if (layout.length == 0) throw config_error(std::string(replay::errors::zero_sequence_length));
   if (layout.burn_in >= layout.length) {
     throw config_error(
-        fmt::format(fmt::runtime(errors::sequence_part_too_long), "burn_in", layout.burn_in, layout.length));
+        fmt::format(fmt::runtime(replay::errors::sequence_part_too_long), "burn_in", layout.burn_in, layout.length));
   }
   if (layout.overlap >= layout.length) {
     throw config_error(
-        fmt::format(fmt::runtime(errors::sequence_part_too_long), "overlap", layout.overlap, layout.length));
+        fmt::format(fmt::runtime(replay::errors::sequence_part_too_long), "overlap", layout.overlap, layout.length));
   }
   const auto fits = [](const char* field, std::size_t ours, std::size_t theirs) {
     if (ours != theirs) {
-      throw config_error(fmt::format(fmt::runtime(errors::sequence_feeder_shape), field, ours, theirs));
+      throw config_error(fmt::format(fmt::runtime(replay::errors::sequence_feeder_shape), field, ours, theirs));
     }
   };
   fits("obs_dim", layout.obs_dim, batch.obs_dim());
@@ -35,11 +35,11 @@ void check_layout_fits(const sequence_layout& layout, const envs::env_batch& bat
 
 }  // namespace
 
-sequence_feeder::sequence_feeder(envs::env_batch& batch, const sequence_layout& layout, sequence_sink sink,
+sequence_feeder::sequence_feeder(envs::env_batch& batch, const replay::sequence_layout& layout, sequence_sink sink,
                                  episode_callback on_episode)
     : batch_(&batch), layout_(layout), sink_(std::move(sink)), on_episode_(std::move(on_episode)) {
   check_layout_fits(layout_, batch);
-  if (!sink_.send) throw config_error(std::string(errors::sequence_feeder_no_send));
+  if (!sink_.send) throw config_error(std::string(replay::errors::sequence_feeder_no_send));
   const std::size_t rows = batch.rows();
   const std::size_t length = layout_.length;
   // Sequence k is open over the steps [start_k, start_k + length): at most
@@ -57,7 +57,7 @@ sequence_feeder::sequence_feeder(envs::env_batch& batch, const sequence_layout& 
 void sequence_feeder::record_states_from(std::span<const float> rows) {
   const std::size_t expected = batch_->rows() * layout_.state_dim;
   if (rows.size() != expected) {
-    throw config_error(fmt::format(fmt::runtime(errors::sequence_feeder_states_size), rows.size(), expected));
+    throw config_error(fmt::format(fmt::runtime(replay::errors::sequence_feeder_states_size), rows.size(), expected));
   }
   states_ = rows;
 }
@@ -66,10 +66,10 @@ std::int64_t sequence_feeder::start_of(std::uint64_t k) const noexcept {
   return static_cast<std::int64_t>(k * layout_.stride()) - static_cast<std::int64_t>(layout_.burn_in);
 }
 
-sequence_block& sequence_feeder::pending() {
+replay::sequence_block& sequence_feeder::pending() {
   if (!pending_) {
     if (sink_.take_block) pending_ = sink_.take_block();
-    if (!pending_) pending_ = std::make_unique<sequence_block>();
+    if (!pending_) pending_ = std::make_unique<replay::sequence_block>();
     pending_->clear();
     pending_->layout = layout_;
   }
@@ -86,7 +86,7 @@ void sequence_feeder::record_step(const envs::env_batch& b, std::uint32_t r, std
     std::ranges::copy(b.discrete_actions().row(r), ring_actions_.begin() + static_cast<std::ptrdiff_t>(slot * dd));
   }
   ring_rewards_[slot] = 0.0f;
-  ring_flags_[slot] = static_cast<std::uint8_t>(slot_valid | (t == 0 ? slot_first : 0));
+  ring_flags_[slot] = static_cast<std::uint8_t>(replay::slot_valid | (t == 0 ? replay::slot_first : 0));
   // Sequence k = (t + burn_in) / stride starts at this step when that
   // divides: keep the state the policy had before acting on it. Starts at
   // step 0 or before need none (their state is zeros).
@@ -102,7 +102,7 @@ void sequence_feeder::record_step(const envs::env_batch& b, std::uint32_t r, std
 
 void sequence_feeder::emit(std::uint32_t r, std::uint64_t k, std::uint64_t last_step,
                            std::span<const float> next_obs) {
-  sequence_block& block = pending();
+  replay::sequence_block& block = pending();
   const std::size_t length = layout_.length;
   const std::size_t od = layout_.obs_dim;
   const std::size_t dd = layout_.discrete_dim;
@@ -149,11 +149,11 @@ void sequence_feeder::emit(std::uint32_t r, std::uint64_t k, std::uint64_t last_
 void sequence_feeder::consume(const actors::step_batch& step) {
   const auto& b = step.batch;
   if (layout_.state_dim > 0 && states_.empty()) {
-    throw usage_error(fmt::format(fmt::runtime(errors::sequence_feeder_no_states), layout_.state_dim));
+    throw usage_error(fmt::format(fmt::runtime(replay::errors::sequence_feeder_no_states), layout_.state_dim));
   }
   const std::size_t length = layout_.length;
   const std::uint64_t stride = layout_.stride();
-  sequence_block& block = pending();
+  replay::sequence_block& block = pending();
   for (const auto& range : step.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       row_state& row = rows_[r];
@@ -170,8 +170,8 @@ void sequence_feeder::consume(const actors::step_batch& step) {
         const bool truncated = !terminated && b.truncated()[r] != 0;
         const std::size_t slot = r * length + t % length;
         ring_rewards_[slot] = b.rewards()[r];
-        if (terminated) ring_flags_[slot] |= slot_terminated;
-        if (truncated) ring_flags_[slot] |= slot_truncated;
+        if (terminated) ring_flags_[slot] |= replay::slot_terminated;
+        if (truncated) ring_flags_[slot] |= replay::slot_truncated;
         if (terminated || truncated) {
           const auto final_obs = truncated ? b.final_observations().row(r) : std::span<const float>{};
           // Every open sequence with a step in its trained part, padded.
@@ -199,4 +199,4 @@ void sequence_feeder::consume(const actors::step_batch& step) {
   if (block.size() > 0 || block.env_steps > 0) sink_.send(std::move(pending_));
 }
 
-}  // namespace coral::replay
+}  // namespace coral::training

@@ -1,4 +1,4 @@
-#include "coral/replay/replay_feeder.hpp"
+#include "coral/training/replay_feeder.hpp"
 
 #include <algorithm>
 #include <string>
@@ -8,9 +8,9 @@
 #include "coral/core/error.hpp"
 #include "coral/replay/errors.hpp"
 
-namespace coral::replay {
+namespace coral::training {
 
-replay_feeder::replay_feeder(envs::env_batch& batch, replay_actor& replay, episode_callback on_episode, options opts)
+replay_feeder::replay_feeder(envs::env_batch& batch, replay::replay_actor& replay, episode_callback on_episode, options opts)
     : batch_(&batch),
       replay_(&replay),
       on_episode_(std::move(on_episode)),
@@ -21,9 +21,9 @@ replay_feeder::replay_feeder(envs::env_batch& batch, replay_actor& replay, episo
       has_previous_(batch.rows(), 0) {
   if (replay.config().buffer.num_streams != batch.rows()) {
     throw config_error(
-        fmt::format(fmt::runtime(errors::feeder_streams), replay.config().buffer.num_streams, batch.rows()));
+        fmt::format(fmt::runtime(replay::errors::feeder_streams), replay.config().buffer.num_streams, batch.rows()));
   }
-  const nstep_config nc{.obs_dim = batch.obs_dim(),
+  const replay::nstep_config nc{.obs_dim = batch.obs_dim(),
                         .discrete_action_dim = batch.discrete_action_dim(),
                         .continuous_action_dim = batch.continuous_action_dim(),
                         .n_step = opts.n_step,
@@ -32,9 +32,9 @@ replay_feeder::replay_feeder(envs::env_batch& batch, replay_actor& replay, episo
   for (std::size_t r = 0; r < batch.rows(); ++r) assemblers_.emplace_back(nc);
 }
 
-std::unique_ptr<insert_block> replay_feeder::take_block() {
+std::unique_ptr<replay::insert_block> replay_feeder::take_block() {
   if (auto b = replay_->free_blocks().try_receive()) return std::move(*b);
-  return std::make_unique<insert_block>(batch_->obs_dim(), batch_->discrete_action_dim(),
+  return std::make_unique<replay::insert_block>(batch_->obs_dim(), batch_->discrete_action_dim(),
                                         batch_->continuous_action_dim());
 }
 
@@ -78,9 +78,9 @@ void replay_feeder::consume(const actors::step_batch& step) {
     }
   }
   auto& inbox = replay_->inbox();
-  if (!inbox.try_send(replay_msg(std::move(block))) && !inbox.is_closed()) {
-    throw usage_error(fmt::format(fmt::runtime(errors::inbox_full), inbox.size()));
+  if (!inbox.try_send(replay::replay_msg(std::move(block))) && !inbox.is_closed()) {
+    throw usage_error(fmt::format(fmt::runtime(replay::errors::inbox_full), inbox.size()));
   }
 }
 
-}  // namespace coral::replay
+}  // namespace coral::training

@@ -1,4 +1,4 @@
-#include "coral/replay/sequence_feeder.hpp"
+#include "coral/training/sequence_feeder.hpp"
 
 #include <algorithm>
 #include <map>
@@ -13,9 +13,9 @@
 #include "coral/replay/errors.hpp"
 
 using coral::replay::sequence_block;
-using coral::replay::sequence_feeder;
+using coral::training::sequence_feeder;
 using coral::replay::sequence_layout;
-using coral::replay::sequence_sink;
+using coral::training::sequence_sink;
 namespace replay = coral::replay;
 
 namespace {

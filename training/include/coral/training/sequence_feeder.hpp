@@ -59,7 +59,7 @@
 #include "coral/envs/env_batch.hpp"
 #include "coral/replay/sequence.hpp"
 
-namespace coral::replay {
+namespace coral::training {
 
 /// Where a sequence_feeder's blocks come from and go to. The sequence replay
 /// actor plugs in with two lambdas: take an emptied block from its free
@@ -67,10 +67,10 @@ namespace coral::replay {
 struct sequence_sink {
   /// An empty block to fill (the feeder clears it anyway), or nullptr when
   /// none is at hand: the feeder then allocates one.
-  std::function<std::unique_ptr<sequence_block>()> take_block;
+  std::function<std::unique_ptr<replay::sequence_block>()> take_block;
   /// Takes a block holding at least one sequence. Must not fail silently:
   /// a sink that cannot take it throws.
-  std::function<void(std::unique_ptr<sequence_block>)> send;
+  std::function<void(std::unique_ptr<replay::sequence_block>)> send;
 };
 
 /// The sampling side of recurrent replay.
@@ -85,7 +85,7 @@ class sequence_feeder final : public actors::step_consumer {
   /// discrete_dim, no continuous action part) or is not a valid layout
   /// (length ≥ 1, burn_in < length, overlap < length), or when the sink
   /// lacks its send function.
-  sequence_feeder(envs::env_batch& batch, const sequence_layout& layout, sequence_sink sink,
+  sequence_feeder(envs::env_batch& batch, const replay::sequence_layout& layout, sequence_sink sink,
                   episode_callback on_episode);
 
   /// Reads the recurrent states from `rows` (row-major by batch row,
@@ -101,7 +101,7 @@ class sequence_feeder final : public actors::step_consumer {
   void consume(const actors::step_batch& step) override;
 
   /// The layout of the sequences it makes.
-  [[nodiscard]] const sequence_layout& layout() const noexcept { return layout_; }
+  [[nodiscard]] const replay::sequence_layout& layout() const noexcept { return layout_; }
 
  private:
   /// Per row: where it stands in its episode.
@@ -121,10 +121,10 @@ class sequence_feeder final : public actors::step_consumer {
   /// Episode step where sequence k starts (may be negative: padding).
   [[nodiscard]] std::int64_t start_of(std::uint64_t k) const noexcept;
   /// The pending block, taken from the sink when there is none.
-  sequence_block& pending();
+  replay::sequence_block& pending();
 
   envs::env_batch* batch_;
-  sequence_layout layout_;
+  replay::sequence_layout layout_;
   sequence_sink sink_;
   episode_callback on_episode_;
   std::span<const float> states_;
@@ -137,7 +137,7 @@ class sequence_feeder final : public actors::step_consumer {
   std::vector<std::uint8_t> ring_flags_;
   // Per row, state_slots_ states: sequence k's start state at slot k mod state_slots_.
   std::vector<float> start_states_;
-  std::unique_ptr<sequence_block> pending_;
+  std::unique_ptr<replay::sequence_block> pending_;
 };
 
-}  // namespace coral::replay
+}  // namespace coral::training
