@@ -21,7 +21,7 @@
 
 namespace {
 
-namespace learners = coral::learners;
+namespace training = coral::training;
 
 constexpr std::size_t header_size = 8 + 4 + 8 + 8;  // magic, version, payload size, checksum
 

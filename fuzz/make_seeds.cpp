@@ -135,7 +135,7 @@ void actor_seeds(const fs::path& dir) {
 }
 
 void checkpoint_seeds(const fs::path& dir) {
-  namespace learners = coral::learners;
+  namespace training = coral::training;
   const fs::path tmp = fs::temp_directory_path() / fmt::format("coral-make-seeds-{}.ckpt", ::getpid());
   auto save = [&](const fs::path& file, const training::checkpoint& c) {
     training::write_checkpoint(tmp, c);
