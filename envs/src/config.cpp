@@ -119,10 +119,20 @@ env_config::env_config(std::string_view env_name, const std::vector<config_key>&
                                      names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
     }
   }
+  // A key given twice is a mistake in what was typed or composed, not an
+  // override: which one was meant cannot be told.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    for (std::size_t j = i + 1; j < args.size(); ++j) {
+      if (args[i].first == args[j].first) {
+        throw config_error(fmt::format(fmt::runtime(errors::repeated_key), env_name, args[i].first, args[i].second,
+                                       args[j].second));
+      }
+    }
+  }
   for (const auto& k : keys) {
     std::string_view text = k.default_value;
     for (const auto& [name, value] : args) {
-      if (name == k.name) text = value;  // the last one wins
+      if (name == k.name) text = value;
     }
     auto v = parse_value(k, text);
     if (!v) {

@@ -373,6 +373,9 @@ std::vector<bad_input> bad_inputs() {
       {{"tune", "--out="}, error_line("--out: " + text(cm::empty_name, "a file name"))},
       {{"--config", "typo.toml", "train", "--config", "nan.toml"},
        error_line(text(cm::config_twice, "typo.toml", "nan.toml"))},
+      // An env setting given twice: refused before anything starts, naming both values.
+      {{"train", "--env-arg", "max_steps=100", "--env-arg", "max_steps=200"},
+       error_line("env 'cartpole': config key 'max_steps' given twice ('100', then '200'); give it once")},
       // The run starts, then fails: exit 2 (a checkpoint that is not one).
       {{"train", "--resume", "--checkpoint-dir", "stray", "--no-run-dir"},
        error_line("checkpoint 'stray/checkpoint-000000001000.ckpt' is not a coral checkpoint"), failed},

@@ -2,7 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "coral/core/error.hpp"
+#include "coral/envs/errors.hpp"
 
 using coral::envs::config_key;
 using coral::envs::config_type;
@@ -28,8 +31,8 @@ TEST_CASE("missing config keys take their defaults", "[envs][config]") {
   CHECK(c.values().size() == 3);
 }
 
-TEST_CASE("given config values are parsed by type, the last one for a key winning", "[envs][config]") {
-  const env_config c("demo", keys(), {{"episode_length", "5"}, {"p", "0.25"}, {"verbose", "true"}, {"p", "1"}});
+TEST_CASE("given config values are parsed by type", "[envs][config]") {
+  const env_config c("demo", keys(), {{"episode_length", "5"}, {"verbose", "true"}, {"p", "1"}});
   CHECK(c.get_int("episode_length") == 5);
   CHECK(c.get_float("p") == 1.0);
   CHECK(c.get_bool("verbose"));
@@ -66,6 +69,15 @@ TEST_CASE("an unknown config key is rejected naming the key and the known ones",
   CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"episode_lenght", "5"}}), coral::config_error,
                        Catch::Message("env 'demo': unknown config key 'episode_lenght' (known: episode_length, p, "
                                       "verbose)"));
+}
+
+TEST_CASE("a config key given twice is refused naming both values, even when they agree", "[envs][config][errors]") {
+  CHECK_THROWS_MATCHES(env_config("demo", keys(), {{"p", "0.5"}, {"episode_length", "4"}, {"p", "0.25"}}),
+                       coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(coral::envs::errors::repeated_key), "demo", "p", "0.5",
+                                                  "0.25")));
+  CHECK_THROWS_AS(env_config("demo", keys(), {{"p", "0.5"}, {"p", "0.5"}}), coral::config_error);
+  CHECK(env_config("demo", keys(), {{"p", "0.5"}, {"episode_length", "4"}}).get_float("p") == 0.5);
 }
 
 TEST_CASE("a negative length is rejected naming the key and the allowed range", "[envs][config][errors]") {

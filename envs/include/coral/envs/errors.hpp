@@ -14,6 +14,8 @@ inline constexpr std::string_view unknown_env = "unknown env '{}' (known: {})";
 inline constexpr std::string_view duplicate_env = "env '{}' is already registered";
 /// A config key the env does not declare: env, key, comma-separated known keys.
 inline constexpr std::string_view unknown_key = "env '{}': unknown config key '{}' (known: {})";
+/// A config key given twice (`--env-arg k=1 --env-arg k=2`): env, key, the first value, the second.
+inline constexpr std::string_view repeated_key = "env '{}': config key '{}' given twice ('{}', then '{}'); give it once";
 /// A config value that does not parse or is out of range: env, key, value, what was expected.
 inline constexpr std::string_view bad_config_value = "env '{}': config key '{}': invalid value '{}' (expected {})";
 /// Keys that must agree with each other do not: env, key, explanation.
