@@ -17,6 +17,7 @@
 #include "coral/actors/messages.hpp"
 #include "coral/core/error.hpp"
 #include "coral/replay/errors.hpp"
+#include "../support/replay_blocks.hpp"
 
 using namespace std::chrono_literals;
 using coral::replay::insert_block;
@@ -27,39 +28,10 @@ using coral::replay::sample_batch;
 
 namespace {
 
-replay_actor_config small_config() {
-  replay_actor_config c;
-  c.buffer = {.capacity = 64, .num_streams = 1, .obs_dim = 1, .discrete_action_dim = 1, .n_step = 1};
-  c.samples_per_insert = 2.0;
-  c.min_size = 10;
-  c.batch_size = 4;
-  c.prefetch = 2;
-  c.seed = 3;
-  return c;
-}
-
-/// A block of one env step: a one-step transition from value v to v + 1.
-std::unique_ptr<insert_block> one_step(float v) {
-  auto b = std::make_unique<insert_block>(1, 1, 0);
-  const float obs[1] = {v};
-  const float next[1] = {v + 1};
-  const std::int32_t action[1] = {static_cast<std::int32_t>(v)};
-  coral::replay::transition t;
-  t.observation = obs;
-  t.next_observation = next;
-  t.discrete_action = action;
-  t.n_step_return = v;
-  t.discount = 0.5f;
-  t.steps = 1;
-  b->push(0, t);
-  b->env_steps = 1;
-  return b;
-}
-
 /// 12 one-step inserts into a running actor `r` on `io`, then one request:
 /// the batch it serves.
 std::unique_ptr<sample_batch> first_draw(replay_actor& r, asio::io_context& io) {
-  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(i)))));
+  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(coral::test::one_step_block(static_cast<float>(i)))));
   REQUIRE(r.inbox().try_send(replay_msg(r.make_request())));
   io.poll();
   auto b = r.samples().try_receive();
@@ -73,7 +45,7 @@ TEST_CASE("the replay actor serves nothing before min_size, then holds samples p
           "[replay][actor]") {
   coral::test::watchdog dog("replay ratio", 30s);
   asio::io_context io;
-  replay_actor r(small_config());
+  replay_actor r(coral::test::one_stream_replay_config());
   asio::co_spawn(io, r.run(), asio::detached);
   for (int i = 0; i < 2; ++i) REQUIRE(r.inbox().try_send(replay_msg(r.make_request())));
   io.poll();
@@ -81,7 +53,7 @@ TEST_CASE("the replay actor serves nothing before min_size, then holds samples p
   std::uint64_t served = 0;
   const double spi = 2.0;
   for (int step = 0; step < 200; ++step) {
-    REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(step)))));
+    REQUIRE(r.inbox().try_send(replay_msg(coral::test::one_step_block(static_cast<float>(step)))));
     ++inserted;
     io.poll();
     // The learner hands every batch straight back.
@@ -118,13 +90,13 @@ TEST_CASE("a batch handed back with TD errors updates priorities, and stale ones
           "[replay][actor]") {
   coral::test::watchdog dog("replay priorities", 30s);
   asio::io_context io;
-  auto c = small_config();
+  auto c = coral::test::one_stream_replay_config();
   c.buffer.capacity = 16;
   replay_actor r(c);
   asio::co_spawn(io, r.run(), asio::detached);
   auto batch = first_draw(r, io);
   // Overwrite the whole ring: every sampled slot now holds another item.
-  for (int i = 0; i < 20; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(100.0f + static_cast<float>(i)))));
+  for (int i = 0; i < 20; ++i) REQUIRE(r.inbox().try_send(replay_msg(coral::test::one_step_block(100.0f + static_cast<float>(i)))));
   batch->td_errors.assign(batch->size, 5.0f);
   REQUIRE(r.inbox().try_send(replay_msg(std::move(batch))));
   io.poll();
@@ -148,7 +120,7 @@ TEST_CASE("a uniform replay actor drops the TD errors handed back, non-finite on
           "[replay][actor][uniform]") {
   coral::test::watchdog dog("uniform replay feedback", 30s);
   asio::io_context io;
-  auto c = small_config();
+  auto c = coral::test::one_stream_replay_config();
   c.prioritized = false;
   replay_actor r(c);
   asio::co_spawn(io, r.run(), asio::detached);
@@ -172,7 +144,7 @@ TEST_CASE("a uniform replay actor drops the TD errors handed back, non-finite on
 TEST_CASE("the replay actor wakes a waiting feeder once its allowance covers what it needs", "[replay][actor]") {
   coral::test::watchdog dog("replay waker", 30s);
   asio::io_context io;
-  replay_actor r(small_config());
+  replay_actor r(coral::test::one_stream_replay_config());
   coral::channel<coral::actors::gate_msg> waker(4);
   r.set_waker(&waker);
   asio::co_spawn(io, r.run(), asio::detached);
@@ -182,7 +154,7 @@ TEST_CASE("the replay actor wakes a waiting feeder once its allowance covers wha
   CHECK_FALSE(r.wait_for_allowance(allowed + 1));
   CHECK_FALSE(waker.try_receive());
   // Fill up to the allowance, then let the learner sample: the allowance rises and the note arrives.
-  for (std::uint64_t i = 0; i < allowed; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(1.0f))));
+  for (std::uint64_t i = 0; i < allowed; ++i) REQUIRE(r.inbox().try_send(replay_msg(coral::test::one_step_block(1.0f))));
   REQUIRE(r.inbox().try_send(replay_msg(r.make_request())));
   io.poll();
   CHECK(r.insert_allowance() > allowed);
@@ -197,7 +169,7 @@ TEST_CASE("a loaded state whose limiter counters near 2^64 saturates the insert 
           "[replay][actor][snapshot]") {
   // fuzz/regressions/replay_actor/limiter-counters-past-2-to-64: the
   // allowance was converted from a double past 2^64 (undefined) or wrapped.
-  auto config = small_config();
+  auto config = coral::test::one_stream_replay_config();
   config.samples_per_insert = 0.5;
   constexpr auto most = std::numeric_limits<std::uint64_t>::max();
   // After the 8-byte magic: the limiter's inserts, then its samples (basic_replay_actor_impl.hpp).
@@ -221,19 +193,19 @@ TEST_CASE("a loaded state whose limiter counters near 2^64 saturates the insert 
 TEST_CASE("a snapshot is the actor's state after exactly the messages sent before the request", "[replay][actor][snapshot]") {
   coral::test::watchdog dog("replay snapshot", 30s);
   asio::io_context io;
-  replay_actor r(small_config());
+  replay_actor r(coral::test::one_stream_replay_config());
   std::exception_ptr failure;
   asio::co_spawn(io, r.run(), [&](std::exception_ptr e) { failure = std::move(e); });
-  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(i)))));
+  for (int i = 0; i < 12; ++i) REQUIRE(r.inbox().try_send(replay_msg(coral::test::one_step_block(static_cast<float>(i)))));
   REQUIRE(r.inbox().try_send(replay_msg(coral::replay::snapshot_request{7})));
-  for (int i = 12; i < 17; ++i) REQUIRE(r.inbox().try_send(replay_msg(one_step(static_cast<float>(i)))));
+  for (int i = 12; i < 17; ++i) REQUIRE(r.inbox().try_send(replay_msg(coral::test::one_step_block(static_cast<float>(i)))));
   io.poll();
   REQUIRE_FALSE(failure);
   auto snap = r.snapshots().try_receive();
   REQUIRE(snap);
   CHECK(snap->tag == 7);
   CHECK_FALSE(r.snapshots().try_receive());
-  replay_actor copy(small_config());
+  replay_actor copy(coral::test::one_stream_replay_config());
   copy.load(snap->state);
   CHECK(copy.limiter().inserts() == 12);
   CHECK(copy.stats().env_steps.load() == 12);
@@ -256,11 +228,11 @@ TEST_CASE("a snapshot is the actor's state after exactly the messages sent befor
 }
 
 TEST_CASE("a replay actor rejects a zero batch size or prefetch with exact messages", "[replay][actor][errors]") {
-  auto c = small_config();
+  auto c = coral::test::one_stream_replay_config();
   c.batch_size = 0;
   CHECK_THROWS_MATCHES(replay_actor(c), coral::config_error,
                        Catch::Message("replay_actor: batch_size must be at least 1"));
-  c = small_config();
+  c = coral::test::one_stream_replay_config();
   c.prefetch = 0;
   CHECK_THROWS_MATCHES(replay_actor(c), coral::config_error,
                        Catch::Message("replay_actor: prefetch must be at least 1"));
@@ -268,10 +240,10 @@ TEST_CASE("a replay actor rejects a zero batch size or prefetch with exact messa
 
 TEST_CASE("a replay actor refuses a state that is not its own or is cut short, saying what is wrong",
           "[replay][actor][snapshot][errors]") {
-  replay_actor saved(small_config());
+  replay_actor saved(coral::test::one_stream_replay_config());
   std::vector<char> blob;
   saved.save(blob);
-  replay_actor target(small_config());
+  replay_actor target(coral::test::one_stream_replay_config());
   const auto malformed = [](const char* what) {
     return Catch::Message(fmt::format(fmt::runtime(coral::replay::errors::actor_state_malformed), what));
   };
@@ -286,7 +258,7 @@ TEST_CASE("a replay actor refuses a state that is not its own or is cut short, s
 TEST_CASE("closing the replay actor ends a wait for a snapshot", "[replay][actor][snapshot]") {
   coral::test::watchdog dog("replay snapshot close", 30s);
   asio::io_context io;
-  replay_actor r(small_config());
+  replay_actor r(coral::test::one_stream_replay_config());
   bool ended = false;
   asio::co_spawn(
       io,
