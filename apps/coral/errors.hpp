@@ -74,6 +74,8 @@ inline constexpr std::string_view wrong_scalar_count =
 inline constexpr std::string_view rollout_env_failed = "env '{}' failed at step {}: {}";
 
 /// coral tune cannot write its config file: the path.
-inline constexpr std::string_view tune_unwritable = "--out: cannot write '{}'";
+inline constexpr std::string_view tune_unwritable = "--out: cannot write '{}': {}";
+/// The sweep's config, printed when --out could not be written: the file.
+inline constexpr std::string_view tune_written_here = "could not write {}; the config it would hold:\n";
 
 }  // namespace coral::cli::errors

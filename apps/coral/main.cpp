@@ -1,3 +1,4 @@
+#include <csignal>
 #include <iostream>
 
 #include "coral/cli.hpp"
@@ -6,6 +7,10 @@
 #endif
 
 int main(int argc, char** argv) {
+  // A closed pipe on stdout (`coral train | head -1`, a dead tee) is EPIPE on
+  // the next write, which a run takes as a stop (checkpoint written), not a
+  // death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
 #ifdef CORAL_HAVE_TRAIN
   // Before any thread or BLAS call: OpenBLAS's kernels for this CPU, where
   // it chose its generic ones, and one OpenBLAS thread, as torch has

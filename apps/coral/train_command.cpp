@@ -149,6 +149,7 @@ std::shared_ptr<std::vector<algorithm_flag>> add_algorithm_flags(CLI::App& cmd) 
     } else {
       for (const auto& x : who) help += fmt::format("{}{}: {}", help.empty() ? "" : "; ", x.algo->name, x.field->help);
     }
+    if (first.range) help += " in " + first.range->text();
     if (first.kind != training::option_kind::on_off) {
       if (same_default) {
         help += " (default " + default_of(who.front()) + ")";
@@ -167,7 +168,7 @@ std::shared_ptr<std::vector<algorithm_flag>> add_algorithm_flags(CLI::App& cmd) 
       case training::option_kind::whole: f.option = cmd.add_option(flag, f.whole, help); break;
       case training::option_kind::number:
         f.option = cmd.add_option(flag, f.number, help);
-        if (first.at_most) f.option->check(at_most(*first.at_most));
+        if (first.range) f.option->check(at_most(first.range->high));
         break;
       case training::option_kind::whole_list: f.option = cmd.add_option(flag, f.list, help); break;
     }
@@ -193,7 +194,8 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
   o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
 #ifdef CORAL_HAVE_MPI
-  if (f.distributed) o.remote = distributed::over(distributed::mpi_transport::start());
+  // A rank waits at most --stall-seconds (at least 10 s) for the others, at the start too.
+  if (f.distributed) o.remote = distributed::over(distributed::mpi_transport::start(distributed::bridge::silence_limit(o)));
 #endif
   training::train_result result;
   try {

@@ -4,13 +4,18 @@
 // config file that `--config` takes (docs/cli.md).
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -174,6 +179,32 @@ std::string config_text(const tune_flags& f, std::size_t tried, const candidate&
       section_body(f, o, true), train);
 }
 
+/// Bytes the probe before a sweep writes: more than any config it writes.
+constexpr std::size_t probe_bytes = 16 * 1024;
+
+/// Writes `text` as the whole of `file`, flushed to the disk; the reason
+/// when it could not (no file is left behind then).
+std::optional<std::string> write_whole(const std::string& file, const std::string& text) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return std::string(std::strerror(errno));
+  std::size_t done = 0;
+  int failure = 0;
+  while (done < text.size()) {
+    const auto n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      failure = n < 0 ? errno : ENOSPC;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (failure == 0 && ::fsync(fd) != 0) failure = errno;
+  if (::close(fd) != 0 && failure == 0) failure = errno;
+  if (failure == 0) return std::nullopt;
+  ::unlink(file.c_str());
+  return std::string(std::strerror(failure));
+}
+
 void run_tune(std::ostream& out, tune_flags& f) {
   if (!(f.seconds > 0 && f.seconds <= 3600)) {
     throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--seconds", f.seconds,
@@ -191,14 +222,19 @@ void run_tune(std::ostream& out, tune_flags& f) {
   auto all = candidates(base, f.sampler);
   if (all.empty()) throw usage_error("coral tune: no candidate although the sync wiring resolved");
   const auto path = f.out.empty() ? fmt::format("tune-{}-{}t.toml", base.env, base.threads) : f.out;
-  {
-    // A file that cannot be written is refused before the sweep.
-    const bool existed = std::filesystem::exists(path);
-    std::ofstream probe(path, std::ios::app);
-    if (!probe) throw config_error(fmt::format(fmt::runtime(errors::tune_unwritable), path));
-    probe.close();
-    if (!existed) std::filesystem::remove(path);
+  // The file is written as `<out>.tmp`, then renamed over `<out>`: a failed
+  // write never leaves a cut or empty file. Before the sweep, that temporary
+  // is written as large as a config gets, so that a path too long, a
+  // directory that cannot be written or a full filesystem is refused now,
+  // not after minutes of measuring.
+  const auto temporary = path + ".tmp";
+  if (std::filesystem::is_directory(path)) {
+    throw config_error(fmt::format(fmt::runtime(errors::tune_unwritable), path, "it is a directory"));
   }
+  if (const auto why = write_whole(temporary, std::string(probe_bytes, '#'))) {
+    throw config_error(fmt::format(fmt::runtime(errors::tune_unwritable), path, *why));
+  }
+  std::filesystem::remove(temporary);
   // Steps per candidate from a first measurement of the first wiring, so
   // that each takes about --seconds.
   const auto first_rate = measure(all.front().options, std::max<std::uint64_t>(2000, 64 * base.num_envs));
@@ -243,10 +279,17 @@ void run_tune(std::ostream& out, tune_flags& f) {
     return;
   }
   const auto one_shard = std::find_if(all.begin(), all.end(), [](const candidate& c) { return c.options.shards == 1; });
-  std::ofstream file(path, std::ios::trunc);
-  file << config_text(f, all.size(), best, one_shard == all.end() ? best : *one_shard, first);
-  file.close();
-  if (!file) throw error(fmt::format(fmt::runtime(errors::tune_unwritable), path));
+  const auto text = config_text(f, all.size(), best, one_shard == all.end() ? best : *one_shard, first);
+  std::optional<std::string> why = write_whole(temporary, text);
+  std::error_code ec;
+  if (!why) std::filesystem::rename(temporary, path, ec);
+  if (!why && ec) why = ec.message();
+  if (why) {
+    std::filesystem::remove(temporary, ec);
+    // The sweep is not lost: its result goes to stdout.
+    out << fmt::format(fmt::runtime(errors::tune_written_here), path) << text << std::flush;
+    throw error(fmt::format(fmt::runtime(errors::tune_unwritable), path, *why));
+  }
   out << fmt::format("best: {} ({:.0f} steps/s); written to {}: coral bench --config {}{}\n", describe(best.options),
                      best.steps_per_second, path, path, has_train ? ", coral train --config " + path : std::string());
 }

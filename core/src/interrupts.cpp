@@ -70,11 +70,13 @@ class registry {
     sa.sa_flags = SA_RESTART;
     ::sigaction(SIGINT, &sa, &old_int_);
     ::sigaction(SIGTERM, &sa, &old_term_);
+    ::sigaction(SIGHUP, &sa, &old_hup_);
   }
 
   void uninstall() {
     ::sigaction(SIGINT, &old_int_, nullptr);
     ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGHUP, &old_hup_, nullptr);
   }
 
   void watch() {
@@ -101,6 +103,7 @@ class registry {
   std::uint64_t next_id_ = 1;
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
 };
 
 }  // namespace

@@ -227,14 +227,20 @@ void runtime::run() {
   // The watchdog: once a stop began, actors get stop_deadline to finish.
   asio::steady_timer deadline(control_);
   bool timed_out = false;
+  std::function<void(const asio::error_code&)> on_deadline = [&](const asio::error_code& ec) {
+    if (ec) return;
+    if (options_.keep_waiting && options_.keep_waiting()) {
+      deadline.expires_after(options_.stop_deadline);
+      deadline.async_wait(on_deadline);
+      return;
+    }
+    timed_out = true;
+    if (options_.on_stop_timeout) options_.on_stop_timeout(stop_timeout_text());
+    control_.stop();
+  };
   on_stop([&] {
     deadline.expires_after(options_.stop_deadline);
-    deadline.async_wait([&](const asio::error_code& ec) {
-      if (ec) return;
-      timed_out = true;
-      if (options_.on_stop_timeout) options_.on_stop_timeout(stop_timeout_text());
-      control_.stop();
-    });
+    deadline.async_wait(on_deadline);
   });
 
   finish_if_done();
@@ -253,6 +259,21 @@ void runtime::run() {
   std::lock_guard lock(mutex_);
   if (!failed_actor_.empty()) throw actor_failed(failed_actor_, failure_what_);
   if (timed_out && !stuck.empty()) throw stop_timeout(stop_timeout_text(stuck));
+}
+
+bool runtime::finished(std::string_view name) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& a : actors_) {
+    if (a->name == name) return a->done.load();
+  }
+  return false;
+}
+
+std::vector<std::string> runtime::actor_names() const {
+  std::vector<std::string> names;
+  std::lock_guard lock(mutex_);
+  for (const auto& a : actors_) names.push_back(a->name);
+  return names;
 }
 
 std::string runtime::stuck_actors() const {

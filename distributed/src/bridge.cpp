@@ -251,6 +251,14 @@ void bridge::on_message(wire_message& m, runtime* rt) {
       if (learner_) break;
       algo_->apply_control(m.bytes, name);
       return;
+    case wire_tag::progress: {
+      if (learner_) break;
+      wire::reader in(m.bytes, name);
+      const auto steps = in.get<std::uint64_t>("learner steps");
+      in.finish("progress");
+      learner_steps_.store(steps, std::memory_order_relaxed);
+      return;
+    }
     default: break;
   }
   wire::reader(m.bytes, name).bad(fmt::format("an unexpected message (tag {})", static_cast<int>(m.tag)));
@@ -300,6 +308,16 @@ bool bridge::step_learner(runtime& rt) {
     if (algo_->control(r - 1, out)) {
       send(r, wire_tag::control, std::move(out));
       moved = true;
+    }
+  }
+  // What the learner does, for the samplers' stall watchdogs.
+  if (now_ns() - last_progress_ns_ > report_every_ns) {
+    last_progress_ns_ = now_ns();
+    std::vector<std::byte> out;
+    wire::writer w(out);
+    w.put(run_->activity().steps());
+    for (std::size_t r = 1; r < t_->size(); ++r) {
+      if (!peer_of(r).stopped && t_->in_flight(r, wire_tag::progress) == 0) send(r, wire_tag::progress, out);
     }
   }
   (void)t_->in_flight();

@@ -1,5 +1,6 @@
 #include "coral/distributed/mpi_transport.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -32,7 +33,43 @@ constexpr auto finalize_limit = std::chrono::seconds(30);
 
 }  // namespace
 
-std::shared_ptr<mpi_transport> mpi_transport::start() {
+namespace {
+
+/// Ends the process with `message` unless done() is called within `limit`:
+/// for MPI calls that wait on every rank and have no timeout of their own.
+class deadline_guard {
+ public:
+  deadline_guard(std::chrono::milliseconds limit, std::string message)
+      : thread_([this, limit, message = std::move(message)] {
+          const auto until = std::chrono::steady_clock::now() + limit;
+          while (!done_.load() && std::chrono::steady_clock::now() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+          if (!done_.load()) {
+            std::fputs(message.c_str(), stderr);
+            std::fflush(nullptr);
+            std::_Exit(2);
+          }
+        }) {}
+  deadline_guard(const deadline_guard&) = delete;
+  deadline_guard& operator=(const deadline_guard&) = delete;
+  ~deadline_guard() {
+    done_.store(true);
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::shared_ptr<mpi_transport> mpi_transport::start(double limit_seconds) {
+  // MPI_Init and the first collective wait for every rank: bounded here.
+  const deadline_guard guard(
+      std::chrono::milliseconds(static_cast<long long>(std::clamp(limit_seconds, 1.0, 1e6) * 1e3)),
+      "error: " + fmt::format(fmt::runtime(errors::mpi_start_timeout), limit_seconds) + "\n");
   int initialized = 0;
   MPI_Initialized(&initialized);
   int provided = 0;
@@ -69,24 +106,20 @@ mpi_transport::~mpi_transport() {
   }
   for (auto& p : pending_) {
     MPI_Cancel(&p->request);
+    int done = 0;
+    MPI_Test(&p->request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) continue;
+    // Still in flight: MPI may read the buffer until the send completes,
+    // which nothing here can wait for any more. The buffer is left to the
+    // process's end, never freed under a peer that is receiving it.
     MPI_Request_free(&p->request);
+    (void)p.release();
   }
   pending_.clear();
   // A peer that never calls MPI_Finalize would hold this one for ever.
-  std::atomic<bool> done{false};
-  std::thread guard([&done] {
-    const auto until = std::chrono::steady_clock::now() + finalize_limit;
-    while (!done.load() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (!done.load()) {
-      std::fputs("coral: MPI_Finalize did not return within 30 s; exiting without it\n", stderr);
-      std::_Exit(2);
-    }
-  });
+  const deadline_guard guard(std::chrono::duration_cast<std::chrono::milliseconds>(finalize_limit),
+                             "coral: MPI_Finalize did not return within 30 s; exiting without it\n");
   MPI_Finalize();
-  done.store(true);
-  guard.join();
 }
 
 void mpi_transport::send(std::size_t to, wire_tag tag, std::vector<std::byte> bytes) {

@@ -131,7 +131,10 @@ class dqn final : public algorithm {
         auto got = co_await replay_.samples().async_receive();
         if (!got || rt.stop_requested()) co_return;
         auto b = std::move(*got);
+        run.activity().begin(learner_.updates() + 1, 1);
         const auto st = learner_.update(*b);
+        (void)run.activity().step();
+        run.activity().end();
         if (options_.sampler.check_finite) training::detail::check_loss_terms("dqn", learner_.updates(), {{"td loss", st.td_loss}});
         if (learner_.updates() % d.publish_every == 0) run.publish(learner_.weights(), "dqn", learner_.updates());
         const bool sent = co_await replay_.inbox().async_send(replay::replay_msg(std::move(b)));
@@ -258,7 +261,6 @@ class dqn final : public algorithm {
 void check_dqn_options(const train_options& o) {
   const auto& d = dqn_of(o);
   detail::check_q_options(d);
-  if (!(d.huber_delta > 0)) out_of_range("--huber-delta", d.huber_delta, "must be > 0");
   const std::size_t rows = o.sampler.num_envs;  // single-agent envs: one row each
   if (rows > 0 && stream_capacity(o, rows) < d.n_step + 2) {
     out_of_range("--replay-capacity", d.replay_capacity,

@@ -75,7 +75,7 @@ class ppo final : public algorithm, public distribution_part {
       for (;;) {
         auto seg = co_await assembler_->segments().async_receive();
         if (!seg || rt.stop_requested()) co_return;
-        const auto st = learner_.update(**seg, run.weights().version());
+        const auto st = learner_.update(**seg, run.weights().version(), &run.activity());
         if (options_.sampler.check_finite) {
           training::detail::check_loss_terms("ppo", learner_.updates(),
                                    {{"policy loss", st.policy_loss}, {"value loss", st.value_loss}, {"entropy", st.entropy}});
@@ -226,20 +226,6 @@ void check_ppo_options(const train_options& o) {
   if (p.frames == 0) out_of_range("--frames", p.frames, "must be at least 1");
   if (p.ppo.epochs == 0) out_of_range("--epochs", p.ppo.epochs, "must be at least 1");
   if (p.ppo.minibatch_size == 0) out_of_range("--minibatch-size", p.ppo.minibatch_size, "must be at least 1");
-  if (!(p.ppo.learning_rate > 0 && p.ppo.learning_rate <= 1e6)) {
-    out_of_range("--learning-rate", p.ppo.learning_rate, "must be in (0, 1000000]");
-  }
-  if (!(p.ppo.gamma > 0 && p.ppo.gamma <= 1)) out_of_range("--gamma", p.ppo.gamma, "must be in (0, 1]");
-  if (!(p.ppo.gae_lambda >= 0 && p.ppo.gae_lambda <= 1)) {
-    out_of_range("--gae-lambda", p.ppo.gae_lambda, "must be in [0, 1]");
-  }
-  if (!(p.ppo.clip > 0)) out_of_range("--clip", p.ppo.clip, "must be > 0");
-  if (!(p.ppo.max_grad_norm >= 0)) out_of_range("--max-grad-norm", p.ppo.max_grad_norm, "must be >= 0");
-  if (!(p.ppo.adam_epsilon > 0 && p.ppo.adam_epsilon <= 1)) {
-    out_of_range("--adam-epsilon", p.ppo.adam_epsilon, "must be in (0, 1]");
-  }
-  if (!(p.ppo.entropy_coef >= 0)) out_of_range("--entropy-coef", p.ppo.entropy_coef, "must be >= 0");
-  if (!(p.ppo.value_coef >= 0)) out_of_range("--value-coef", p.ppo.value_coef, "must be >= 0");
 }
 
 
@@ -313,19 +299,19 @@ void register_ppo() {
                [](O& o) -> bool& { return o.normalize_observations; }),
       field<O>("epochs", "epochs per segment", [](O& o) -> std::size_t& { return o.ppo.epochs; }),
       sizing(field<O>("minibatch-size", "samples per minibatch", [](O& o) -> std::size_t& { return o.ppo.minibatch_size; })),
-      at_most(field<O>("learning-rate", "Adam step size, at most 1e6", [](O& o) -> double& { return o.ppo.learning_rate; }), 1e6),
+      over(field<O>("learning-rate", "Adam step size", [](O& o) -> double& { return o.ppo.learning_rate; }), 0, 1e6),
       switch_off<O>("no-anneal-lr", "keep the learning rate constant", [](O& o) -> bool& { return o.ppo.anneal_lr; }),
-      field<O>("adam-epsilon", "Adam's epsilon", [](O& o) -> double& { return o.ppo.adam_epsilon; }),
-      field<O>("gamma", "discount", [](O& o) -> double& { return o.ppo.gamma; }),
-      field<O>("gae-lambda", "GAE lambda", [](O& o) -> double& { return o.ppo.gae_lambda; }),
-      field<O>("clip", "surrogate (and value) clip range", [](O& o) -> double& { return o.ppo.clip; }),
+      over(field<O>("adam-epsilon", "Adam's epsilon", [](O& o) -> double& { return o.ppo.adam_epsilon; }), 0, 1),
+      over(field<O>("gamma", "discount", [](O& o) -> double& { return o.ppo.gamma; }), 0, 1),
+      within(field<O>("gae-lambda", "GAE lambda", [](O& o) -> double& { return o.ppo.gae_lambda; }), 0, 1),
+      over(field<O>("clip", "surrogate (and value) clip range", [](O& o) -> double& { return o.ppo.clip; }), 0, 1000),
       switch_off<O>("no-clip-value-loss", "plain squared-error value loss",
                     [](O& o) -> bool& { return o.ppo.clip_value_loss; }),
       switch_off<O>("no-advantage-norm", "do not normalise advantages per minibatch",
                     [](O& o) -> bool& { return o.ppo.normalize_advantages; }),
-      field<O>("value-coef", "value loss coefficient", [](O& o) -> double& { return o.ppo.value_coef; }),
-      field<O>("entropy-coef", "entropy bonus coefficient", [](O& o) -> double& { return o.ppo.entropy_coef; }),
-      field<O>("max-grad-norm", "gradient norm clip, 0: off", [](O& o) -> double& { return o.ppo.max_grad_norm; }),
+      within(field<O>("value-coef", "value loss coefficient", [](O& o) -> double& { return o.ppo.value_coef; }), 0, 1000),
+      within(field<O>("entropy-coef", "entropy bonus coefficient", [](O& o) -> double& { return o.ppo.entropy_coef; }), 0, 1000),
+      within(field<O>("max-grad-norm", "gradient norm clip, 0: off", [](O& o) -> double& { return o.ppo.max_grad_norm; }), 0, 1e9),
       field<O>("reward-scale",
                "divide the rewards trained on by a running std of the discounted return (clipped to +-10)",
                [](O& o) -> bool& { return o.ppo.scale_rewards; }),

@@ -95,7 +95,8 @@ std::vector<float> ppo_learner::values(std::span<const float> observations) cons
   return {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()};
 }
 
-training::update_stats ppo_learner::update(const training::rollout_segment& seg, std::uint64_t version) {
+training::update_stats ppo_learner::update(const training::rollout_segment& seg, std::uint64_t version,
+                                           training::learner_activity* activity) {
   auto& s = *impl_;
   const auto& c = s.config;
   const auto R = static_cast<std::int64_t>(seg.rows);
@@ -217,7 +218,10 @@ training::update_stats ppo_learner::update(const training::rollout_segment& seg,
   std::vector<std::int64_t> order(static_cast<std::size_t>(units));
   std::vector<std::int64_t> steps_of(recurrent ? static_cast<std::size_t>(per_batch * T) : 0);
   s.net->train();
-  for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
+  const auto batches_per_epoch = static_cast<std::uint64_t>(units / per_batch);
+  if (activity != nullptr) activity->begin(s.updates + 1, c.epochs * batches_per_epoch);
+  bool stopping = false;  // a stop ends the update at a minibatch boundary (learner_activity)
+  for (std::size_t epoch = 0; epoch < c.epochs && !stopping; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
     for (std::size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with our own generator
       const auto j = static_cast<std::size_t>(next_random(s.rng) % i);
@@ -266,6 +270,10 @@ training::update_stats ppo_learner::update(const training::rollout_segment& seg,
       loss.backward();
       if (c.max_grad_norm > 0) detail::clip_grad_norm(s.net->ordered(), c.max_grad_norm);
       s.adam->step(s.net->ordered(), lr);
+      if (activity != nullptr && !activity->step()) {
+        stopping = true;
+        break;
+      }
       if (last_epoch) {
         torch::NoGradGuard no_grad;
         kl_sum += ((ratio - 1) - log_ratio).mean().item<double>();
@@ -286,6 +294,7 @@ training::update_stats ppo_learner::update(const training::rollout_segment& seg,
     }
   }
   s.net->eval();
+  if (activity != nullptr) activity->end();
   if (!s.block.empty()) {
     // The observations acted on, the bootstrap ones left out (each is the
     // next segment's first).

@@ -158,7 +158,7 @@ class r2d2 final : public algorithm {
         if (!got || rt.stop_requested()) co_return;
         auto b = std::move(*got);
         // A request holds prefetch_batches batches: the learner trains on each in turn.
-        const auto st = train_on(*b);
+        const auto st = train_on(*b, run.activity());
         if (options_.sampler.check_finite) {
           training::detail::check_loss_terms("r2d2", learner_.updates(), {{"td loss", st.base.td_loss}});
         }
@@ -265,23 +265,29 @@ class r2d2 final : public algorithm {
  private:
   /// Trains on each of the request's prefetch_batches batches in turn and
   /// puts the priorities of all of them back in `b`.
-  r2d2_update_stats train_on(replay::sequence_batch& b) {
+  r2d2_update_stats train_on(replay::sequence_batch& b, training::learner_activity& activity) {
     const std::size_t per = r2d2_of(options_).q.batch_size;
     const std::size_t parts = std::max<std::size_t>(b.size / std::max<std::size_t>(per, 1), 1);
     r2d2_update_stats st;
+    // One step per batch; the batches of a request are trained whole (the
+    // replay takes their priorities back together), a stop or not.
+    activity.begin(learner_.updates() + 1, parts);
     if (parts == 1) {
       st = learner_.update(b);
+      (void)activity.step();
     } else {
       split_.resize(parts);
       b.priorities.assign(b.size, 0.0f);
       for (std::size_t k = 0; k < parts; ++k) {
         slice(b, k * per, per, split_[k]);
         const auto one = learner_.update(split_[k]);
+        (void)activity.step();
         std::copy(split_[k].priorities.begin(), split_[k].priorities.end(),
                   b.priorities.begin() + static_cast<std::ptrdiff_t>(k * per));
         st = one;
       }
     }
+    activity.end();
     std::lock_guard lock(last_mutex_);
     last_ = {st.q_max, st.grad_norm, st.burn_in_seconds, st.learn_seconds};
     return st;
@@ -359,10 +365,6 @@ void check_r2d2_options(const train_options& o) {
     out_of_range("--seq-overlap", r.overlap, fmt::format("must be less than --seq-len ({})", r.seq_len));
   }
   if (r.prefetch_batches == 0) out_of_range("--prefetch-batches", r.prefetch_batches, "must be at least 1");
-  if (!(r.priority_eta >= 0 && r.priority_eta <= 1)) out_of_range("--priority-eta", r.priority_eta, "must be in [0, 1]");
-  if (!(r.rescale_epsilon > 0 && r.rescale_epsilon <= 1)) {
-    out_of_range("--rescale-epsilon", r.rescale_epsilon, "must be in (0, 1]");
-  }
   detail::check_q_options(d);
   if (d.learning_starts >= o.total_steps) {
     out_of_range("--learning-starts", d.learning_starts,
@@ -438,10 +440,10 @@ void register_r2d2() {
   d.fields.push_back(shown_default(std::move(overlap), "seq-len / 2"));
   d.fields.push_back(field<O>("prefetch-batches", "batches the learner asks the replay for per request (amortises the round trip)",
                               [](O& o) -> std::size_t& { return o.sequences.prefetch_batches; }));
-  d.fields.push_back(field<O>("priority-eta", "sequence priority = eta max|td| + (1 - eta) mean|td|",
-                              [](O& o) -> double& { return o.sequences.priority_eta; }));
-  d.fields.push_back(field<O>("rescale-epsilon", "epsilon of the value rescaling h(x) = sign(x)(sqrt(|x|+1) - 1) + epsilon x",
-                              [](O& o) -> double& { return o.sequences.rescale_epsilon; }));
+  d.fields.push_back(within(field<O>("priority-eta", "sequence priority = eta max|td| + (1 - eta) mean|td|",
+                                     [](O& o) -> double& { return o.sequences.priority_eta; }), 0, 1));
+  d.fields.push_back(over(field<O>("rescale-epsilon", "epsilon of the value rescaling h(x) = sign(x)(sqrt(|x|+1) - 1) + epsilon x",
+                                   [](O& o) -> double& { return o.sequences.rescale_epsilon; }), 0, 1));
   d.check = check_r2d2_options;
   d.memory = add_r2d2_memory;
   d.make = torch_plugin<r2d2>();

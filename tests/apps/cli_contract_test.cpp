@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "child_process.hpp"
+#include "coral/actors/errors.hpp"
 #include "coral/actors/memory_budget.hpp"
 #include "coral/actors/errors.hpp"
 #include "coral/cli.hpp"
@@ -219,6 +220,20 @@ std::vector<bad_input> bad_inputs() {
       {{"train", "--learning-rate", "1e300"},
        error_line("--learning-rate: " + text(cm::number_too_large, "1e300", "1000000"))},
       {{"train", "--learning-rate", "-inf"}, error_line("--learning-rate: " + text(cm::not_finite, "-inf"))},
+      // Every number an algorithm takes has a range (issue 51: these
+      // overflowed at the first update, or let a run never end).
+      {{"train", "--value-coef", "1e38"}, error_line("--value-coef: " + text(cm::number_too_large, "1e38", "1000"))},
+      {{"train", "--entropy-coef", "1e300"},
+       error_line("--entropy-coef: " + text(cm::number_too_large, "1e300", "1000"))},
+      {{"train", "--clip", "1e300"}, error_line("--clip: " + text(cm::number_too_large, "1e300", "1000"))},
+      {{"train", "--clip", "0"},
+       error_line(text(coral::actors::errors::flag_out_of_range, "--clip", "0", "must be in (0, 1000]"))},
+      {{"train", "--entropy-coef", "-1"},
+       error_line(text(coral::actors::errors::flag_out_of_range, "--entropy-coef", "-1", "must be in [0, 1000]"))},
+      {{"train", "--algo", "dqn", "--replay-ratio", "1e300"},
+       error_line("--replay-ratio: " + text(cm::number_too_large, "1e300", "10000"))},
+      {{"train", "--algo", "r2d2", "--priority-eta", "2"},
+       error_line("--priority-eta: " + text(cm::number_too_large, "2", "1"))},
       {{"train", "--progress-seconds", "1e300"},
        error_line("--progress-seconds: " + text(cm::number_too_large, "1e300", "86400"))},
       {{"bench", "--spin-us", "99999999999"},

@@ -5,17 +5,22 @@
 // reported with exit code 2 (docs/cli.md). Every child is killed, and the
 // test failed, if it outlives its limit.
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "child_process.hpp"
 #include "coral/cli.hpp"
+#include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -282,7 +287,7 @@ TEST_CASE("faults injected with the faulty env are reported by the env that caus
   }
   SECTION("a stalled env: the watchdog reports every actor and stops the run") {
     const auto r = with({"--env-arg", "env=-1", "--env-arg", "stall_step=50", "--env-arg", "stall_ms=60000",
-                         "--stall-seconds", "1", "--topology", "sync"});
+                         "--stall-seconds", "1", "--topology", "sync", "--checkpoint-dir", "ck"});
     // The env stalls in auto's probe too (every env does): the probe gives up
     // after its patience, picks groups of 1, and the watchdog reports the run.
     CHECK(r.exit_code == failed);
@@ -290,6 +295,200 @@ TEST_CASE("faults injected with the faulty env are reported by the env that caus
     CHECK_THAT(r.err, Catch::Contains("run stalled: nothing moved for 1 s (--stall-seconds):"));
     CHECK_THAT(r.err, Catch::Contains("actor 'env-group-0': 49 steps, stepping its envs (in env code)"));
     CHECK_THAT(last_line(r.err), Catch::EndsWith(" (abandoned; exiting)"));
+    // The env is abandoned, the learner's state is not: written before the exit.
+    CHECK_THAT(r.out, Catch::Contains("checkpoint written after the failure: ck/checkpoint-"));
+    CHECK(holds_checkpoint(dir / "ck"));
   }
+  fs::remove_all(dir);
+}
+
+// Issue 51: nothing lost. Each case ran on the real binary and lost a run
+// (a checkpoint, metrics rows) or took two runs' writes in one place.
+
+TEST_CASE("a PPO update longer than --stall-seconds is busy, not stalled: the run ends with its checkpoint",
+          "[apps][signals][train][stall]") {
+  const auto dir = fresh_dir("signals-busy-update");
+  // 4096 samples a segment in minibatches of 32, 60 epochs: 7,680 minibatch
+  // steps an update (seconds), while env steps wait for it (lag 0).
+  const auto r = run_to_end({"train", "--horizon", "512", "--epochs", "60", "--minibatch-size", "32",
+                             "--max-policy-lag", "0", "--stall-seconds", "0.25", "--total-steps", "8192",
+                             "--keep-going", "--checkpoint-dir", "ck", "--no-run-dir", "--progress-seconds", "0"},
+                            dir, 300s);
+  INFO(r.err);
+  CHECK(r.exit_code == ok);
+  CHECK_THAT(last_line(r.out), Catch::Contains("\"checkpoint\":\"ck/checkpoint-"));
+  // The test means something only if an update took longer than the limit.
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("updates [0-9]+ \\(([0-9.]+) ms each")));
+  CHECK(std::stod(m[1].str()) > 250.0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGINT in the middle of an update longer than the stop deadline stops with the checkpoint written",
+          "[apps][signals][train][stop]") {
+  const auto dir = fresh_dir("signals-long-update");
+  // 1000 epochs of 128 minibatches: an update of a minute or more.
+  coral::test::child c(coral_with({"train", "--horizon", "512", "--epochs", "1000", "--minibatch-size", "32",
+                                   "--total-steps", "100000000", "--keep-going", "--checkpoint-dir", "ck",
+                                   "--no-run-dir", "--progress-seconds", "0.2"},
+                                  dir),
+                       120s);
+  // The first segment is 8 envs x 512 steps: past it, the learner is in its update.
+  REQUIRE(c.wait_until([](const std::string& out) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex("steps +([0-9]+) ")) && std::stoll(m[1].str()) >= 4096;
+  }));
+  c.signal(SIGINT);
+  const auto r = c.finish();
+  INFO(r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code == ok);
+  CHECK_THAT(last_line(r.out), Catch::Contains("\"interrupted\":true"));
+  CHECK_THAT(last_line(r.out), Catch::Contains("\"checkpoint\":\"ck/checkpoint-"));
+  CHECK(holds_checkpoint(dir / "ck"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGHUP stops coral train like SIGINT, checkpoint written", "[apps][signals][train]") {
+  const auto dir = fresh_dir("signals-hup");
+  coral::test::child c(coral_with({"train", "--total-steps", "100000000", "--keep-going", "--checkpoint-dir", "ck",
+                                   "--no-run-dir", "--progress-seconds", "0.2"},
+                                  dir),
+                       60s);
+  REQUIRE(c.wait_for_output("s] steps"));
+  c.signal(SIGHUP);
+  const auto r = c.finish();
+  INFO(r.err);
+  CHECK(r.exit_code == ok);
+  CHECK_THAT(last_line(r.out), Catch::Contains("\"interrupted\":true"));
+  CHECK(holds_checkpoint(dir / "ck"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("coral train | head -1: a closed stdout stops the run, checkpoint written", "[apps][signals][train]") {
+  const auto dir = fresh_dir("signals-pipe");
+  coral::test::invocation inv;
+  inv.argv = {"/bin/bash", "-c",
+              std::string("'") + CORAL_BINARY +
+                  "' train --total-steps 100000000 --keep-going --checkpoint-dir ck --no-run-dir "
+                  "--progress-seconds 0.2 | head -1; echo \"coral exit ${PIPESTATUS[0]}\" >&2"};
+  inv.cwd = dir.string();
+  coral::test::child c(inv, 60s);
+  const auto r = c.finish();
+  INFO(r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK_THAT(r.out, Catch::StartsWith("coral train: env cartpole"));
+  CHECK(count_of(r.out, "\n") == 1);
+  CHECK_THAT(r.err, Catch::Contains("coral exit 0"));  // a stop, not a death by SIGPIPE (141)
+  CHECK(holds_checkpoint(dir / "ck"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a failure after the start writes the learner's last state: an env fault, then --resume",
+          "[apps][signals][train][faults]") {
+  const auto dir = fresh_dir("signals-fault-checkpoint");
+  const auto r = run_to_end({"train", "--env", "faulty", "--env-arg", "env=0", "--env-arg", "throw_step=3000",
+                             "--checkpoint-dir", "ck", "--no-run-dir", "--progress-seconds", "0", "--total-steps",
+                             "100000"},
+                            dir, 60s);
+  CHECK(r.exit_code == failed);
+  CHECK_THAT(last_line(r.err), Catch::Contains("injected fault: step 3000"));
+  CHECK_THAT(r.out, Catch::Contains("checkpoint written after the failure: ck/checkpoint-"));
+  REQUIRE(holds_checkpoint(dir / "ck"));
+  const auto resumed = run_to_end({"train", "--env", "faulty", "--env-arg", "env=-1", "--checkpoint-dir", "ck",
+                                   "--resume", "--no-run-dir", "--progress-seconds", "0", "--total-steps", "1"},
+                                  dir, 60s);
+  INFO(resumed.err);
+  CHECK(resumed.exit_code == ok);
+  CHECK_THAT(last_line(resumed.out), Catch::Contains("\"resumed_from\":\"ck/checkpoint-"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("two runs never share a run or checkpoint directory: the second is refused, naming the first's PID",
+          "[apps][signals][train][locks]") {
+  const auto dir = fresh_dir("signals-locks");
+  coral::test::child first(coral_with({"train", "--total-steps", "100000000", "--keep-going", "--checkpoint-dir",
+                                       "ck", "--run-dir", "run", "--progress-seconds", "0.2"},
+                                      dir),
+                           120s);
+  REQUIRE(first.wait_for_output("s] steps"));
+  const auto holder = std::to_string(first.pid());
+  // The same run directory, by another algorithm.
+  const auto same_run = run_to_end({"train", "--algo", "dqn", "--run-dir", "run", "--total-steps", "100000"}, dir, 60s);
+  CHECK(same_run.exit_code == coral::cli::exit_code::rejected);
+  CHECK(last_line(same_run.err) ==
+        "error: " + fmt::format(fmt::runtime(coral::training::errors::dir_locked), "--run-dir", "run", holder));
+  // The same checkpoint directory, resumed while the first still writes it.
+  const auto same_ck = run_to_end({"train", "--checkpoint-dir", "ck", "--resume", "--no-run-dir"}, dir, 60s);
+  CHECK(same_ck.exit_code == coral::cli::exit_code::rejected);
+  CHECK(last_line(same_ck.err) ==
+        "error: " + fmt::format(fmt::runtime(coral::training::errors::dir_locked), "--checkpoint-dir", "ck", holder));
+  first.signal(SIGINT);
+  const auto ended = first.finish();
+  CHECK(ended.exit_code == ok);
+  // Once the holder is gone, the directory is free again.
+  const auto after = run_to_end({"train", "--checkpoint-dir", "ck", "--resume", "--run-dir", "run", "--total-steps",
+                                 "1", "--progress-seconds", "0"},
+                                dir, 60s);
+  INFO(after.err);
+  CHECK(after.exit_code == ok);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGKILL then --resume: metrics.csv keeps no row past the checkpoint, env steps only grow",
+          "[apps][signals][train][metrics]") {
+  const auto dir = fresh_dir("signals-metrics-resume");
+  coral::test::child c(coral_with({"train", "--total-steps", "100000000", "--keep-going", "--checkpoint-dir", "ck",
+                                   "--checkpoint-every", "8192", "--run-dir", "run", "--progress-seconds", "0.1"},
+                                  dir),
+                       60s);
+  // Killed well past a checkpoint: rows after it are in metrics.csv.
+  REQUIRE(c.wait_until([&](const std::string& out) {
+    std::smatch m;
+    return holds_checkpoint(dir / "ck") && std::regex_search(out, m, std::regex("steps +([0-9]+) [^\\n]*\\n[^\\n]*$")) &&
+           std::stoll(m[1].str()) >= 20000;
+  }));
+  c.signal(SIGKILL);
+  (void)c.finish();
+  const auto resumed = run_to_end({"train", "--total-steps", "1", "--checkpoint-dir", "ck", "--resume", "--run-dir",
+                                   "run", "--progress-seconds", "0"},
+                                  dir, 60s);
+  INFO(resumed.err);
+  REQUIRE(resumed.exit_code == ok);
+  std::ifstream csv(dir / "run" / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);
+  long long previous = -1;
+  std::size_t rows = 0;
+  while (std::getline(csv, line)) {
+    const auto first = line.find(',');
+    const auto steps = std::stoll(line.substr(first + 1, line.find(',', first + 1) - first - 1));
+    INFO(line);
+    CHECK(steps >= previous);
+    previous = steps;
+    ++rows;
+  }
+  CHECK(rows >= 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a --checkpoint-dir too long for the checkpoint's file name is refused before training",
+          "[apps][train][errors]") {
+  const auto dir = fresh_dir("signals-long-dir");
+  // A path of 4,066 characters in parts of at most 200: the directories
+  // can be made, a checkpoint's name (33 characters more) does not fit after
+  // them in the 4,095 a path may have.
+  std::string deep;
+  const auto want = 4066 - dir.string().size() - 1;
+  while (deep.size() < want) {
+    if (!deep.empty()) deep += '/';
+    deep += std::string(std::min<std::size_t>(200, want - deep.size()), 'd');
+  }
+  REQUIRE(deep.size() == want);
+  const auto r = run_to_end({"train", "--checkpoint-dir", deep, "--no-run-dir", "--total-steps", "1000"}, dir, 60s);
+  CHECK(r.exit_code == coral::cli::exit_code::rejected);
+  CHECK_THAT(last_line(r.err), Catch::StartsWith("error: --checkpoint-dir: cannot use '") &&
+                                   Catch::EndsWith(std::string("cannot write a file there: ") + std::strerror(ENAMETOOLONG)));
+  CHECK(r.out.empty());  // nothing started
   fs::remove_all(dir);
 }

@@ -4,6 +4,8 @@
 
 #include "coral/cli.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -15,12 +17,15 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "child_process.hpp"
 #include "run_cli.hpp"
+#include "../support/scratch_dir.hpp"
 
 #include "coral/core/errors.hpp"
 #include "coral/errors.hpp"
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 using coral::test::run_cli;
 
@@ -128,7 +133,10 @@ TEST_CASE("coral tune refuses bad flags before it samples anything", "[apps][tun
   CHECK(err == "error: " + fmt::format(fmt::runtime(coral::errors::bad_value), "--seconds", 0, "more than 0, at most 3600") +
                    "\n");
   CHECK(run_cli({"tune", "--out", "/nonexistent-dir/x.toml"}, out, err) == 1);
-  CHECK(err == "error: " + fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), "/nonexistent-dir/x.toml") + "\n");
+  CHECK(err == "error: " +
+                   fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), "/nonexistent-dir/x.toml",
+                               std::strerror(ENOENT)) +
+                   "\n");
   CHECK(out.empty());  // refused before the sweep
   CHECK(run_cli({"tune", "--env", "noop", "--num-envs", "200000000", "--out", "/tmp/coral-tune-huge.toml"}, out, err) ==
         1);
@@ -136,4 +144,55 @@ TEST_CASE("coral tune refuses bad flags before it samples anything", "[apps][tun
   CHECK(out.empty());
   CHECK(run_cli({"tune", "--num-envs", "0"}, out, err) == 1);
   CHECK(err.starts_with("error: --num-envs"));
+}
+
+TEST_CASE("coral tune refuses an --out it could not write whole before the sweep, and leaves no file", "[apps][tune]") {
+  const auto dir = coral::test::fresh_dir("tune-fsize");
+  // A file size limit of 8 KiB (SIGXFSZ ignored, so a write past it fails
+  // with EFBIG): the config would fit, the probe as large as a config can
+  // get does not, as on a full filesystem.
+  coral::test::invocation inv;
+  inv.argv = {"/bin/bash", "-c",
+              std::string("trap '' XFSZ; ulimit -f 8; exec '") + CORAL_BINARY +
+                  "' tune --env noop --seconds 0.1 --out x.toml"};
+  inv.cwd = dir.string();
+  coral::test::child c(inv, 60s);
+  const auto r = c.finish();
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "error: " +
+                     fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), "x.toml", std::strerror(EFBIG)) +
+                     "\n");
+  CHECK(r.out.empty());  // refused before the sweep
+  CHECK_FALSE(fs::exists(dir / "x.toml"));
+  CHECK_FALSE(fs::exists(dir / "x.toml.tmp"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("coral tune whose --out cannot be written after the sweep prints the config instead, and leaves no file",
+          "[apps][tune]") {
+  const auto dir = coral::test::fresh_dir("tune-lost-out");
+  std::string out, err;
+  fs::create_directories(dir / "taken");
+  CHECK(run_cli({"tune", "--env", "noop", "--out", (dir / "taken").string()}, out, err) == 1);
+  CHECK(err == "error: " +
+                   fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), (dir / "taken").string(),
+                               "it is a directory") +
+                   "\n");
+  // A directory made where the file goes while the sweep runs: the rename
+  // fails at the end, and the sweep's result comes out on stdout.
+  coral::test::invocation inv;
+  inv.argv = {CORAL_BINARY, "tune", "--env", "noop", "--seconds", "0.05", "--out", "x.toml"};
+  inv.cwd = dir.string();
+  coral::test::child c(inv, 120s);
+  REQUIRE(c.wait_for_output("coral tune: env noop"));
+  fs::create_directories(dir / "x.toml");
+  const auto r = c.finish();
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains(fmt::format(fmt::runtime(coral::cli::errors::tune_written_here), "x.toml") +
+                                    "# Written by coral tune"));
+  CHECK_THAT(r.err, Catch::StartsWith(fmt::format("error: --out: cannot write 'x.toml': ")));
+  CHECK_FALSE(fs::exists(dir / "x.toml.tmp"));
+  fs::remove_all(dir);
 }

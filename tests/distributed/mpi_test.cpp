@@ -12,9 +12,11 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "../apps/child_process.hpp"
 #include "../support/scratch_dir.hpp"
+#include "coral/distributed/errors.hpp"
 
 namespace fs = std::filesystem;
 using coral::test::fresh_dir;
@@ -231,6 +233,44 @@ TEST_CASE("ranks started with different flags are refused by name before anythin
   CHECK_THAT(r.err, Catch::Contains("error: --distributed: rank 1 on "));
   CHECK_THAT(r.err, Catch::Contains(" runs --num-envs '4', the learner (rank 0) runs '8': start every rank with the "
                                     "same flags"));
+  // Every setting of the run is compared, not a few (issue 51: these ran
+  // silently with rc 0): an env's args, the algorithm's settings, the wiring.
+  struct differing {
+    std::vector<std::string> flags;
+    std::string shown;
+  };
+  for (const auto& d : {differing{{"--env-arg", "max_steps=100"}, "--env-arg '[\"max_steps=100\"]', the learner (rank 0) runs '[]'"},
+                        differing{{"--gamma", "0.9"}, "--gamma '0.9', the learner (rank 0) runs '"},
+                        differing{{"--learning-rate", "0.001"}, "--learning-rate '0.001', the learner (rank 0) runs '"},
+                        differing{{"--topology", "sync"}, "--topology '\"sync\"', the learner (rank 0) runs '"}}) {
+    INFO(d.shown);
+    auto other = inv;
+    other.argv.resize(other.argv.size() - 2);  // rank 1 without --num-envs 4
+    other.argv.insert(other.argv.end(), d.flags.begin(), d.flags.end());
+    coral::test::child k(other, 60s);
+    const auto refused = k.finish();
+    INFO(refused.out << refused.err);
+    REQUIRE_FALSE(refused.killed);
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.err, Catch::Contains(" runs " + d.shown));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a rank stopped before MPI starts: the others end at the start limit, naming why", "[mpi][faults]") {
+  const auto dir = fresh_dir("mpi-stopped-start");
+  coral::test::invocation inv;
+  inv.argv = {CORAL_MPIRUN, "--oversubscribe", "-np", "1", CORAL_BINARY, "train", "--distributed", "--no-run-dir",
+              "--stall-seconds", "10", ":", "-np", "1", "/bin/sh", "-c",
+              std::string("kill -STOP $$; exec '") + CORAL_BINARY + "' train --distributed --no-run-dir --stall-seconds 10"};
+  inv.extra_env = mpi_env;
+  inv.cwd = dir.string();
+  coral::test::child c(inv, 90s);
+  const auto r = c.finish();
+  INFO(r.out << r.err);
+  REQUIRE_FALSE(r.killed);  // it used to wait in MPI_Init_thread for good
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains(fmt::format(fmt::runtime(coral::distributed::errors::mpi_start_timeout), 10.0)));
   fs::remove_all(dir);
 }
 
@@ -270,5 +310,23 @@ TEST_CASE("a sampler rank that stops answering ends the run through the learner'
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.out + r.err, Catch::Contains("run stalled: nothing moved for 3 s (--stall-seconds):"));
   CHECK(std::regex_search(r.out + r.err, std::regex("rank 1 on [^:]+: last message [0-9.]+ s ago")));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a learner busy in an update longer than --stall-seconds stalls no sampler rank", "[mpi][stall]") {
+  const auto dir = fresh_dir("mpi-busy-learner");
+  // 7,680 minibatch steps an update (seconds) while the sampler waits for
+  // its weights (lag 0): the sampler rank hears the learner's steps.
+  coral::test::child c(mpi_train(2,
+                                 {"--horizon", "512", "--epochs", "60", "--minibatch-size", "32", "--max-policy-lag",
+                                  "0", "--stall-seconds", "0.5", "--total-steps", "8192", "--keep-going",
+                                  "--no-run-dir", "--progress-seconds", "0"},
+                                 dir),
+                       300s);
+  const auto r = c.finish();
+  INFO(r.out << r.err);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"interrupted\":false"));
   fs::remove_all(dir);
 }

@@ -349,14 +349,17 @@ TEST_CASE("unusable run and checkpoint directories are refused by name before an
                               fmt::format(fmt::runtime(te::not_writable), std::strerror(reason))));
   CHECK(r.progress.empty());
 
-  // A usable directory keeps no trace of the test write.
+  // A usable directory keeps no trace of the test write (`.coral.lock`,
+  // the lock a run holds on it, stays: removing it would race a new holder).
   o = small_run(1024);
   o.run_dir = (base / "run").string();
   o.checkpoint_dir = (base / "ckpt").string();
   std::ostringstream progress;
   (void)train(o, progress);
   for (const auto& d : {base / "run", base / "ckpt"}) {
-    for (const auto& e : fs::directory_iterator(d)) CHECK_FALSE(e.path().filename().string().starts_with(".coral"));
+    for (const auto& e : fs::directory_iterator(d)) {
+      CHECK_FALSE(e.path().filename().string().starts_with(".coral-write-test"));
+    }
   }
 }
 

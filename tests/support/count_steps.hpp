@@ -14,17 +14,20 @@
 /// the counters.
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <span>
 #include <vector>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "coral/actors/builtin_policy.hpp"
 #include "coral/actors/gate.hpp"
 #include "coral/actors/policy.hpp"
+#include "coral/core/error.hpp"
 #include "coral/training/algorithm.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/option_checks.hpp"
@@ -32,9 +35,19 @@
 
 namespace coral::test {
 
-/// The options of "count": its one setting.
+/// The options of "count": its settings.
 struct count_options {
   std::uint64_t horizon = 64;  ///< env steps per row between updates
+  /// Steps of each update (learner_activity), each `step_ms` long: a long
+  /// update, busy throughout. While one runs, the gate holds every group
+  /// (as PPO's does at --max-policy-lag 0): env steps stand still.
+  std::uint64_t update_steps = 1;
+  std::uint64_t step_ms = 0;
+  /// 1: after the first update, the learner updates again and again on the
+  /// same data while the gate holds every group (a replay ratio without bound).
+  std::uint64_t same_data = 0;
+  /// The learner throws at this update (0: never).
+  std::uint64_t fail_update = 0;
 };
 
 class count_steps final : public training::algorithm,
@@ -46,6 +59,7 @@ class count_steps final : public training::algorithm,
   count_steps(const training::train_options& o, actors::sampler& s, bool distributable = true)
       : options_(o),
         horizon_(training::options_of<count_options>(o).horizon),
+        shape_(training::options_of<count_options>(o)),
         sampler_(&s),
         distributable_(distributable),
         policy_(actors::make_builtin_policy("random", s.action_space(), s.rows(), 1)) {}
@@ -70,14 +84,23 @@ class count_steps final : public training::algorithm,
       for (;;) {
         auto steps = co_await updates_due_.async_receive();
         if (!steps) co_return;
-        ++updates_;
-        run.publish({static_cast<float>(updates_)}, "count", updates_);
-        training::update_stats st;
-        st.mean_q = static_cast<double>(*steps);  // something to show in the row
-        const bool going = co_await run.updated(st, updates_, *steps);
-        if (!going) co_return;
-        const bool told = co_await run.tell_gate();
-        if (!told) co_return;
+        do {
+          ++updates_;
+          if (updates_ == shape_.fail_update) throw error(fmt::format("count: failed at update {}", updates_));
+          run.activity().begin(updates_, shape_.update_steps);
+          for (std::uint64_t k = 0; k < shape_.update_steps; ++k) {
+            if (shape_.step_ms != 0) std::this_thread::sleep_for(std::chrono::milliseconds(shape_.step_ms));
+            if (!run.activity().step()) break;
+          }
+          run.activity().end();
+          run.publish({static_cast<float>(updates_)}, "count", updates_);
+          training::update_stats st;
+          st.mean_q = static_cast<double>(*steps);  // something to show in the row
+          const bool going = co_await run.updated(st, updates_, *steps);
+          if (!going) co_return;
+          const bool told = co_await run.tell_gate();
+          if (!told) co_return;
+        } while (shape_.same_data != 0);
       }
     });
   }
@@ -113,8 +136,12 @@ class count_steps final : public training::algorithm,
       }
     }
   }
-  /// The gate policy: never holds a group.
-  bool may_step(std::uint32_t, std::uint64_t, std::size_t) override { return true; }
+  /// The gate policy: holds every group while an update of several steps
+  /// runs, and for ever once a same_data learner began; else never.
+  bool may_step(std::uint32_t, std::uint64_t, std::size_t) override {
+    if (shape_.same_data != 0 && run_->activity().begun() > 0) return false;
+    return !(shape_.update_steps > 1 && run_->activity().busy());
+  }
 
   // Distributed: a sampler rank sends the steps it counted since it last
   // sent; the learner counts them as its own.
@@ -144,6 +171,7 @@ class count_steps final : public training::algorithm,
 
   const training::train_options& options_;
   std::uint64_t horizon_;
+  count_options shape_;
   actors::sampler* sampler_;
   bool distributable_;
   std::unique_ptr<actors::policy> policy_;
@@ -163,7 +191,15 @@ inline training::algorithm_descriptor count_steps_descriptor(std::string name = 
   d.summary = "counts env steps and learns nothing (a test algorithm)";
   d.defaults = [] { return std::any(count_options{}); };
   d.fields = {training::sizing(training::field<count_options>(
-      "horizon", "env steps per row between updates", [](count_options& o) -> std::uint64_t& { return o.horizon; }))};
+                  "horizon", "env steps per row between updates", [](count_options& o) -> std::uint64_t& { return o.horizon; })),
+              training::field<count_options>("update-steps", "steps per update",
+                                             [](count_options& o) -> std::uint64_t& { return o.update_steps; }),
+              training::field<count_options>("step-ms", "milliseconds per update step",
+                                             [](count_options& o) -> std::uint64_t& { return o.step_ms; }),
+              training::field<count_options>("same-data", "1: update for ever on the first data",
+                                             [](count_options& o) -> std::uint64_t& { return o.same_data; }),
+              training::field<count_options>("fail-update", "the learner throws at this update (0: never)",
+                                             [](count_options& o) -> std::uint64_t& { return o.fail_update; })};
   d.check = [](const training::train_options& o) {
     const auto h = training::options_of<count_options>(o).horizon;
     if (h == 0) training::detail::out_of_range("--horizon", h, "must be at least 1");

@@ -34,7 +34,7 @@ algorithm_descriptor alpha() {
   d.name = "test-alpha";
   d.title = "ALPHA";
   d.defaults = [] { return std::any(alpha_options{}); };
-  d.fields = {field<alpha_options>("rate", "a rate", [](alpha_options& o) -> double& { return o.rate; }),
+  d.fields = {within(field<alpha_options>("rate", "a rate", [](alpha_options& o) -> double& { return o.rate; }), 0, 1),
               switch_off<alpha_options>("quiet", "not loud", [](alpha_options& o) -> bool& { return o.loud; }),
               field<alpha_options>("sizes", "sizes", [](alpha_options& o) -> std::vector<std::size_t>& { return o.sizes; })};
   d.make = test::count_steps_descriptor().make;
@@ -46,7 +46,7 @@ algorithm_descriptor beta() {
   d.name = "test-beta";
   d.title = "BETA";
   d.defaults = [] { return std::any(beta_options{}); };
-  d.fields = {field<beta_options>("rate", "a rate", [](beta_options& o) -> double& { return o.rate; }),
+  d.fields = {over(field<beta_options>("rate", "a rate", [](beta_options& o) -> double& { return o.rate; }), 0, 1),
               field<beta_options>("depth", "a depth", [](beta_options& o) -> std::uint64_t& { return o.depth; })};
   d.make = test::count_steps_descriptor().make;
   return d;
@@ -113,6 +113,28 @@ TEST_CASE("a descriptor that repeats a setting, or gives a shared name another k
   auto nameless = beta();
   nameless.name.clear();
   CHECK_THROWS_AS(register_algorithm(nameless), usage_error);
+  // A number without a range: nothing would stop 1e300 reaching the arithmetic.
+  auto unbounded = beta();
+  unbounded.name = "test-unbounded";
+  unbounded.fields.front().range.reset();
+  CHECK_THROWS_WITH(register_algorithm(unbounded),
+                    "register_algorithm: 'test-unbounded' declares --rate without a range (training::within or over)");
+}
+
+TEST_CASE("every number setting is held to its range, whoever sets it", "[training][descriptor][errors]") {
+  register_algorithm(beta());
+  train_options o;
+  o.algo = "test-beta";
+  o = with_algorithm_defaults(o);
+  check_setting_ranges(o);  // the defaults are in range
+  options_of<beta_options>(o).rate = 0;  // (0, 1]
+  CHECK_THROWS_WITH(check_setting_ranges(o),
+                    fmt::format(fmt::runtime(actors::errors::flag_out_of_range), "--rate", "0", "must be in (0, 1]"));
+  options_of<beta_options>(o).rate = 1e300;
+  CHECK_THROWS_WITH(check_setting_ranges(o),
+                    fmt::format(fmt::runtime(actors::errors::flag_out_of_range), "--rate", "1e+300", "must be in (0, 1]"));
+  options_of<beta_options>(o).rate = 1;
+  check_setting_ranges(o);
 }
 
 TEST_CASE("an algorithm unregistered is no longer found", "[training][descriptor]") {

@@ -1,6 +1,7 @@
 #include "coral/training/algorithm_descriptor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <set>
 #include <variant>
@@ -11,6 +12,7 @@
 #include "coral/core/error.hpp"
 #include "coral/core/errors.hpp"
 #include "coral/training/errors.hpp"
+#include "coral/training/option_checks.hpp"
 
 namespace coral::training {
 namespace {
@@ -59,6 +61,12 @@ void register_algorithm(algorithm_descriptor d) {
   for (const auto& f : d.fields) {
     if (!seen.insert(f.name).second) {
       throw usage_error("register_algorithm: '" + d.name + "' declares --" + f.name + " twice");
+    }
+    // Every number has its range (option_range): no flag that a float
+    // overflows at the first update, or a ratio that never lets a run end.
+    if (f.kind == option_kind::number && !f.range) {
+      throw usage_error("register_algorithm: '" + d.name + "' declares --" + f.name +
+                        " without a range (training::within or over)");
     }
   }
   auto shared = std::make_shared<const algorithm_descriptor>(std::move(d));
@@ -133,6 +141,32 @@ std::vector<std::pair<std::string, std::string>> algorithm_settings(const train_
   out.reserve(d->fields.size());
   for (const auto& f : d->fields) out.emplace_back(f.name, to_text(f.get(filled.algo_options)));
   return out;
+}
+
+std::string option_range::text() const {
+  // Whole numbers as written in the docs (1000000, not 1e+06).
+  auto number = [](double v) {
+    return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{}", v);
+  };
+  return fmt::format("{}{}, {}]", low_open ? "(" : "[", number(low), number(high));
+}
+
+void check_setting_ranges(const train_options& o) {
+  const auto filled = with_algorithm_defaults(o);
+  const auto d = find_algorithm(o.algo);
+  for (const auto& f : d->fields) {
+    if (!f.range) continue;
+    const auto v = f.get(filled.algo_options);
+    double x = 0;
+    if (const auto* n = std::get_if<double>(&v)) {
+      x = *n;
+    } else if (const auto* w = std::get_if<std::uint64_t>(&v)) {
+      x = static_cast<double>(*w);
+    } else {
+      continue;
+    }
+    if (!f.range->holds(x)) detail::out_of_range("--" + f.name, to_text(v), "must be in " + f.range->text());
+  }
 }
 
 void check_setting_declared(std::string_view name, std::string_view algo) {

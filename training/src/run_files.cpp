@@ -1,10 +1,14 @@
 #include "run_files.hpp"
 
 #include <cerrno>
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,8 +33,14 @@ std::string text(std::string_view format, Args&&... args) {
   return fmt::format(fmt::runtime(format), std::forward<Args>(args)...);
 }
 
-/// Creates `dir` and proves it writable with a test file, or throws
-/// config_error naming `flag`.
+/// The longest file name a run writes in its run or checkpoint directory
+/// (`checkpoint-<20 digits>-<k>.ckpt.tmp`, `learning_curve.png`, ...), with room:
+/// the test file is this long, so that a directory whose path leaves no room
+/// for the run's real names is refused at the start, not after training.
+constexpr std::size_t longest_name = 64;
+
+/// Creates `dir` and proves it writable with a test file named as long as
+/// the run's longest, or throws config_error naming `flag`.
 void make_usable(std::string_view flag, const std::string& dir) {
   auto refuse = [&](const std::string& why) { throw config_error(text(errors::dir_unusable, flag, dir, why)); };
   std::error_code ec;
@@ -38,7 +48,9 @@ void make_usable(std::string_view flag, const std::string& dir) {
   if (fs::exists(st) && !fs::is_directory(st)) refuse(std::string(errors::not_a_directory));
   fs::create_directories(dir, ec);
   if (ec) refuse(ec.message());
-  const auto probe = fs::path(dir) / fmt::format(".coral-write-test-{}", ::getpid());
+  auto name = fmt::format(".coral-write-test-{}-", ::getpid());
+  name.resize(std::max(name.size(), longest_name), 'x');
+  const auto probe = fs::path(dir) / name;
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) refuse(text(errors::not_writable, std::strerror(errno)));
   const bool wrote = ::write(fd, "x", 1) == 1;
@@ -52,12 +64,55 @@ void make_usable(std::string_view flag, const std::string& dir) {
 
 }  // namespace
 
-void prepare_run_dirs(const train_options& o) {
-  if (!o.run_dir.empty()) make_usable("--run-dir", o.run_dir);
-  if (o.checkpoint_dir.empty()) return;
+dir_lock::dir_lock(std::string_view flag, const std::string& dir) {
+  const auto file = fs::path(dir) / ".coral.lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) throw config_error(text(errors::dir_unusable, flag, dir, std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int why = errno;
+    std::string holder(32, '\0');
+    const auto n = ::pread(fd_, holder.data(), holder.size() - 1, 0);
+    holder.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    if (why == EWOULDBLOCK) {
+      throw config_error(text(errors::dir_locked, flag, dir, holder.empty() ? std::string("unknown") : holder));
+    }
+    throw config_error(text(errors::dir_unusable, flag, dir, std::strerror(why)));
+  }
+  // The holder's PID, for the message of the run refused.
+  const auto pid = fmt::format("{}\n", ::getpid());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    const int why = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw config_error(text(errors::dir_unusable, flag, dir, std::strerror(why)));
+  }
+}
+
+dir_lock::dir_lock(dir_lock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+dir_lock::~dir_lock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock; the file stays (removing it would race a new holder)
+}
+
+std::vector<dir_lock> prepare_run_dirs(const train_options& o) {
+  std::vector<dir_lock> locks;
+  if (!o.run_dir.empty()) {
+    make_usable("--run-dir", o.run_dir);
+    locks.emplace_back("--run-dir", o.run_dir);
+  }
+  if (o.checkpoint_dir.empty()) return locks;
   make_usable("--checkpoint-dir", o.checkpoint_dir);
+  std::error_code ec;
+  // One directory for both: one lock (a second flock of it would refuse this run).
+  if (o.run_dir.empty() || !fs::equivalent(o.run_dir, o.checkpoint_dir, ec)) {
+    locks.emplace_back("--checkpoint-dir", o.checkpoint_dir);
+  }
+  // Under the lock: no other run's write is in flight.
   (void)remove_stale_temporaries(o.checkpoint_dir);
-  if (o.resume) return;
+  if (o.resume) return locks;
   // A fresh run would write its checkpoints among another run's, and a later
   // --resume could not tell them apart: refuse before anything starts.
   const auto listing = list_checkpoints(o.checkpoint_dir);
@@ -67,12 +122,12 @@ void prepare_run_dirs(const train_options& o) {
     if (!held && s.regular_file) held = s.file;
   }
   if (held) throw config_error(text(errors::checkpoint_dir_in_use, o.checkpoint_dir, held->string()));
+  return locks;
 }
 
-void write_run_config(const train_options& o) {
-  if (o.run_dir.empty()) return;
-  std::string body = "# The settings of this run; `coral train --config config.toml` runs it again.\n[train]\n";
-  auto line = [&body](std::string_view key, const std::string& value) { body += fmt::format("{} = {}\n", key, value); };
+std::vector<std::pair<std::string, std::string>> run_settings(const train_options& o) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto line = [&out](std::string key, std::string value) { out.emplace_back(std::move(key), std::move(value)); };
   line("algo", json::quote(o.algo));
   line("env", json::quote(o.sampler.env));
   if (!o.sampler.env_args.empty()) {
@@ -93,6 +148,13 @@ void write_run_config(const train_options& o) {
                      ? fmt::format("[{}]", fmt::join(std::get<std::vector<std::size_t>>(v), ", "))
                      : to_text(v));
   }
+  return out;
+}
+
+void write_run_config(const train_options& o) {
+  if (o.run_dir.empty()) return;
+  std::string body = "# The settings of this run; `coral train --config config.toml` runs it again.\n[train]\n";
+  for (const auto& [key, value] : run_settings(o)) body += fmt::format("{} = {}\n", key, value);
   const auto file = fs::path(o.run_dir) / "config.toml";
   const auto temporary = fs::path(o.run_dir) / "config.toml.tmp";
   {
@@ -140,30 +202,63 @@ resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo
   throw config_error(text(errors::no_checkpoint, o.checkpoint_dir));
 }
 
-metrics_file::metrics_file(const std::string& run_dir, std::string_view header, bool append) {
+namespace {
+
+/// The env steps of a metrics row (its second column), if it is a whole row.
+std::optional<std::uint64_t> row_env_steps(std::string_view row) {
+  const auto first = row.find(',');
+  if (first == std::string_view::npos) return std::nullopt;
+  const auto second = row.find(',', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  const auto field = row.substr(first + 1, second - first - 1);
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+  if (ec != std::errc() || end != field.data() + field.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+metrics_file::metrics_file(const std::string& run_dir, std::string_view header, bool append,
+                           std::uint64_t resumed_steps) {
   if (run_dir.empty()) return;
   dir_ = run_dir;
   const auto file = dir_ / "metrics.csv";
   auto mode = std::ios::out | std::ios::trunc;
   bool new_file = true;
-  bool cut_row = false;  // the last row lacks its newline (a killed run)
   if (append) {
     std::ifstream old(file, std::ios::binary);
     std::string first;
     if (old && std::getline(old, first)) {
       if (first != header) throw config_error(text(errors::metrics_header_differs, file.string()));
+      // The rows of this lineage up to the checkpoint resumed from: a killed
+      // run's rows past it (which this run trains again) and a cut last row
+      // go, so that env steps only grow down the file.
+      std::string kept = first + '\n';
+      std::string row;
+      while (std::getline(old, row)) {
+        if (old.eof()) break;  // no newline: a row cut by a kill
+        const auto steps = row_env_steps(row);
+        if (steps && *steps <= resumed_steps) kept += row + '\n';
+      }
+      old.close();
+      const auto temporary = dir_ / "metrics.csv.tmp";
+      {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        out << kept;
+        out.flush();
+        if (!out) throw config_error(text(errors::dir_unusable, "--run-dir", run_dir, "cannot rewrite metrics.csv"));
+      }
+      std::error_code ec;
+      fs::rename(temporary, file, ec);
+      if (ec) throw config_error(text(errors::dir_unusable, "--run-dir", run_dir, ec.message()));
       mode = std::ios::out | std::ios::app;
       new_file = false;
-      old.clear();
-      old.seekg(-1, std::ios::end);
-      char last = '\n';
-      cut_row = old.get(last) && last != '\n';
     }
   }
   errno = 0;
   csv_.open(file, mode);
   if (!csv_) throw config_error(text(errors::dir_unusable, "--run-dir", run_dir, std::strerror(errno)));
-  if (cut_row) csv_ << '\n';
   if (new_file) csv_ << header << '\n';
   csv_.flush();
   if (!csv_) failed(errno);

@@ -8,19 +8,48 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "coral/training/checkpoint.hpp"
 #include "coral/training/train_options.hpp"
 
 namespace coral::training::detail {
 
+/// A run's hold on its run or checkpoint directory: an exclusive flock of
+/// `<dir>/.coral.lock`, which holds the holder's PID. The kernel drops it
+/// when the process ends, however it ends (SIGKILL included).
+class dir_lock {
+ public:
+  /// Takes the lock of `dir` (given as `flag`), or throws config_error:
+  /// errors::dir_locked naming the holder's PID when another run holds it.
+  dir_lock(std::string_view flag, const std::string& dir);
+  dir_lock(dir_lock&& other) noexcept;
+  dir_lock(const dir_lock&) = delete;
+  dir_lock& operator=(const dir_lock&) = delete;
+  dir_lock& operator=(dir_lock&&) = delete;
+  ~dir_lock();
+
+ private:
+  int fd_ = -1;
+};
+
 /// Makes --run-dir and --checkpoint-dir ready before anything starts: creates
-/// each (with its parents) and writes and removes a test file in it; removes
-/// the `.tmp` files that killed checkpoint writes left; and refuses a fresh
-/// run (no --resume) into a checkpoint directory that already holds
-/// checkpoints. Throws config_error (errors::dir_unusable,
+/// each (with its parents), writes and removes a test file named as long as
+/// the longest file the run writes there, and locks it (dir_lock: two runs
+/// never share a directory); removes the `.tmp` files that killed checkpoint
+/// writes left; and refuses a fresh run (no --resume) into a checkpoint
+/// directory that already holds checkpoints. Returns the locks, held for the
+/// run. Throws config_error (errors::dir_unusable, dir_locked,
 /// checkpoint_dir_in_use).
-void prepare_run_dirs(const train_options& o);
+[[nodiscard]] std::vector<dir_lock> prepare_run_dirs(const train_options& o);
+
+/// The settings of a run of `o` as `config.toml` keys and TOML values, in
+/// file order: the env, its args, algo, seed, sampler size, topology, steps,
+/// hidden layers and every setting of the algorithm, its defaults included.
+/// What write_run_config() writes, and what every rank of a distributed run
+/// must agree on.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> run_settings(const train_options& o);
 
 /// Writes `<run dir>/config.toml`: the run's settings as a `[train]` section
 /// that `coral train --config` reads back (the env, algo, seed, sampler
@@ -54,10 +83,12 @@ resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo
 class metrics_file {
  public:
   /// No file when `run_dir` is empty. Otherwise opens run_dir/metrics.csv:
-  /// when `append` and it already holds rows under `header`, for appending;
-  /// when it holds another header, throws config_error
+  /// when `append` and it already holds rows under `header`, for appending,
+  /// after dropping the rows past `resumed_steps` env steps (a killed run's,
+  /// past the checkpoint this run resumes from) and a row cut short; when it
+  /// holds another header, throws config_error
   /// (errors::metrics_header_differs); else anew, with `header`.
-  metrics_file(const std::string& run_dir, std::string_view header, bool append);
+  metrics_file(const std::string& run_dir, std::string_view header, bool append, std::uint64_t resumed_steps = 0);
 
   /// Whether rows are being written.
   [[nodiscard]] bool is_open() const noexcept { return csv_.is_open(); }

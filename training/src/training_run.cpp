@@ -47,12 +47,13 @@ void training_run::validate(const train_options& options) {
   if (o.remote && o.remote->size() < 2) {
     throw config_error(fmt::format(fmt::runtime(errors::distributed_needs_ranks), o.remote->size()));
   }
+  check_setting_ranges(o);
   if (algo->check) algo->check(o);
   detail::check_memory_budget(o, *algo);  // what the run allocates fits in this machine's memory
 }
 
 training_run::training_run(const train_options& options, std::ostream& progress)
-    : options_(with_algorithm_defaults(options)), progress_(&progress) {
+    : options_(with_algorithm_defaults(options)), progress_(&progress), given_seed_(options.sampler.seed) {
   // Each sampler rank's envs and actions draw from streams of their own.
   if (sampler_rank(options_)) options_.sampler.seed ^= options_.remote->rank() * 0x9E3779B97F4A7C15ULL;
   // Once, before any plug-in reads it: the gates size their holds by it.
@@ -87,6 +88,7 @@ void training_run::end(std::optional<actors::gate_end> why) {
 void training_run::say(const std::string& line) {
   std::lock_guard lock(rows_mutex_);
   *progress_ << line << '\n' << std::flush;
+  if (!*progress_) end(std::nullopt);
 }
 
 std::uint64_t training_run::env_steps() const {
@@ -106,13 +108,17 @@ void training_run::publish_initial(std::vector<float> own) {
 }
 
 std::vector<std::pair<std::string, std::string>> training_run::fingerprint() const {
-  const auto& o = options_;
-  std::vector<std::pair<std::string, std::string>> f{{"--algo", o.algo},
-                                                     {"--env", o.sampler.env},
-                                                     {"the network", algorithm_->signature()},
-                                                     {"--num-envs", std::to_string(o.sampler.num_envs)},
-                                                     {"--total-steps", std::to_string(o.total_steps)}};
-  for (auto& [name, value] : algorithm_settings(o)) f.emplace_back("--" + name, std::move(value));
+  // Every setting of the run, as its config.toml has them (the seed as
+  // given: each sampler rank derives its own streams from it), and the network.
+  auto given = options_;
+  given.sampler.seed = given_seed_;
+  std::vector<std::pair<std::string, std::string>> f;
+  for (auto& [key, value] : detail::run_settings(given)) {
+    f.emplace_back("--" + key, std::move(value));
+    // Every rank sends the same fields, env args or not.
+    if (key == "env" && given.sampler.env_args.empty()) f.emplace_back("--env-arg", "[]");
+  }
+  f.emplace_back("the network", algorithm_->signature());
   return f;
 }
 
@@ -169,6 +175,9 @@ std::string training_run::make_row(row_stream stream, row_window& window) {
 void training_run::report() {
   std::lock_guard lock(rows_mutex_);
   *progress_ << make_row(row_stream::progress, progress_window_) << '\n' << std::flush;
+  // Nobody reads the progress any more (`coral train | head -1`, a closed
+  // terminal, a dead tee: EPIPE or EIO): a stop, checkpoint written.
+  if (!*progress_) end(std::nullopt);
 }
 
 void training_run::record() {
@@ -194,6 +203,53 @@ checkpoint training_run::checkpoint_base() const {
 
 void training_run::write(const checkpoint& c) {
   last_checkpoint_ = save_checkpoint(options_.checkpoint_dir, c, options_.keep_checkpoints).string();
+}
+
+void training_run::checkpoint_after_failure(runtime& rt, const std::string& failed_actor,
+                                            const std::vector<std::string>& algorithm_actors) noexcept {
+  if (options_.checkpoint_dir.empty()) return;
+  const std::string last = last_checkpoint_.empty() ? std::string("none") : last_checkpoint_;
+  try {
+    for (const auto& name : algorithm_actors) {
+      if (name == failed_actor) {
+        say(fmt::format(fmt::runtime(errors::no_checkpoint_after_failure), name, "failed", last));
+        return;
+      }
+      if (!rt.finished(name)) {
+        say(fmt::format(fmt::runtime(errors::no_checkpoint_after_failure), name, "did not stop", last));
+        return;
+      }
+    }
+    algorithm_->finish();
+    auto c = checkpoint_base();
+    algorithm_->final_state(c);
+    write(c);
+    say(fmt::format(fmt::runtime(errors::checkpoint_after_failure), last_checkpoint_));
+  } catch (const std::exception& e) {
+    say(fmt::format(fmt::runtime(errors::checkpoint_after_failure_failed), e.what(), last));
+  }
+}
+
+bool training_run::learner_finishing(clock::time_point stop_began) {
+  if (!activity_.busy()) return false;  // not in an update: what keeps the run is elsewhere
+  const double waited = std::chrono::duration<double>(clock::now() - stop_began).count();
+  if (options_.stall_seconds > 0 && waited >= options_.stall_seconds) return false;
+  say(fmt::format(fmt::runtime(errors::stop_waits_for_learner), activity_.describe(), waited));
+  return true;
+}
+
+std::uint64_t training_run::learner_progress() {
+  auto& w = progress_watch_;
+  const auto steps = env_steps();
+  const auto begun = activity_.begun();
+  if (steps != w.env_steps) {
+    w.env_steps = steps;
+    w.begun_then = begun;
+  }
+  // The update in progress when env steps last moved, and the one after it
+  // (the update the sampler waits for), count for as long as they take.
+  if (begun <= w.begun_then + 1) w.counted = activity_.steps();
+  return w.counted;
 }
 
 void training_run::start() {
@@ -249,7 +305,7 @@ void training_run::start() {
   if (bridge_) bridge_->handshake_learner(fingerprint(), {start_steps_, weights_.version(), *weights_.read().value});
   sampler_->announce_to(gate_->inbox());
   metrics_header_ = fmt::format("{},{},updates", common_columns, algorithm_->columns());
-  metrics_ = std::make_unique<detail::metrics_file>(o.run_dir, metrics_header_, o.resume);
+  metrics_ = std::make_unique<detail::metrics_file>(o.run_dir, metrics_header_, o.resume, start_steps_);
   if (o.checkpoint_every != 0) next_checkpoint_ = (start_steps_ / o.checkpoint_every + 1) * o.checkpoint_every;
   const auto every = algorithm_->metrics_every();
   next_row_ = every <= 1 ? 0 : (start_steps_ / every + 1) * every;
@@ -262,7 +318,7 @@ train_result training_run::run() {
   const bool sampling = !learner_rank(o);  // this process runs env groups
   const bool learning = !sampler_rank(o);  // this process trains, reports and checkpoints
   if (learning) {
-    detail::prepare_run_dirs(options_);
+    locks_ = detail::prepare_run_dirs(options_);
     detail::write_run_config(options_);
   }
   try {
@@ -295,12 +351,29 @@ train_result training_run::run() {
   started_ = clock::now();
   progress_window_ = {start_steps_, started_};
   metrics_window_ = progress_window_;
+  std::vector<std::string> algorithm_actors;  // what the algorithm spawned, set below
+  runtime* rt_seen = nullptr;
+  std::optional<clock::time_point> stop_began;
+  const auto exit_now = detail::exit_on_stop_timeout(*progress_);
   runtime rt({.mode = so.executor,
               .handle_signals = true,
               .stop_deadline = detail::train_stop_deadline,
-              .on_stop_timeout = detail::exit_on_stop_timeout(*progress_)});
+              .on_stop_timeout =
+                  [&](const std::string& what) {
+                    // Actors that ignore the stop are abandoned; the learner's
+                    // state is saved first when it is whole.
+                    if (learning) checkpoint_after_failure(*rt_seen, std::string(), algorithm_actors);
+                    exit_now(what);
+                  },
+              .keep_waiting =
+                  [&] {
+                    if (!stop_began) stop_began = clock::now() - detail::train_stop_deadline;
+                    return learner_finishing(*stop_began);
+                  }});
+  rt_seen = &rt;
   runtime_ = &rt;
   rt.on_stop([this] {
+    activity_.stop();
     gate_->close();
     algorithm_->close();
   });
@@ -314,7 +387,12 @@ train_result training_run::run() {
                         [this](actors::gate_end why) { end(why); }),
              actor_waits::channels_only);
   }
-  if (learning) algorithm_->spawn(rt, *this);
+  if (learning) {
+    const auto before = rt.actor_names().size();
+    algorithm_->spawn(rt, *this);
+    auto names = rt.actor_names();
+    algorithm_actors.assign(names.begin() + static_cast<std::ptrdiff_t>(before), names.end());
+  }
   if (bridge_) rt.spawn("bridge", rt.pool("bridge", 1), bridge_->run(rt));
   if (learning && o.progress_seconds > 0) {
     const auto period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.progress_seconds));
@@ -327,11 +405,26 @@ train_result training_run::run() {
       }
     });
   }
-  stall_watchdog stall(stall_watchdog::limit_of(o.stall_seconds));
+  // The learner, which hears every rank, judges a distributed run's stall
+  // and names the silent rank; a sampler rank's own watchdog waits twice as
+  // long, for a learner that itself stopped answering. (Both at the same
+  // limit, a healthy sampler rank, waiting on a stopped one's share, was
+  // named as the failure.)
+  stall_watchdog stall(stall_watchdog::limit_of(sampler_rank(o) ? 2 * o.stall_seconds : o.stall_seconds));
   if (sampling) sampler_->watch_by(stall);
-  if (learning) stall.watch("learner updates", [this] { return stats_.read().updates; });
-  stall.describe([this](std::string& out) {
+  if (learning) stall.watch("learner steps", [this] { return learner_progress(); });
+  // A sampler rank waits for the learner's weights while the learner is
+  // busy: the learner's steps, as heard, count here (the learner's own
+  // watchdog judges update after update on the same data).
+  if (sampler_rank(o)) stall.watch("learner steps (rank 0)", [this] { return bridge_->learner_steps(); });
+  stall.describe([this, learning](std::string& out) {
     if (!learner_rank(options_)) gate_->describe(out);
+    if (learning) {
+      out += "  " + activity_.describe() + "\n";
+      const auto& w = progress_watch_;
+      const auto since = activity_.begun() - std::min(activity_.begun(), w.begun_then);
+      if (since > 1) out += fmt::format(fmt::runtime(errors::stall_same_data), since, w.env_steps);
+    }
     algorithm_->describe(out);
     if (bridge_) bridge_->describe(out);
   });
@@ -339,6 +432,10 @@ train_result training_run::run() {
   try {
     rt.run();
   } catch (const std::exception& e) {
+    // What the run learned so far is kept: an env's fault or a stall does
+    // not take the learner's state with it.
+    const auto* failed = dynamic_cast<const actor_failed*>(&e);
+    if (learning) checkpoint_after_failure(rt, failed != nullptr ? failed->actor() : std::string(), algorithm_actors);
     // The other ranks hear why before this one ends.
     if (bridge_) (void)bridge_->close(stop_reason::failed, e.what());
     throw;

@@ -1,15 +1,16 @@
 #pragma once
 /// \file
-/// Process-wide handling of SIGINT and SIGTERM: the first signal asks for a
-/// graceful stop, a second one ends the process at once.
+/// Process-wide handling of SIGINT, SIGTERM and SIGHUP (a closed terminal):
+/// the first signal asks for a graceful stop, a second one ends the process
+/// at once.
 
 #include <cstdint>
 #include <functional>
 
 namespace coral {
 
-/// While at least one interrupt_scope is alive, SIGINT and SIGTERM are
-/// caught for the whole process:
+/// While at least one interrupt_scope is alive, SIGINT, SIGTERM and SIGHUP
+/// are caught for the whole process:
 /// - the first signal calls every live scope's `on_first` (typically a
 ///   runtime's request_stop(), or setting a flag a loop checks), and
 ///   interrupted() becomes true;
@@ -20,7 +21,7 @@ namespace coral {
 /// The signal handler itself only counts and writes one byte to a pipe (both
 /// async-signal-safe); the callbacks run on a watcher thread that the first
 /// scope starts and that lives until the process ends. When the last scope
-/// ends, the previous dispositions of SIGINT and SIGTERM are restored and the
+/// ends, the previous dispositions of the three signals are restored and the
 /// count starts again from zero for the next scope.
 ///
 /// Thread safety: scopes may be created and destroyed on any thread. A
@@ -38,7 +39,7 @@ class interrupt_scope {
   std::uint64_t id_;
 };
 
-/// True once SIGINT or SIGTERM arrived while the current scopes were alive.
+/// True once SIGINT, SIGTERM or SIGHUP arrived while the current scopes were alive.
 [[nodiscard]] bool interrupted() noexcept;
 
 /// How many of those signals arrived (0, 1, or more).

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_set>
 #include <vector>
@@ -31,7 +32,7 @@ namespace coral {
 /// Options of a runtime.
 struct runtime_options {
   executor_mode mode = executor_mode::threads;
-  /// Turn SIGINT and SIGTERM into request_stop() while run() runs (through
+  /// Turn SIGINT, SIGTERM and SIGHUP into request_stop() while run() runs (through
   /// an interrupt_scope: a second signal ends the process at once). A signal
   /// that arrived before run() under another live interrupt_scope stops the
   /// run as soon as it starts.
@@ -46,6 +47,12 @@ struct runtime_options {
   /// before it can throw; a program that cannot wait ends itself here
   /// (print, then std::_Exit). If it returns, run() goes on as described.
   std::function<void(const std::string&)> on_stop_timeout = {};
+  /// Asked on the thread that called run() each time stop_deadline passes
+  /// with actors still running, before on_stop_timeout: true gives them
+  /// another stop_deadline. For an actor known to be finishing rather than
+  /// stuck (a learner in the middle of a long update step); the function
+  /// bounds the wait itself. Empty: never.
+  std::function<bool()> keep_waiting = {};
 };
 
 /// What an actor awaits, which decides how the runtime runs it on a pool of
@@ -148,6 +155,11 @@ class runtime {
   /// ended without error (also after a requested stop); throws actor_failed
   /// for the first actor that failed, or stop_timeout.
   void run();
+
+  /// Whether actor `name` was spawned and has ended (any thread).
+  [[nodiscard]] bool finished(std::string_view name) const;
+  /// The names of the actors spawned so far, in spawn order (any thread).
+  [[nodiscard]] std::vector<std::string> actor_names() const;
 
   /// The mode this runtime was built with.
   [[nodiscard]] executor_mode mode() const noexcept { return options_.mode; }

@@ -74,6 +74,7 @@ class bridge final : public training::remote_link {
 
   /// On the learner: env steps the samplers reported, in all.
   [[nodiscard]] std::uint64_t env_steps() const override;
+  [[nodiscard]] std::uint64_t learner_steps() const override { return learner_steps_.load(std::memory_order_relaxed); }
   /// On the learner: the first failure a sampler reported ("rank 2 failed: ..."), or empty.
   [[nodiscard]] std::string failure() const override;
   /// On the learner: whether a sampler was interrupted; on a sampler: whether the learner said so.
@@ -123,6 +124,8 @@ class bridge final : public training::remote_link {
   std::atomic<std::int64_t> latency_ns_sum_{0};
   std::atomic<std::uint64_t> latency_count_{0};
   std::int64_t last_episodes_ns_ = 0;
+  std::int64_t last_progress_ns_ = 0;            // the learner's last progress message
+  std::atomic<std::uint64_t> learner_steps_{0};  // a sampler's: the learner's steps, as heard
   std::vector<std::byte> scratch_;
 
   std::atomic<std::uint64_t> bytes_out_{0}, bytes_in_{0}, messages_out_{0}, messages_in_{0};

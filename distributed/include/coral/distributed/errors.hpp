@@ -15,6 +15,9 @@ inline constexpr std::string_view rank_failed = "--distributed: {} failed: {}";
 inline constexpr std::string_view mpi_thread_level =
     "--distributed: the MPI library provides thread level {}, coral needs MPI_THREAD_SERIALIZED ({})";
 /// A message over MPI's 2 GiB count limit: its size, the receiver.
+/// MPI's start did not complete in time: the limit in seconds.
+inline constexpr std::string_view mpi_start_timeout =
+    "--distributed: the MPI start did not complete within {} s: a rank did not join (stopped, or not started); exiting";
 inline constexpr std::string_view wire_too_big = "--distributed: a message of {} bytes for {} is over MPI's limit of 2 GiB";
 
 }  // namespace coral::distributed::errors

@@ -20,10 +20,16 @@ class mpi_transport final : public transport {
  public:
   /// Initialises MPI (once per process) and learns every rank's host name.
   /// Throws coral::error if the MPI library cannot give MPI_THREAD_SERIALIZED.
-  [[nodiscard]] static std::shared_ptr<mpi_transport> start();
+  /// When that start does not complete within `limit_seconds` (a rank
+  /// stopped or never started: MPI_Init waits for every rank), prints
+  /// errors::mpi_start_timeout and ends the process with exit code 2 rather
+  /// than hang.
+  [[nodiscard]] static std::shared_ptr<mpi_transport> start(double limit_seconds = 60);
   /// Waits for the sends in flight (at most a few seconds) and finalises
   /// MPI; if MPI_Finalize does not return within 30 s (a peer that never
-  /// finalises), ends the process with exit code 2 rather than hang.
+  /// finalises), ends the process with exit code 2 rather than hang. The
+  /// buffers of sends that did not complete are never freed (MPI may still
+  /// read them while a peer receives): the process ends soon after.
   ~mpi_transport() override;
   mpi_transport(const mpi_transport&) = delete;
   mpi_transport& operator=(const mpi_transport&) = delete;

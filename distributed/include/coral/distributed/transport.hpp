@@ -31,6 +31,7 @@ enum class wire_tag : int {
   weights,    ///< learner → sampler: weights with their version
   control,    ///< learner → sampler: the algorithm's control (DQN: the insert allowance)
   stop,       ///< either way, each rank's last message: why it stops
+  progress,   ///< learner → sampler, every 100 ms: the learner's steps so far
 };
 
 /// A message as it arrived.

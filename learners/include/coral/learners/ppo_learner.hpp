@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "coral/learners/network.hpp"
+#include "coral/training/learner_activity.hpp"
 #include "coral/training/rollout.hpp"
 #include "coral/training/learner_state.hpp"
 #include "coral/training/training_stats.hpp"
@@ -72,8 +73,11 @@ class ppo_learner {
   ppo_learner& operator=(const ppo_learner&) = delete;
 
   /// One update on `segment`; `version` is the version of the weights it
-  /// starts from (for the policy lag).
-  training::update_stats update(const training::rollout_segment& segment, std::uint64_t version);
+  /// starts from (for the policy lag). With `activity`, each minibatch step
+  /// is told to it, and a stop it says ends the update after that step (the
+  /// update counts, with the steps it took).
+  training::update_stats update(const training::rollout_segment& segment, std::uint64_t version,
+                                training::learner_activity* activity = nullptr);
 
   /// The current flat weights (what the policy loads): the network's
   /// parameters, then, with spec.normalize_observations, normalizer_block().

@@ -76,6 +76,10 @@ void unregister_algorithm(std::string_view name);
 /// with_algorithm_defaults() does) as name and text, in declaration order.
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> algorithm_settings(const train_options& o);
 
+/// Throws config_error (actors::errors::flag_out_of_range) naming the first
+/// setting of `o`'s algorithm outside its option_range.
+void check_setting_ranges(const train_options& o);
+
 /// Throws config_error (errors::setting_of_other_algo) when the setting
 /// `name` (a flag without dashes) was given to a run of `algo`, which does
 /// not declare it, while other registered algorithms do. Does nothing for a

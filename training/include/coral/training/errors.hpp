@@ -86,4 +86,22 @@ inline constexpr std::string_view distributed_mismatch =
 /// A rank that did not hear from another in time: who waited, for whom, what for, seconds.
 inline constexpr std::string_view distributed_no_answer = "--distributed: {} heard nothing from {} ({}) for {} s";
 
+/// Another run holds the directory: the flag, the directory, the holder's PID.
+inline constexpr std::string_view dir_locked =
+    "{}: '{}' is in use by another coral run (PID {}); wait for it to end or choose another directory";
+/// After a failure: the final checkpoint was written (its file).
+inline constexpr std::string_view checkpoint_after_failure = "checkpoint written after the failure: {}";
+/// After a failure, no checkpoint: the algorithm's actor, what it did ("failed",
+/// "did not stop"), the last checkpoint written (or "none").
+inline constexpr std::string_view no_checkpoint_after_failure =
+    "no checkpoint written after the failure: actor '{}' {}, so the learner's state is in doubt; the last checkpoint: {}";
+/// After a failure, writing the checkpoint failed: why, the last checkpoint (or "none").
+inline constexpr std::string_view checkpoint_after_failure_failed =
+    "warning: the checkpoint after the failure could not be written: {}; the last checkpoint: {}";
+/// A stop waits past its deadline for the learner's step: what it does, seconds waited.
+inline constexpr std::string_view stop_waits_for_learner =
+    "stopping: waiting for the learner to finish its step ({}; {:.0f} s since the stop)";
+/// A stall report's line: updates begun since env steps last moved, at how many env steps.
+inline constexpr std::string_view stall_same_data =
+    "  the learner began {} updates since env steps last moved (at {}): it trains on the same data over and over\n";
 }  // namespace coral::training::errors

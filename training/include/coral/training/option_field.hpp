@@ -35,6 +35,20 @@ using option_value = std::variant<bool, std::uint64_t, double, std::vector<std::
 /// The value as a flag or config file writes it: `true`, `64`, `0.001`, `64 64`.
 [[nodiscard]] std::string to_text(const option_value& v);
 
+/// The values a number setting may take: [low, high], or (low, high]
+/// with `low_open`. Every number setting has one (register_algorithm()
+/// refuses a descriptor otherwise), shown in the help and checked before a
+/// run starts, so that no coefficient can overflow the arithmetic at the
+/// first update and no ratio can make a run that never ends.
+struct option_range {
+  double low = 0;
+  double high = 0;
+  bool low_open = false;
+  [[nodiscard]] bool holds(double v) const noexcept { return (low_open ? v > low : v >= low) && v <= high; }
+  /// "(0, 1000000]", "[0, 1]".
+  [[nodiscard]] std::string text() const;
+};
+
 /// One setting of an algorithm's options type.
 struct option_field {
   std::string name;          ///< without dashes: `learning-rate`
@@ -46,9 +60,10 @@ struct option_field {
   /// Sizes what the run allocates: when a run does not fit the machine's
   /// memory, the check names the sizing setting whose default saves the most.
   bool sizing = false;
-  /// A number setting's largest value, which the command line checks as it
-  /// reads the flag (the descriptor's check refuses it in-process too).
-  std::optional<double> at_most;
+  /// The values it may take (required for a number setting; optional for a
+  /// whole number). The command line checks the upper bound as it reads the
+  /// flag; training_run::validate() checks both for every caller.
+  std::optional<option_range> range;
   /// The value in `options` (which holds the algorithm's options type).
   std::function<option_value(const std::any& options)> get;
   /// Sets the value in `options`; `value` holds the kind's alternative.
@@ -115,9 +130,15 @@ template <class Options, class Access>
   return f;
 }
 
-/// `f` with `most` as its largest value (option_field::at_most).
-[[nodiscard]] inline option_field at_most(option_field f, double most) {
-  f.at_most = most;
+/// `f` taking values in [low, high] (option_field::range).
+[[nodiscard]] inline option_field within(option_field f, double low, double high) {
+  f.range = option_range{low, high, false};
+  return f;
+}
+
+/// `f` taking values in (low, high] (option_field::range).
+[[nodiscard]] inline option_field over(option_field f, double low, double high) {
+  f.range = option_range{low, high, true};
   return f;
 }
 

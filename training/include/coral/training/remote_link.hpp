@@ -68,6 +68,10 @@ class remote_link {
   virtual void episode(double episode_return, double episode_length) = 0;
   /// On the learner: env steps the samplers reported, in all.
   [[nodiscard]] virtual std::uint64_t env_steps() const = 0;
+  /// On a sampler: the learner's steps (learner_activity::steps()) as last
+  /// heard. The sampler's stall watchdog counts them: its env steps stand
+  /// still while the learner is busy in a long update, which is no stall.
+  [[nodiscard]] virtual std::uint64_t learner_steps() const = 0;
   /// On the learner: the first failure a sampler reported, or empty.
   [[nodiscard]] virtual std::string failure() const = 0;
   /// On the learner: whether a sampler was interrupted; on a sampler: whether the learner said so.

@@ -37,6 +37,7 @@
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/training/algorithm.hpp"
+#include "coral/training/learner_activity.hpp"
 #include "coral/training/remote_link.hpp"
 #include "coral/training/train_options.hpp"
 #include "coral/training/training_stats.hpp"
@@ -45,6 +46,7 @@ namespace coral::training {
 
 namespace detail {
 class metrics_file;
+class dir_lock;
 }  // namespace detail
 
 /// One training run. Construct, then run() once.
@@ -86,6 +88,9 @@ class training_run {
   [[nodiscard]] std::uint64_t env_steps() const;
   /// Env steps done before this run (a resumed run's checkpoint's; else 0).
   [[nodiscard]] std::uint64_t start_steps() const noexcept { return start_steps_; }
+  /// What the learner is doing: its update loop tells it each step
+  /// (learner_activity), and ends an update early when it says stop.
+  [[nodiscard]] learner_activity& activity() noexcept { return activity_; }
   /// The return that counts as solved (--target-return, else the env's), if any.
   [[nodiscard]] std::optional<double> target_return() const noexcept { return target_; }
 
@@ -128,12 +133,28 @@ class training_run {
   void record();
   checkpoint checkpoint_base() const;
   void write(const checkpoint& c);
+  /// After a failure (or a stop abandoned at the deadline) on the learner's
+  /// process: writes the final checkpoint when the learner's state is whole,
+  /// and says what became of it. `failed_actor`: the actor that failed
+  /// (empty for an abandoned stop); `algorithm_actors`: those the algorithm
+  /// spawned, whose state a failure of theirs leaves in doubt.
+  void checkpoint_after_failure(runtime& rt, const std::string& failed_actor,
+                                const std::vector<std::string>& algorithm_actors) noexcept;
+  /// The runtime's keep_waiting: a stop waits for a learner in the middle of
+  /// a step, up to --stall-seconds in all.
+  bool learner_finishing(std::chrono::steady_clock::time_point stop_began);
+  /// The stall watchdog's learner counter: its steps count as progress for
+  /// the first update begun since env steps last moved, not for update after
+  /// update on the same data.
+  std::uint64_t learner_progress();
 
   train_options options_;
   std::ostream* progress_;
+  std::uint64_t given_seed_;  // --seed as given (a sampler rank's options_ hold its own)
   std::unique_ptr<actors::sampler> sampler_;
   std::unique_ptr<algorithm> algorithm_;
   std::unique_ptr<actors::gate> gate_;
+  std::vector<detail::dir_lock> locks_;  // the run and checkpoint directories, held while the run lives
   std::unique_ptr<detail::metrics_file> metrics_;
   training_stats stats_;
   latest<std::vector<float>> weights_;
@@ -158,6 +179,13 @@ class training_run {
   std::unique_ptr<remote_link> bridge_;  // distributed runs: the link to the other ranks
   std::vector<float> learner_weights_;      // a sampler rank's start, until publish_initial()
   std::uint64_t learner_version_ = 0;
+  learner_activity activity_;
+  // learner_progress()'s state (the watchdog's thread only).
+  struct progress_watch {
+    std::uint64_t env_steps = ~std::uint64_t{0};
+    std::uint64_t begun_then = 0;
+    std::uint64_t counted = 0;
+  } progress_watch_;
 };
 
 }  // namespace coral::training
