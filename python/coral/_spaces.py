@@ -161,7 +161,8 @@ class ActionLayout:
         """(discrete (n, D) int32 or None, continuous (n, C) float32 or None) of n actions."""
         discrete, continuous = [], []
         self._split(self.desc, actions, n, discrete, continuous)
-        d = np.concatenate(discrete, axis=1).astype(np.int32, copy=False) if discrete else None
+        # Integers keep their width: the extension checks each before narrowing it.
+        d = np.concatenate(discrete, axis=1) if discrete else None
         c = np.concatenate(continuous, axis=1).astype(np.float32, copy=False) if continuous else None
         return d, c
 

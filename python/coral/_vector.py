@@ -12,15 +12,28 @@ AUTORESET_MODES = ("next_step", "same_step")
 TOPOLOGIES = ("sync", "double-buffer", "pool")
 
 
-def _count(name, value, minimum=1, allow_none=False):
+# The widest value each C++ parameter takes: a larger Python int would wrap
+# around or fail pybind11's conversion with a TypeError naming no argument.
+MAX_COUNT = 2**31 - 1  # env ids are int32 in the batch
+MAX_SEED = 2**64 - 1
+MAX_INT64 = 2**63 - 1
+
+
+def _count(name, value, minimum=1, allow_none=False, maximum=MAX_COUNT):
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}: {value!r} is invalid: must be an integer")
     value = int(value)
     if value < minimum:
         raise ValueError(f"{name}: {value} is invalid: must be at least {minimum}")
+    if value > maximum:
+        raise ValueError(f"{name}: {value} is invalid: must be at most {maximum}")
     return value
+
+
+def _seed(value):
+    return _count("seed", value, minimum=0, maximum=MAX_SEED)
 
 
 def _env_arg_text(key, value):
@@ -73,7 +86,7 @@ class VectorEnv:
         num_envs = _count("num_envs", num_envs)
         batch_size = _count("batch_size", batch_size, allow_none=True)
         threads = _count("num_threads", num_threads, allow_none=True) or 1
-        seed = _count("seed", seed, minimum=0)
+        seed = _seed(seed)
         if autoreset_mode not in AUTORESET_MODES:
             raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: {', '.join(AUTORESET_MODES)})")
         if topology is None:
@@ -85,7 +98,7 @@ class VectorEnv:
         if envs_per_group is None:
             envs_per_group = self._default_group(topology, num_envs, batch_size, threads)
         envs_per_group = _count("envs_per_group", envs_per_group)
-        spin_us = _count("spin_us", spin_us, minimum=0)
+        spin_us = _count("spin_us", spin_us, minimum=0, maximum=MAX_INT64)
         args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
 
         try:
@@ -153,7 +166,7 @@ class VectorEnv:
         """Starts new episodes: in every env, or those of options["reset_mask"]."""
         self._check_open()
         if seed is not None:
-            seed = _count("seed", seed, minimum=0)
+            seed = _seed(seed)
         mask = None
         if options is not None:
             if not isinstance(options, dict) or set(options) - {"reset_mask"}:
@@ -209,7 +222,7 @@ class VectorEnv:
         """(Re)starts every env; recv() then returns the first batches."""
         self._check_open()
         if seed is not None:
-            self._seed = _count("seed", seed, minimum=0)
+            self._seed = _seed(seed)
         self._engine.start(self._seed)
         self._started = True
         self._count = 0

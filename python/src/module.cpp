@@ -206,14 +206,14 @@ class vec {
     if (held.empty()) throw std::runtime_error("actions: no batch in hand; call recv() (or reset()) first");
     const std::size_t n = held.size();
     const std::int32_t* ids = buffers_->ids.data();
-    py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> given_ids;
     if (!env_ids.is_none()) {
-      given_ids = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>::ensure(env_ids);
-      if (!given_ids || given_ids.ndim() != 1 || static_cast<std::size_t>(given_ids.size()) != n) {
+      const auto given = integers(env_ids, "env_id", "env ids");
+      if (given.ndim() != 1 || static_cast<std::size_t>(given.size()) != n) {
         throw std::invalid_argument(fmt::format("env_id: expected {} env ids, those of the batch received", n));
       }
-      ids = given_ids.data();
-      check_same_envs(ids, n);
+      check_same_envs(given.data(), n);
+      given_ids_.assign(given.data(), given.data() + n);  // each checked to be a row index
+      ids = given_ids_.data();
     }
     write_discrete(discrete, ids, n);
     write_continuous(continuous, ids, n);
@@ -260,13 +260,13 @@ class vec {
     return o;
   }
 
-  void check_same_envs(const std::int32_t* ids, std::size_t n) {
+  void check_same_envs(const std::int64_t* ids, std::size_t n) {
     const auto held = v_.held();
     for (auto id : held) marks_[id] = 1;
     std::string bad;
     for (std::size_t i = 0; i < n && bad.empty(); ++i) {
       const auto id = ids[i];
-      if (id < 0 || static_cast<std::size_t>(id) >= marks_.size() || marks_[static_cast<std::size_t>(id)] != 1) {
+      if (id < 0 || static_cast<std::uint64_t>(id) >= marks_.size() || marks_[static_cast<std::size_t>(id)] != 1) {
         bad = fmt::format("env_id: {} is not an env of the batch in hand (or is given twice)", id);
       } else {
         marks_[static_cast<std::size_t>(id)] = 2;
@@ -274,6 +274,30 @@ class vec {
     }
     for (auto id : held) marks_[id] = 0;
     if (!bad.empty()) throw std::invalid_argument(bad);
+  }
+
+  /// `value` as a C-contiguous int64 array, converted from any integer or
+  /// bool array without wrapping around; throws naming `argument` for floats
+  /// (a caller's bug, not values to truncate) and for uint64 values past int64.
+  static py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> integers(const py::handle& value,
+                                                                                      std::string_view argument,
+                                                                                      std::string_view what) {
+    const auto given = py::array::ensure(value);
+    if (!given) throw std::invalid_argument(fmt::format("{}: not convertible to a numeric array", argument));
+    const char kind = given.dtype().kind();
+    if (kind != 'i' && kind != 'u' && kind != 'b') {
+      throw std::invalid_argument(fmt::format("{}: {} must be integers, got {}", argument, what,
+                                              py::str(given.dtype()).cast<std::string>()));
+    }
+    if (kind == 'u' && given.dtype().itemsize() == sizeof(std::uint64_t)) {
+      const auto wide = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(given);
+      for (py::ssize_t i = 0; i < wide.size(); ++i) {
+        if (wide.data()[i] > static_cast<std::uint64_t>(INT64_MAX)) {
+          throw std::invalid_argument(fmt::format("{}: {} is out of range", argument, wide.data()[i]));
+        }
+      }
+    }
+    return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(given);
   }
 
   /// `part` as a C-contiguous array of T with n rows of `width`; throws
@@ -292,24 +316,19 @@ class vec {
     auto& slab = buffers_->batch->discrete_actions();
     const std::size_t width = slab.cols();
     if (width == 0) return;
-    // Floats for a Discrete space are a caller's bug, not values to truncate.
-    const auto given = py::array::ensure(part);
-    if (given && std::string_view("iub").find(given.dtype().kind()) == std::string_view::npos) {
-      throw std::invalid_argument(fmt::format("actions: {} actions must be integers, got {}",
-                                              v_.action_space().to_string(),
-                                              py::str(given.dtype()).cast<std::string>()));
-    }
-    const auto a = rows_of<std::int32_t>(part, width, n, "discrete");
+    if (part.is_none()) throw std::invalid_argument("actions: the discrete part is missing");
+    const auto a = integers(part, "actions", fmt::format("{} actions", v_.action_space().to_string()));
+    check_shape(a, width, n);
     for (std::size_t i = 0; i < n; ++i) {
       const auto row = static_cast<std::size_t>(ids[i]);
-      const std::int32_t* src = a.data() + i * width;
+      const std::int64_t* src = a.data() + i * width;
       for (std::size_t k = 0; k < width; ++k) {
         if (src[k] < 0 || src[k] >= bounds_[k]) {
           throw std::invalid_argument(
               fmt::format("actions: env {}: action {} is outside {} (component {}, allowed 0..{})", row, src[k],
                           v_.action_space().to_string(), k, bounds_[k] - 1));
         }
-        slab(row, k) = src[k];
+        slab(row, k) = static_cast<std::int32_t>(src[k]);
       }
     }
   }
@@ -368,6 +387,7 @@ class vec {
   std::shared_ptr<buffers> buffers_;
   std::vector<std::int32_t> bounds_;
   std::vector<std::uint8_t> marks_;
+  std::vector<std::int32_t> given_ids_;  ///< put_flat(): the env ids given, once checked
   bool single_discrete_ = false;
   py::tuple outputs_;
   py::dict infos_;

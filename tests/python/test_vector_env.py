@@ -228,6 +228,58 @@ def test_bad_arguments_raise_value_error_naming_them(kwargs, match):
         coral.make_vec(**kwargs)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(num_envs=2**64), r"^num_envs: 18446744073709551616 is invalid: must be at most"),
+    (dict(num_envs=2**32 + 2), r"^num_envs: 4294967298 is invalid: must be at most"),
+    (dict(num_envs=2, seed=2**64), r"^seed: 18446744073709551616 is invalid: must be at most"),
+    (dict(num_envs=2, spin_us=2**64), r"^spin_us: 18446744073709551616 is invalid"),
+    (dict(num_envs=2, batch_size=np.uint64(2**63)), r"^batch_size: 9223372036854775808 is invalid"),
+])
+def test_integers_too_wide_for_coral_raise_value_error_naming_the_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        coral.make_vec("cartpole", **kwargs)
+
+
+def test_the_widest_seed_is_taken_and_one_wider_is_refused_by_every_seeding_call():
+    with coral.make_vec("cartpole", 2, seed=2**64 - 1) as env:
+        env.reset(seed=2**64 - 1)
+        with pytest.raises(ValueError, match=r"^seed: 18446744073709551616 is invalid"):
+            env.reset(seed=2**64)
+        with pytest.raises(ValueError, match=r"^seed: -1 is invalid"):
+            env.reset(seed=-1)
+        with pytest.raises(ValueError, match=r"^seed: 18446744073709551616 is invalid"):
+            env.async_reset(seed=2**64)
+        env.step(np.zeros(2, dtype=np.int64))  # the refused calls changed nothing
+
+
+@pytest.mark.parametrize("actions", [
+    np.full(8, 2**32), np.full(8, 2**32, dtype=np.uint64), np.full(8, 2**64 - 1, dtype=np.uint64),
+    np.full(8, -2**32), np.full((8, 1), 2**33),
+], ids=["int64 2**32", "uint64 2**32", "uint64 max", "int64 -2**32", "column 2**33"])
+def test_wide_integer_actions_are_refused_not_wrapped_around(actions):
+    with coral.make_vec("cartpole", 8) as env:
+        env.reset(seed=0)
+        with pytest.raises(ValueError, match=r"^actions: "):
+            env.step(actions)
+        env.step(np.zeros(8, dtype=np.int64))
+
+
+def test_env_ids_must_be_exact_integers_of_the_batch():
+    with coral.make_vec("cartpole", 8, batch_size=4) as pool:
+        pool.async_reset(seed=0)
+        _, _, _, _, infos = pool.recv()
+        ids = np.asarray(infos["env_id"], dtype=np.int64)
+        actions = np.zeros(4, dtype=np.int64)
+        with pytest.raises(ValueError, match=r"^env_id: \d+ is not an env of the batch"):
+            pool.send(actions, ids + 2**32)
+        with pytest.raises(ValueError, match=r"^env_id: env ids must be integers, got float64"):
+            pool.send(actions, ids + 0.9)
+        with pytest.raises(ValueError, match=r"^env_id: 18446744073709551615 is out of range"):
+            pool.send(actions, np.full(4, 2**64 - 1, dtype=np.uint64))
+        pool.send(actions, ids.astype(np.uint16))
+        pool.recv()
+
+
 def test_bad_actions_and_misuse_raise_clear_errors():
     env = coral.make_vec("cartpole", 4)
     with pytest.raises(RuntimeError, match="reset"):
