@@ -1,5 +1,9 @@
 """The vector-env contract of coral.make_vec, against the real extension."""
 
+import _thread
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -366,7 +370,6 @@ def test_views_stay_readable_after_the_env_is_gone():
 
 
 def test_two_threads_on_one_env_get_errors_not_crashes():
-    import threading
     env = coral.make_vec("cartpole", 8, batch_size=2, num_threads=2, seed=0)
     env.async_reset()
     errors, batches = [], []
@@ -393,7 +396,6 @@ def test_two_threads_on_one_env_get_errors_not_crashes():
 
 
 def test_closing_from_another_thread_ends_a_waiting_recv():
-    import threading
     env = coral.make_vec("delay", 2, batch_size=1, mean_us=300000)
     env.async_reset()
     obs, rew, term, trunc, infos = env.recv()
@@ -414,7 +416,6 @@ def test_close_from_another_thread_mid_loop_says_closed(topology):
     # close() on another thread while this one steps: whichever call the
     # close lands in (recv, send, step, or between them), the error says the
     # env is closed, never that no batch is in hand; and nothing hangs.
-    import threading
     for trial in range(20):
         if topology == "pool":
             env = coral.make_vec("cartpole", 8, batch_size=2, num_threads=2)
@@ -432,3 +433,40 @@ def test_close_from_another_thread_mid_loop_says_closed(topology):
                 else:
                     env.step(np.zeros(8, dtype=np.int64))
         closer.join()
+
+
+class SlowStep:
+    """each step waits (up to 30 s) for a gate the test opens at its end"""
+
+    started = threading.Event()
+    gate = threading.Event()
+
+    def __init__(self):
+        self.observation_space = coral._spaces._impl.Box(-1, 1, (1,), np.float32)
+        self.action_space = coral._spaces._impl.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        SlowStep.started.set()
+        SlowStep.gate.wait(30)
+        return np.zeros(1, dtype=np.float32), 0.0, False, False, {}
+
+
+def test_close_after_ctrl_c_does_not_wait_for_env_steps_past_the_stop_deadline():
+    coral.register("slow-step", SlowStep)
+    env = coral.make_vec("slow-step", 4, envs_per_group=2)
+    env.reset(seed=0)
+    ctrl_c = threading.Thread(target=lambda: SlowStep.started.wait(30) and _thread.interrupt_main())
+    ctrl_c.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            env.step(np.zeros(4, dtype=np.int64))  # two envs of 30 s, back to back, in each group
+        began = time.monotonic()
+        env.close()
+        assert time.monotonic() - began < 5, "close waited for the env steps"
+        assert env.closed
+    finally:
+        SlowStep.gate.set()  # the abandoned steps end now, not 30 s later
+        ctrl_c.join()
