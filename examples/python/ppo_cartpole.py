@@ -219,9 +219,9 @@ def main(argv=None):
                     with torch.no_grad():
                         final_values = agent(final_obs)[1].numpy()
                     rewards_buf[t, cut] += args.gamma * final_values
-            finished = infos["_episode"]
+            finished = infos["_coral_episode"]
             if finished.any():
-                for r in infos["episode"]["r"][finished]:
+                for r in infos["coral_episode"]["r"][finished]:
                     recent_returns.append(float(r))
                     episodes += 1
                 if len(recent_returns) == args.window:

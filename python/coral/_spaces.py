@@ -10,16 +10,7 @@ an action is written into one.
 
 import numpy as np
 
-try:  # pragma: no cover - depends on the machine
-    import gymnasium.spaces as _impl
-    from gymnasium.vector.utils import batch_space as _batch_space
-
-    USING_GYMNASIUM = True
-except ImportError:
-    from . import spaces as _impl
-    from .spaces import batch_space as _batch_space
-
-    USING_GYMNASIUM = False
+from ._gym import USING_GYMNASIUM, batch_space as _batch_space, spaces as _impl
 
 
 def from_desc(desc):

@@ -1,4 +1,4 @@
-"""coral.make_vec: coral's sampler as a Gymnasium-style vector env."""
+"""coral.make_vec: coral's sampler as a Gymnasium vector env."""
 
 import numbers
 import re
@@ -6,9 +6,14 @@ import re
 import numpy as np
 
 from . import _coral
+from . import _gym
 from . import _spaces
+from ._gym import AutoresetMode
 
-AUTORESET_MODES = ("next_step", "same_step")
+AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
+                   AutoresetMode.NEXT_STEP: AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP: AutoresetMode.SAME_STEP}
+# The info keys coral fills itself; stats_key may not take one of them.
+OWN_INFO_KEYS = ("env_id", "failed", "final_obs", "final_info")
 TOPOLOGIES = ("sync", "double-buffer", "pool")
 
 
@@ -58,19 +63,27 @@ def _python_names(message):
 
 def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
              autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-             **env_args):
+             stats_key="coral_episode", **env_args):
     """coral's envs as a vector env; see VectorEnv."""
     return VectorEnv(env_id, num_envs, batch_size=batch_size, num_threads=num_threads, topology=topology,
                      seed=seed, autoreset_mode=autoreset_mode, copy=copy, envs_per_group=envs_per_group,
-                     executor=executor, spin_us=spin_us, **env_args)
+                     executor=executor, spin_us=spin_us, stats_key=stats_key, **env_args)
 
 
-class VectorEnv:
+class VectorEnv(_gym.VectorEnv):
     """`num_envs` coral envs, stepped by coral's actors in the topology chosen.
 
     The Gymnasium VectorEnv protocol (reset/step on every env at once, with
     batch_size == num_envs, the default) and EnvPool's asynchronous one
     (async_reset/send/recv on batches of batch_size envs, for pool sampling).
+    With gymnasium importable this is a ``gymnasium.vector.VectorEnv``, so
+    Gymnasium's vector wrappers take it; metadata["autoreset_mode"] is an
+    AutoresetMode either way.
+
+    infos holds "env_id" and "failed" (each with its "_" mask), and coral's
+    episode statistics {"r": returns, "l": lengths} of the envs whose episode
+    ended under `stats_key` ("coral_episode"; None leaves them out), a key of
+    its own so that Gymnasium's RecordEpisodeStatistics ("episode") can wrap it.
 
     Arrays returned are views of coral's rows, valid until the next call to
     step, send, reset, async_reset or close; pass copy=True for copies. A
@@ -80,15 +93,21 @@ class VectorEnv:
 
     def __init__(self, env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
                  autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-                 **env_args):
+                 stats_key="coral_episode", **env_args):
         if not isinstance(env_id, str):
             raise ValueError(f"env_id: {env_id!r} is invalid: must be an env name (see coral.env_names())")
         num_envs = _count("num_envs", num_envs)
         batch_size = _count("batch_size", batch_size, allow_none=True)
         threads = _count("num_threads", num_threads, allow_none=True) or 1
         seed = _seed(seed)
-        if autoreset_mode not in AUTORESET_MODES:
-            raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: {', '.join(AUTORESET_MODES)})")
+        if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in AUTORESET_MODES:
+            raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: next_step, same_step, "
+                             "or AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)")
+        autoreset_mode = AUTORESET_MODES[autoreset_mode]
+        if stats_key is not None and (not isinstance(stats_key, str) or not stats_key
+                                      or stats_key.lstrip("_") in OWN_INFO_KEYS):
+            raise ValueError(f"stats_key: {stats_key!r} is invalid: must be None or a non-empty string other than "
+                             f"{', '.join(OWN_INFO_KEYS)}")
         if topology is None:
             topology = "sync" if batch_size is None or batch_size == num_envs else "pool"
         if topology not in TOPOLOGIES:
@@ -102,7 +121,8 @@ class VectorEnv:
         args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
 
         try:
-            self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed, autoreset_mode,
+            self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed,
+                                          "same_step" if autoreset_mode == AutoresetMode.SAME_STEP else "next_step",
                                           envs_per_group, executor, spin_us, args)
         except ValueError as e:
             raise ValueError(_python_names(str(e))) from None
@@ -114,7 +134,8 @@ class VectorEnv:
         self.render_mode = None
         self.closed = False
         self._seed = seed
-        self._same_step = autoreset_mode == "same_step"
+        self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
+        self._stats_key = stats_key
         self._obs_layout = _spaces.ObservationLayout(self._engine.observation_space)
         self._action_layout = _spaces.ActionLayout(self._engine.action_space)
         self.single_observation_space = _spaces.from_desc(self._engine.observation_space)
@@ -141,12 +162,13 @@ class VectorEnv:
             every = slice(None)
             ended = v["ended"]
             infos = {"env_id": self._all_ids, "_env_id": self._all_true,
-                     "episode": {"r": v["episode_returns"], "l": v["episode_lengths"]}, "_episode": ended,
                      "failed": v["failed"], "_failed": self._all_true}
+            stats = self._stats(v["episode_returns"], v["episode_lengths"], ended)
+            infos.update(stats)
             if self._same_step:
                 infos["final_obs"] = self._final_all
                 infos["_final_obs"] = ended
-                infos["final_info"] = {"episode": infos["episode"], "_episode": ended}
+                infos["final_info"] = stats
                 infos["_final_info"] = ended
             self._engine.set_outputs(self._obs_all[every], v["rewards"], v["terminated"], v["truncated"], infos)
 
@@ -163,7 +185,8 @@ class VectorEnv:
     # --- the Gymnasium protocol -------------------------------------------
 
     def reset(self, *, seed=None, options=None):
-        """Starts new episodes: in every env, or those of options["reset_mask"]."""
+        """Starts new episodes: in every env, or those of options["reset_mask"].
+        A seed also seeds np_random, as Gymnasium's vector envs do."""
         self._check_open()
         if seed is not None:
             seed = _seed(seed)
@@ -189,6 +212,7 @@ class VectorEnv:
         else:
             if seed is not None:
                 self._seed = seed
+                super().reset(seed=seed)
             self._engine.start(seed)
             self._started = True
         self._count = self._engine.recv()
@@ -250,10 +274,16 @@ class VectorEnv:
 
     # --- the rest -----------------------------------------------------------
 
-    def close(self):
-        if not self.closed:
-            self._engine.close()
-            self.closed = True
+    def render(self):
+        """None: coral's envs do not render (render_mode is always None)."""
+        self._check_open()
+        return None
+
+    def close_extras(self, **kwargs):
+        """Stops coral's actors (close() calls this once, then marks the env closed)."""
+        engine = getattr(self, "_engine", None)  # absent if __init__ raised
+        if engine is not None:
+            engine.close()
 
     def __enter__(self):
         return self
@@ -271,10 +301,6 @@ class VectorEnv:
     def __repr__(self):
         return (f"coral.VectorEnv({self.metadata['env_id']!r}, num_envs={self.num_envs}, "
                 f"batch_size={self.batch_size}, topology={self.metadata['topology']!r})")
-
-    @property
-    def unwrapped(self):
-        return self
 
     @property
     def env_steps(self):
@@ -321,6 +347,12 @@ class VectorEnv:
         flat = self._v["final_observations" if final else "observations"][rows]
         return self._obs_layout.view(flat)
 
+    def _stats(self, returns, lengths, ended):
+        """coral's episode statistics as infos entries: none without a stats_key."""
+        if self._stats_key is None:
+            return {}
+        return {self._stats_key: {"r": returns, "l": lengths}, "_" + self._stats_key: ended}
+
     def _outputs(self, rows):
         v = self._v
         n = self._count
@@ -332,15 +364,15 @@ class VectorEnv:
         infos = {
             "env_id": self._ids(),
             "_env_id": mask,
-            "episode": {"r": returns, "l": lengths},
-            "_episode": ended,
             "failed": v["failed"][rows],
             "_failed": mask,
         }
+        stats = self._stats(returns, lengths, ended)
+        infos.update(stats)
         if self._same_step:
             infos["final_obs"] = self._observations(rows, final=True)
             infos["_final_obs"] = ended
-            infos["final_info"] = {"episode": {"r": returns, "l": lengths}, "_episode": ended}
+            infos["final_info"] = dict(stats)
             infos["_final_info"] = ended
         out = (obs, v["rewards"][rows], v["terminated"][rows], v["truncated"][rows], infos)
         if self.copy:

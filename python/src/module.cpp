@@ -203,7 +203,10 @@ class vec {
   /// The same with both parts given as arrays of (batch, width) (None for an empty part).
   void put_flat(const py::handle& discrete, const py::handle& continuous, const py::handle& env_ids) {
     const auto held = v_.held();
-    if (held.empty()) throw std::runtime_error("actions: no batch in hand; call recv() (or reset()) first");
+    if (held.empty()) {
+      if (v_.closed()) throw std::runtime_error("the vector env is closed");
+      throw std::runtime_error("actions: no batch in hand; call recv() (or reset()) first");
+    }
     const std::size_t n = held.size();
     const std::int32_t* ids = buffers_->ids.data();
     if (!env_ids.is_none()) {
@@ -273,6 +276,8 @@ class vec {
       }
     }
     for (auto id : held) marks_[id] = 0;
+    // A close() from another thread drops the batch in hand: say that, not that the ids are wrong.
+    if (!bad.empty() && v_.closed()) throw std::runtime_error("the vector env is closed");
     if (!bad.empty()) throw std::invalid_argument(bad);
   }
 

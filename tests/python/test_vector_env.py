@@ -23,7 +23,7 @@ def test_shapes_dtypes_and_spaces_contain_every_observation():
         assert env.single_action_space.n == 2
         assert env.observation_space.shape == (16, 4)
         assert env.action_space.shape == (16,)
-        assert env.metadata["autoreset_mode"] == "next_step"
+        assert env.metadata["autoreset_mode"] == coral.AutoresetMode.NEXT_STEP
         obs, infos = env.reset()
         assert obs.shape == (16, 4) and obs.dtype == np.float32
         assert env.observation_space.contains(obs)
@@ -33,7 +33,7 @@ def test_shapes_dtypes_and_spaces_contain_every_observation():
             assert obs.shape == (16, 4) and obs.dtype == np.float32
             assert rew.shape == (16,) and rew.dtype == np.float32
             assert term.dtype == np.bool_ and trunc.dtype == np.bool_
-            assert infos["_episode"].dtype == np.bool_
+            assert infos["_coral_episode"].dtype == np.bool_
             assert np.all(obs[:, 0] >= -4.8) and np.all(obs[:, 0] <= 4.8)
             assert env.observation_space.contains(obs)
             assert set(np.unique(rew)) <= {0.0, 1.0}
@@ -54,7 +54,7 @@ def run_episode_end(mode):
     steps = [tuple(np.copy(x) for x in (first,))]
     for _ in range(5):
         obs, rew, term, trunc, infos = env.step(np.array([1, 0]))
-        steps.append(tuple(np.copy(x) for x in (obs, rew, term, trunc, infos["_episode"], infos["episode"]["l"]))
+        steps.append(tuple(np.copy(x) for x in (obs, rew, term, trunc, infos["_coral_episode"], infos["coral_episode"]["l"]))
                      + ((np.copy(infos["final_obs"]), np.copy(infos["_final_obs"])) if mode == "same_step" else ()))
     env.close()
     return steps
@@ -136,7 +136,7 @@ def test_partial_reset_resets_only_the_masked_envs():
         np.testing.assert_array_equal(obs[~mask], before[~mask])
         assert np.all(np.abs(obs[mask]) <= 0.05)
         obs, rew, term, trunc, infos = env.step(np.ones(4, dtype=np.int64))
-        assert list(infos["episode"]["l"]) == [1, 6, 1, 6]
+        assert list(infos["coral_episode"]["l"]) == [1, 6, 1, 6]
         with pytest.raises(ValueError, match="reset_mask"):
             env.reset(options={"reset_mask": np.array([1, 0, 1, 0])})
 
@@ -172,7 +172,7 @@ def test_send_recv_step_counts_match_the_env_lengths():
         for _ in range(300):
             obs, rew, term, trunc, infos = env.recv()
             ids = infos["env_id"]
-            lengths = infos["episode"]["l"]
+            lengths = infos["coral_episode"]["l"]
             for k, i in enumerate(ids):
                 assert lengths[k] == sent[i]
                 if term[k]:
