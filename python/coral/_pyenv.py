@@ -1,6 +1,9 @@
 """coral.register: a Gymnasium-style Python env class run inside coral."""
 
+import contextlib
 import numbers
+import threading
+import types
 
 import numpy as np
 
@@ -33,6 +36,25 @@ class _Adapter:
         return self.obs.flatten_one(obs), float(reward), bool(terminated), bool(truncated)
 
 
+_made = threading.local()
+
+
+@contextlib.contextmanager
+def first_spaces():
+    """Within the block: `seen.spaces` becomes (observation space, action space,
+    their descriptions) of the first Python env made on this thread (None if
+    none is). coral's C++ spaces hold neither dtypes nor starts; a vector env
+    over a Python env takes the env's own spaces from here, as Gymnasium's
+    vector envs take their first env's."""
+    seen = types.SimpleNamespace(spaces=None)
+    previous = getattr(_made, "seen", None)
+    _made.seen = seen
+    try:
+        yield seen
+    finally:
+        _made.seen = previous
+
+
 def _key(name, value):
     if isinstance(value, bool):
         return (name, "bool", "true" if value else "false", f"{name} (default {value})")
@@ -62,6 +84,9 @@ def register(name, env_class, **defaults):
         act_desc = _spaces.to_desc(env.action_space)
         env_seed = int(np.random.SeedSequence([int(seed), int(env_index)]).generate_state(1)[0])
         adapter = _Adapter(env, env_seed, _spaces.ObservationLayout(obs_desc), _spaces.ActionLayout(act_desc))
+        seen = getattr(_made, "seen", None)
+        if seen is not None and seen.spaces is None:
+            seen.spaces = (env.observation_space, env.action_space, obs_desc, act_desc)
         return adapter, obs_desc, act_desc
 
     doc = (getattr(env_class, "__doc__", None) or "").strip().splitlines()

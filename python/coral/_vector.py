@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _coral
 from . import _gym
+from . import _pyenv
 from . import _spaces
 from ._gym import AutoresetMode
 
@@ -121,9 +122,10 @@ class VectorEnv(_gym.VectorEnv):
         args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
 
         try:
-            self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed,
-                                          "same_step" if autoreset_mode == AutoresetMode.SAME_STEP else "next_step",
-                                          envs_per_group, executor, spin_us, args)
+            with _pyenv.first_spaces() as seen:
+                self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed,
+                                              "same_step" if autoreset_mode == AutoresetMode.SAME_STEP else "next_step",
+                                              envs_per_group, executor, spin_us, args)
         except ValueError as e:
             raise ValueError(_python_names(str(e))) from None
         self.num_envs = num_envs
@@ -136,10 +138,18 @@ class VectorEnv(_gym.VectorEnv):
         self._seed = seed
         self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self._stats_key = stats_key
-        self._obs_layout = _spaces.ObservationLayout(self._engine.observation_space)
-        self._action_layout = _spaces.ActionLayout(self._engine.action_space)
-        self.single_observation_space = _spaces.from_desc(self._engine.observation_space)
-        self.single_action_space = _spaces.from_desc(self._engine.action_space)
+        if seen.spaces is not None:
+            # A Python env: its own spaces, with the dtypes and starts coral's C++ spaces do not hold.
+            self.single_observation_space, self.single_action_space, obs_desc, act_desc = seen.spaces
+        else:
+            obs_desc, act_desc = self._engine.observation_space, self._engine.action_space
+            self.single_observation_space = _spaces.from_desc(obs_desc)
+            self.single_action_space = _spaces.from_desc(act_desc)
+        self._obs_layout = _spaces.ObservationLayout(obs_desc)
+        self._action_layout = _spaces.ActionLayout(act_desc)
+        starts = _spaces.discrete_starts(act_desc)
+        if any(starts):
+            self._engine.set_action_starts(starts, repr(self.single_action_space))
         self.observation_space = _spaces.batch(self.single_observation_space, num_envs)
         self.action_space = _spaces.batch(self.single_action_space, num_envs)
         self._simple_actions = self._action_layout.kind in ("box", "discrete", "multi_discrete")
@@ -156,8 +166,9 @@ class VectorEnv(_gym.VectorEnv):
         self._started = False
         # A whole-batch step whose outputs are all views returns the same
         # view objects every step: it runs in C++ from actions to outputs.
+        # Same-step final_obs of a Dict or Tuple is built per step.
         self._fast = (self.batch_size == num_envs and self._simple_actions and self._obs_layout.all_views
-                      and not self.copy)
+                      and not self.copy and not (self._same_step and self._obs_layout.structured))
         if self._fast:
             every = slice(None)
             ended = v["ended"]
@@ -347,6 +358,17 @@ class VectorEnv(_gym.VectorEnv):
         flat = self._v["final_observations" if final else "observations"][rows]
         return self._obs_layout.view(flat)
 
+    def _final_observations(self, rows, ended):
+        """Same-step final observations: one entry per env (None where no episode ended), as
+        Gymnasium gives them; for a Box, the stacked (n, *shape) array whose row i is env i's."""
+        final = self._observations(rows, final=True)
+        if not self._obs_layout.structured:
+            return final
+        per_env = np.full(len(ended), None, dtype=object)
+        for i in np.flatnonzero(ended):
+            per_env[i] = _take(final, int(i))
+        return per_env
+
     def _stats(self, returns, lengths, ended):
         """coral's episode statistics as infos entries: none without a stats_key."""
         if self._stats_key is None:
@@ -370,7 +392,7 @@ class VectorEnv(_gym.VectorEnv):
         stats = self._stats(returns, lengths, ended)
         infos.update(stats)
         if self._same_step:
-            infos["final_obs"] = self._observations(rows, final=True)
+            infos["final_obs"] = self._final_observations(rows, ended)
             infos["_final_obs"] = ended
             infos["final_info"] = dict(stats)
             infos["_final_info"] = ended
@@ -394,5 +416,10 @@ def _copy(value):
     if isinstance(value, tuple):
         return tuple(_copy(x) for x in value)
     if isinstance(value, np.ndarray):
+        if value.dtype == object:  # per-env final observations: copy each one
+            out = np.empty_like(value)
+            for i, x in enumerate(value):
+                out[i] = _copy(x)
+            return out
         return value.copy()
     return value

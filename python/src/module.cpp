@@ -82,6 +82,7 @@ class vec {
            actors::parse_autoreset_mode(autoreset)),
         buffers_(std::make_shared<buffers>()) {
     discrete_bounds(v_.action_space(), bounds_);
+    starts_.assign(bounds_.size(), 0);
     buffers_->batch = v_.shared_batch();
     buffers_->ids.assign(v_.num_envs(), 0);
     buffers_->ended.assign(v_.num_envs(), 0);
@@ -198,6 +199,19 @@ class vec {
     } else {
       throw std::invalid_argument("actions: a Dict or Tuple action space takes put_flat()");
     }
+  }
+
+  /// Where each discrete action component starts (a Python space's
+  /// `start`; 0 for coral's envs): actions are checked against
+  /// start .. start + n - 1 and rows hold them less their start.
+  /// `space_text` names the space in errors.
+  void set_action_starts(const std::vector<std::int64_t>& starts, const std::string& space_text) {
+    if (starts.size() != bounds_.size()) {
+      throw std::invalid_argument(
+          fmt::format("set_action_starts: {} starts for {} discrete components", starts.size(), bounds_.size()));
+    }
+    starts_ = starts;
+    space_text_ = space_text;
   }
 
   /// The same with both parts given as arrays of (batch, width) (None for an empty part).
@@ -322,18 +336,19 @@ class vec {
     const std::size_t width = slab.cols();
     if (width == 0) return;
     if (part.is_none()) throw std::invalid_argument("actions: the discrete part is missing");
-    const auto a = integers(part, "actions", fmt::format("{} actions", v_.action_space().to_string()));
+    const auto a = integers(part, "actions", fmt::format("{} actions", space_text()));
     check_shape(a, width, n);
     for (std::size_t i = 0; i < n; ++i) {
       const auto row = static_cast<std::size_t>(ids[i]);
       const std::int64_t* src = a.data() + i * width;
       for (std::size_t k = 0; k < width; ++k) {
-        if (src[k] < 0 || src[k] >= bounds_[k]) {
-          throw std::invalid_argument(
-              fmt::format("actions: env {}: action {} is outside {} (component {}, allowed 0..{})", row, src[k],
-                          v_.action_space().to_string(), k, bounds_[k] - 1));
+        // Both within ±2^63 of each other only when src is near start: compare before subtracting.
+        if (src[k] < starts_[k] || src[k] - starts_[k] >= bounds_[k]) {
+          throw std::invalid_argument(fmt::format("actions: env {}: action {} is outside {} (component {}, allowed {}..{})",
+                                                  row, src[k], space_text(), k, starts_[k],
+                                                  starts_[k] + bounds_[k] - 1));
         }
-        slab(row, k) = static_cast<std::int32_t>(src[k]);
+        slab(row, k) = static_cast<std::int32_t>(src[k] - starts_[k]);
       }
     }
   }
@@ -354,7 +369,7 @@ class vec {
     if (a.ndim() == 0 || static_cast<std::size_t>(a.shape(0)) != n ||
         static_cast<std::size_t>(a.size()) != n * width) {
       throw std::invalid_argument(fmt::format("actions: expected {} actions of {} ({} numbers each), got shape {}", n,
-                                              v_.action_space().to_string(), width, shape_text(a)));
+                                              space_text(), width, shape_text(a)));
     }
   }
 
@@ -381,7 +396,8 @@ class vec {
     const auto n = static_cast<std::int64_t>(bounds_.front());
     auto& actions_slab = buffers_->batch->discrete_actions();
     for (std::size_t i = 0; i < held.size(); ++i) {
-      const auto value = static_cast<std::int64_t>(src[i]);
+      if (static_cast<std::int64_t>(src[i]) < starts_.front()) return false;
+      const auto value = static_cast<std::int64_t>(src[i]) - starts_.front();
       if (value < 0 || value >= n) return false;
       actions_slab(held[i], 0) = static_cast<std::int32_t>(value);
     }
@@ -390,7 +406,14 @@ class vec {
 
   actors::vector_env v_;
   std::shared_ptr<buffers> buffers_;
+  /// The action space's name in errors: the Python space's text once set_action_starts() gave it.
+  [[nodiscard]] std::string space_text() const {
+    return space_text_.empty() ? v_.action_space().to_string() : space_text_;
+  }
+
   std::vector<std::int32_t> bounds_;
+  std::vector<std::int64_t> starts_;  ///< per discrete component, see set_action_starts()
+  std::string space_text_;
   std::vector<std::uint8_t> marks_;
   std::vector<std::int32_t> given_ids_;  ///< put_flat(): the env ids given, once checked
   bool single_discrete_ = false;
@@ -513,6 +536,7 @@ PYBIND11_MODULE(_coral, m) {
       .def("recv", &vec::recv)
       .def("send", &vec::send)
       .def("put_actions", &vec::put_actions, py::arg("actions"), py::arg("env_ids") = py::none())
+      .def("set_action_starts", &vec::set_action_starts, py::arg("starts"), py::arg("space_text"))
       .def("put_flat", &vec::put_flat, py::arg("discrete"), py::arg("continuous"), py::arg("env_ids") = py::none())
       .def("step", &vec::step)
       .def("close", &vec::close)
