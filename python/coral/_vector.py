@@ -11,8 +11,10 @@ from . import _pyenv
 from . import _spaces
 from ._gym import AutoresetMode
 
+# coral's names, the enum, and the enum's values ("NextStep", as Gymnasium's vector envs take them).
 AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
-                   AutoresetMode.NEXT_STEP: AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP: AutoresetMode.SAME_STEP}
+                   **{mode: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)},
+                   **{mode.value: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)}}
 # The info keys coral fills itself; stats_key may not take one of them.
 OWN_INFO_KEYS = ("env_id", "failed", "final_obs", "final_info")
 TOPOLOGIES = ("sync", "double-buffer", "pool")

@@ -14,6 +14,7 @@ import coral
 @pytest.mark.parametrize("given, expected", [
     ("next_step", coral.AutoresetMode.NEXT_STEP), ("same_step", coral.AutoresetMode.SAME_STEP),
     (coral.AutoresetMode.SAME_STEP, coral.AutoresetMode.SAME_STEP),
+    ("NextStep", coral.AutoresetMode.NEXT_STEP), ("SameStep", coral.AutoresetMode.SAME_STEP),
 ])
 def test_metadata_autoreset_mode_is_an_autoreset_mode_member(given, expected):
     with coral.make_vec("cartpole", 2, autoreset_mode=given) as env:
