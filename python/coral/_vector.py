@@ -140,6 +140,7 @@ class VectorEnv(_gym.VectorEnv):
         self._seed = seed
         self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self._stats_key = stats_key
+        self._adapters = seen.adapters or None  # a Python env's: where its infos are
         if seen.spaces is not None:
             # A Python env: its own spaces, with the dtypes and starts coral's C++ spaces do not hold.
             self.single_observation_space, self.single_action_space, obs_desc, act_desc = seen.spaces
@@ -169,8 +170,10 @@ class VectorEnv(_gym.VectorEnv):
         # A whole-batch step whose outputs are all views returns the same
         # view objects every step: it runs in C++ from actions to outputs.
         # Same-step final_obs of a Dict or Tuple is built per step.
+        # So are a Python env's infos.
         self._fast = (self.batch_size == num_envs and self._simple_actions and self._obs_layout.all_views
-                      and not self.copy and not (self._same_step and self._obs_layout.structured))
+                      and not self.copy and not (self._same_step and self._obs_layout.structured)
+                      and self._adapters is None)
         if self._fast:
             every = slice(None)
             ended = v["ended"]
@@ -226,13 +229,14 @@ class VectorEnv(_gym.VectorEnv):
             if seed is not None:
                 self._seed = seed
                 super().reset(seed=seed)
-            self._engine.start(seed)
-            self._started = True
+            self._start(seed)
         self._count = self._engine.recv()
         obs = self._observations(slice(None))
+        infos = {"env_id": self._ids(), "_env_id": self._all_true}
+        self._add_env_infos(infos, self._ids(), "info")
         if self.copy:
-            obs = _copy(obs)
-        return obs, {"env_id": self._ids(), "_env_id": self._all_true}
+            obs, infos = _copy(obs), _copy(infos)
+        return obs, infos
 
     def step(self, actions):
         """One step of every env: (obs, rewards, terminations, truncations, infos)."""
@@ -260,8 +264,7 @@ class VectorEnv(_gym.VectorEnv):
         self._check_open()
         if seed is not None:
             self._seed = _seed(seed)
-        self._engine.start(self._seed)
-        self._started = True
+        self._start(self._seed)
         self._count = 0
 
     def send(self, actions, env_id=None):
@@ -360,6 +363,30 @@ class VectorEnv(_gym.VectorEnv):
         flat = self._v["final_observations" if final else "observations"][rows]
         return self._obs_layout.view(flat)
 
+    def _start(self, seed):
+        # Starting anew builds new envs: a Python env's adapters are new too.
+        with _pyenv.first_spaces() as seen:
+            self._engine.start(seed)
+        if self._adapters is not None:
+            self._adapters = seen.adapters or self._adapters
+        self._started = True
+
+    def _add_env_infos(self, infos, ids, which, only=None):
+        """A Python env's own info dicts (adapter.<which>) into `infos`, Gymnasium's way: each
+        key an array over the batch with its "_key" mask; coral's own keys win a clash."""
+        if self._adapters is None:
+            return
+        n = len(ids)
+        env_infos = {}
+        for k, env_id in enumerate(ids):
+            if only is not None and not only[k]:
+                continue
+            info = getattr(self._adapters[int(env_id)], which)
+            if info:
+                _put_info(env_infos, info, k, n)
+        for key, value in env_infos.items():
+            infos.setdefault(key, value)
+
     def _final_observations(self, rows, ended):
         """Same-step final observations: one entry per env (None where no episode ended), as
         Gymnasium gives them; for a Box, the stacked (n, *shape) array whose row i is env i's."""
@@ -398,10 +425,36 @@ class VectorEnv(_gym.VectorEnv):
             infos["_final_obs"] = ended
             infos["final_info"] = dict(stats)
             infos["_final_info"] = ended
+            self._add_env_infos(infos["final_info"], infos["env_id"], "final_info", only=ended)
+        self._add_env_infos(infos, infos["env_id"], "info")
         out = (obs, v["rewards"][rows], v["terminated"][rows], v["truncated"][rows], infos)
         if self.copy:
             out = _copy(out)
         return out
+
+
+_INFO_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+
+
+def _put_info(infos, info, k, n):
+    """Entry k of a batch of n: every key of `info` as an array with its "_key" mask (Python
+    ints, floats and bools as int64, float64 and bool arrays, dicts recursively, anything else
+    in an object array)."""
+    for key, value in info.items():
+        if isinstance(value, dict):
+            if not isinstance(infos.setdefault(key, {}), dict):
+                continue  # another env gave a value under this key, not a dict
+            _put_info(infos[key], value, k, n)
+        else:
+            kind = _INFO_DTYPES.get(type(value), np.dtype(object))
+            if key not in infos:
+                infos[key] = np.zeros(n, dtype=kind) if kind != object else np.full(n, None, dtype=object)
+            elif isinstance(infos[key], dict):
+                continue
+            elif infos[key].dtype != kind and infos[key].dtype != object:
+                infos[key] = infos[key].astype(object)  # envs disagree on the type: keep each as given
+            infos[key][k] = value
+        infos.setdefault("_" + key, np.zeros(n, dtype=bool))[k] = True
 
 
 def _take(structured, rows):

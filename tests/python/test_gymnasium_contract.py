@@ -165,3 +165,49 @@ def test_with_gymnasium_record_episode_statistics_counts_the_episodes():
         _, _, _, _, infos = env.step(np.zeros(2, dtype=np.int64))
     assert env.episode_count == 4 and list(env.length_queue) == [3, 3, 3, 3]
     env.close()
+
+
+class Talking:
+    """returns infos: {"reset": True} on reset; on each step its count, a tag, a nested dict and an
+    env_id of its own (which coral's own env_id outranks); episodes end after two steps"""
+
+    def __init__(self):
+        self.observation_space = coral._spaces._impl.Box(-1, 1, (1,), np.float32)
+        self.action_space = coral._spaces._impl.Discrete(2)
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {"reset": True}
+
+    def step(self, action):
+        self.t += 1
+        info = {"count": self.t, "tag": f"t{self.t}", "nested": {"half": self.t / 2}, "env_id": -1}
+        return np.zeros(1, dtype=np.float32), 0.0, False, self.t >= 2, info
+
+
+coral.register("talking", Talking)
+
+
+def test_a_python_envs_own_infos_come_back_keyed_and_masked():
+    with coral.make_vec("talking", 3) as env:
+        _, infos = env.reset(seed=0)
+        assert infos["reset"].tolist() == [True] * 3 and infos["_reset"].all()
+        _, _, _, _, infos = env.step(np.zeros(3, dtype=np.int64))
+        assert infos["count"].dtype == np.int64 and infos["count"].tolist() == [1, 1, 1] and infos["_count"].all()
+        assert infos["tag"].tolist() == ["t1"] * 3 and infos["nested"]["half"].tolist() == [0.5] * 3
+        assert infos["env_id"].tolist() == [0, 1, 2]  # coral's key, not the env's
+        env.step(np.zeros(3, dtype=np.int64))
+        _, _, _, _, infos = env.step(np.zeros(3, dtype=np.int64))  # next-step: the reset step
+        assert infos["reset"].all() and "count" not in infos
+
+
+def test_same_step_final_info_holds_the_ending_steps_info_and_infos_the_resets():
+    with coral.make_vec("talking", 2, autoreset_mode="same_step") as env:
+        env.reset(seed=0)
+        env.step(np.zeros(2, dtype=np.int64))
+        _, _, _, truncations, infos = env.step(np.zeros(2, dtype=np.int64))
+        assert truncations.all() and infos["reset"].all() and "count" not in infos
+        final = infos["final_info"]
+        assert final["count"].tolist() == [2, 2] and final["_count"].all()
+        assert final["coral_episode"]["l"].tolist() == [2, 2]
