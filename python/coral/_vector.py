@@ -288,6 +288,41 @@ class VectorEnv(_gym.VectorEnv):
         self._count = self._engine.recv()
         return self._outputs(self._rows())
 
+    # --- a Python env's instances (Gymnasium's SyncVectorEnv has these) -----
+
+    def call(self, name, *args, **kwargs):
+        """Calls method `name` of every env (an attribute's value if it is not callable): a tuple,
+        env 0 first. Python envs only, while no env steps (sync, or before the first reset)."""
+        results = []
+        for env in self._env_instances("call"):
+            attribute = getattr(env, name)
+            results.append(attribute(*args, **kwargs) if callable(attribute) else attribute)
+        return tuple(results)
+
+    def get_attr(self, name):
+        """Attribute `name` of every env: a tuple, env 0 first (as call(), without calling)."""
+        return tuple(getattr(env, name) for env in self._env_instances("get_attr"))
+
+    def set_attr(self, name, values):
+        """Sets attribute `name` of every env: to values[i] for env i, or to `values` in each if it
+        is not a list or tuple. A seeded reset builds the envs anew, without it."""
+        envs = self._env_instances("set_attr")
+        if not isinstance(values, (list, tuple)):
+            values = [values] * len(envs)
+        if len(values) != len(envs):
+            raise ValueError(f"values: {len(values)} values for {len(envs)} envs")
+        for env, value in zip(envs, values):
+            setattr(env, name, value)
+
+    def _env_instances(self, what):
+        self._check_open()
+        if self._adapters is None:
+            raise RuntimeError(f"{what}: {self.metadata['env_id']!r} is a C++ env; only envs registered from "
+                               "Python (coral.register) have instances to reach")
+        if self._started and self.batch_size != self.num_envs:
+            raise RuntimeError(f"{what}: the envs of a pool may be stepping; use batch_size=num_envs")
+        return [self._adapters[i].env for i in range(self.num_envs)]
+
     # --- the rest -----------------------------------------------------------
 
     def render(self):

@@ -211,3 +211,15 @@ def test_same_step_final_info_holds_the_ending_steps_info_and_infos_the_resets()
         final = infos["final_info"]
         assert final["count"].tolist() == [2, 2] and final["_count"].all()
         assert final["coral_episode"]["l"].tolist() == [2, 2]
+
+
+def test_call_get_attr_and_set_attr_reach_each_python_env():
+    with coral.make_vec("talking", 3) as env:
+        env.set_attr("t", [5, 6, 7])
+        assert env.get_attr("t") == (5, 6, 7)
+        env.set_attr("label", "x")
+        assert env.call("step", 0)[2][4]["count"] == 8 and env.call("label") == ("x", "x", "x")
+        with pytest.raises(ValueError, match=r"^values: 2 values for 3 envs"):
+            env.set_attr("t", [1, 2])
+    with coral.make_vec("cartpole", 2) as env, pytest.raises(RuntimeError, match="C\\+\\+ env"):
+        env.get_attr("t")
