@@ -10,10 +10,16 @@ Gymnasium is not a Debian package, so this is a check run by hand against a
 checkout of its source, not part of CI. Every SyncVectorEnv and
 AsyncVectorEnv the tests build (directly or through gymnasium.make_vec) is
 coral.make_vec over the same env functions, registered with coral.register:
-a test passes when coral behaves as Gymnasium's own vector envs do. Tests
-that use a space coral does not take (Text, Graph, Sequence, OneOf) fail at
-make_vec with coral's ValueError; tests that reach into a Gymnasium vector
-env's internals (its `envs` list, its worker processes) fail too.
+a test passes when coral behaves as Gymnasium's own vector envs do.
+
+Failures to expect, each a documented difference (docs/python.md):
+- a space coral does not take (Text, Graph, Sequence, OneOf): make_vec's ValueError;
+- AutoresetMode.DISABLED: refused, coral always autoresets;
+- every env is seeded on its first reset (tests that count from seed=None),
+  np_random_seed is the vector env's int, not a tuple of the envs' seeds;
+- infos always hold coral's env_id and failed (tests that compare infos to {});
+- Gymnasium's `envs` list, and rendering (render_mode is None);
+- envs needing packages Debian does not ship here (Box2D, pygame, MuJoCo).
 """
 
 import itertools
