@@ -19,6 +19,8 @@ if [ "${1:-}" != main ]; then
   packages+=(
     clang-14 libclang-rt-14-dev  # the fuzz build: clang and its libFuzzer, ASan and UBSan runtimes
     python3-pytest python3-torch  # the Python tests, and the example PPO in PyTorch
+    python3-venv python3-pip python3-setuptools python3-wheel  # ctest python_pip_venv: pip install into a fresh venv
+    python3-cloudpickle  # gymnasium's import, for scripts/gymnasium_suite.py (by hand)
     openmpi-bin  # mpirun, for the mpi tests
   )
 fi

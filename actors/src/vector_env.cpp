@@ -117,6 +117,19 @@ class vector_env::handoff final : public policy {
     ended_.store(true);
     wake();
   }
+  /// The runtime's stop deadline passed with actors still running: close()
+  /// stops waiting for the run.
+  void abandon() {
+    abandoned_.store(true);
+    wake();
+  }
+  /// close(): waits until the run ended (true) or was abandoned or
+  /// `deadline` passed (false).
+  bool wait_end(clock::time_point deadline) {
+    adaptive_spin no_spin{std::chrono::nanoseconds(0)};
+    wait_for([this] { return ended_.load() || abandoned_.load(); }, deadline, no_spin);
+    return ended_.load();
+  }
   /// close(): the batcher must not wait for the caller any more.
   void stop() {
     stopping_.store(true);
@@ -185,6 +198,7 @@ class vector_env::handoff final : public policy {
   std::atomic<std::uint32_t> state_{phase::idle};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> ended_{false};
+  std::atomic<bool> abandoned_{false};
   std::atomic<int> parked_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -204,38 +218,52 @@ vector_env::vector_env(sampler_options options, autoreset_mode mode)
     throw config_error(fmt::format(fmt::runtime(errors::vector_env_multi_agent), options_.env,
                                    sampler_->first_env().max_agents()));
   }
-  handoff_ = std::make_unique<handoff>(sampler_->rows(), options_.spin);
+  handoff_ = std::make_shared<handoff>(sampler_->rows(), options_.spin);
 }
 
-vector_env::~vector_env() { close(); }
+vector_env::~vector_env() {
+  close();
+  // Each owns what it still uses (see start()).
+  for (auto& t : abandoned_) t.detach();
+}
 
 void vector_env::build(std::uint64_t seed) {
   options_.seed = seed;
   sampler_.reset();  // its envs go before the new ones are made
-  sampler_ = std::make_unique<sampler>(options_, batch_);
+  sampler_ = std::make_shared<sampler>(options_, batch_);
   if (batch_ == nullptr) batch_ = sampler_->shared_batch();
 }
 
 void vector_env::start(std::optional<std::uint64_t> seed) {
-  stop_run();
+  stop_run(true);
   std::lock_guard lock(control_);
+  // An abandoned run's env writes into these rows when its step ends.
+  for (auto& t : abandoned_) t.join();
+  abandoned_.clear();
   // A sampler runs once: after a run, or for another seed, the envs are built anew.
   if (spawned_ || (seed && *seed != options_.seed)) build(seed.value_or(options_.seed));
   spawned_ = true;
   handoff_->reset();
-  runtime_ = std::make_unique<runtime>(runtime_options{.mode = options_.executor});
+  auto h = handoff_.get();
+  runtime_ = std::make_shared<runtime>(
+      runtime_options{.mode = options_.executor, .on_stop_timeout = [h](const std::string&) { h->abandon(); }});
   handoff_->serve(runtime_.get());
   // Any stop (a failed env included) releases a batcher waiting for the caller.
-  runtime_->on_stop([h = handoff_.get()] { h->stop(); });
+  runtime_->on_stop([h] { h->stop(); });
   sampler_->spawn(*runtime_, *handoff_, 0);
-  runner_ = std::thread([this] {
+  // The runner holds the run, its envs and the hand-off, so that close() can
+  // leave it to finish a long env step: the run goes first (its actors use
+  // the envs and the hand-off), then the envs.
+  runner_ = std::thread([run = runtime_, envs = sampler_, handoff = handoff_]() mutable {
     std::exception_ptr failure;
     try {
-      runtime_->run();
+      run->run();
     } catch (...) {
       failure = std::current_exception();
     }
-    handoff_->end(failure);
+    handoff->end(failure);
+    run.reset();
+    envs.reset();
   });
   running_.store(true);
   closed_.store(false);
@@ -272,10 +300,10 @@ void vector_env::close() noexcept {
   // Before the batch in hand is dropped, so that a send() on another thread
   // that finds none sees why.
   closed_.store(true);
-  stop_run();
+  stop_run(false);
 }
 
-void vector_env::stop_run() noexcept {
+void vector_env::stop_run(bool wait_for_envs) noexcept {
   std::lock_guard lock(control_);
   holding_.store(false);
   if (runtime_ == nullptr) return;
@@ -286,7 +314,17 @@ void vector_env::stop_run() noexcept {
   // that callback runs on the very thread the batcher blocks.
   runtime_->request_stop();
   handoff_->stop();
-  if (runner_.joinable()) runner_.join();
+  // The runtime calls abandon() at its stop deadline; the grace covers an
+  // executor whose watchdog shares the stuck thread (executor_mode::single).
+  const auto grace = runtime_options{}.stop_deadline + std::chrono::seconds(1);
+  if (wait_for_envs || handoff_->wait_end(clock::now() + grace)) {
+    if (runner_.joinable()) runner_.join();
+  } else {
+    abandoned_.push_back(std::move(runner_));
+    // The abandoned run keeps these; a later start() needs its own.
+    handoff_ = std::make_shared<handoff>(sampler_->rows(), options_.spin);
+    spawned_ = true;
+  }
   // A run that failed keeps its failure for the next receive() only while
   // running; after close() there is nothing to receive.
   runtime_.reset();

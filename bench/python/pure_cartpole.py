@@ -115,7 +115,7 @@ class NumpyStateCartPole(CartPole):
 class PurePythonVecEnv:
     """`n` CartPoles stepped one after another in a Python loop, with `coral.make_vec`'s protocol:
     `reset(seed=None) -> (obs, infos)`, `step(actions) -> (obs, rewards, terminations, truncations,
-    infos)`, `infos["episode"]` = {"r", "l"} with mask `infos["_episode"]`.
+    infos)`, `infos["coral_episode"]` = {"r", "l"} with mask `infos["_coral_episode"]`.
 
     `autoreset_mode` is "next_step" (coral's default: the step after an episode ends resets that
     env, ignoring its action, with reward 0 and both flags False) or "same_step" (the env resets
@@ -152,7 +152,7 @@ class PurePythonVecEnv:
         self._needs_reset = [False] * n
 
     def _infos(self) -> dict:
-        infos = {"episode": {"r": self._episode_r, "l": self._episode_l}, "_episode": self._episode_mask}
+        infos = {"coral_episode": {"r": self._episode_r, "l": self._episode_l}, "_coral_episode": self._episode_mask}
         if self._same_step:
             infos["final_obs"] = self._final_obs
             infos["_final_obs"] = self._final_mask

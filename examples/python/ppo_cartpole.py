@@ -151,7 +151,9 @@ def main(argv=None):
     n, t_len = env.num_envs, args.rollout_steps
     obs_dim = int(np.prod(env.single_observation_space.shape))
     num_actions = int(env.single_action_space.n)
-    next_step_mode = env.metadata.get("autoreset_mode", "next_step") == "next_step"
+    # coral's metadata holds an AutoresetMode, the pure-Python twin's a string.
+    mode = env.metadata.get("autoreset_mode", "next_step")
+    next_step_mode = str(getattr(mode, "name", mode)).lower() == "next_step"
     agent = ActorCritic(obs_dim, num_actions, args.hidden)
     parameters = list(agent.parameters())
     optimizer = torch.optim.Adam(parameters, lr=args.lr, eps=1e-5, foreach=True)
@@ -219,9 +221,9 @@ def main(argv=None):
                     with torch.no_grad():
                         final_values = agent(final_obs)[1].numpy()
                     rewards_buf[t, cut] += args.gamma * final_values
-            finished = infos["_episode"]
+            finished = infos["_coral_episode"]
             if finished.any():
-                for r in infos["episode"]["r"][finished]:
+                for r in infos["coral_episode"]["r"][finished]:
                     recent_returns.append(float(r))
                     episodes += 1
                 if len(recent_returns) == args.window:

@@ -1,7 +1,7 @@
 """coral from Python: its envs as a Gymnasium-style vector env, and its trainer.
 
     import coral
-    envs = coral.make_vec("cartpole", 8)          # a Gymnasium VectorEnv
+    envs = coral.make_vec("cartpole", 8)          # a gymnasium.vector.VectorEnv when gymnasium is installed
     obs, infos = envs.reset(seed=0)
     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
     result = coral.train(env="cartpole", algo="ppo")   # `coral train`, in-process
@@ -12,7 +12,7 @@ See docs/python.md.
 from . import _coral, spaces
 from ._errors import EnvError
 from ._pyenv import register
-from ._spaces import USING_GYMNASIUM
+from ._gym import USING_GYMNASIUM, AutoresetMode
 from ._train import TrainingInterrupted, train
 from ._vector import VectorEnv, make_vec
 
@@ -25,4 +25,4 @@ def env_names():
 
 
 __all__ = ["make_vec", "VectorEnv", "register", "train", "env_names", "EnvError", "TrainingInterrupted",
-           "USING_GYMNASIUM"]
+           "USING_GYMNASIUM", "AutoresetMode"]

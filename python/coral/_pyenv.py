@@ -1,6 +1,9 @@
 """coral.register: a Gymnasium-style Python env class run inside coral."""
 
+import contextlib
 import numbers
+import threading
+import types
 
 import numpy as np
 
@@ -11,13 +14,18 @@ from . import _spaces
 class _Adapter:
     """What coral's C++ side calls (under the GIL): flat rows in and out."""
 
-    __slots__ = ("env", "seed", "obs", "act")
+    __slots__ = ("env", "seed", "obs", "act", "info", "final_info")
 
     def __init__(self, env, seed, obs_layout, act_layout):
         self.env = env
         self.seed = seed
         self.obs = obs_layout
         self.act = act_layout
+        # The env's info of its last reset or step, and on a reset the one it
+        # replaced (a same-step reset's final_info); the vector env reads them
+        # for the envs of the batch it holds, while those envs wait.
+        self.info = {}
+        self.final_info = {}
 
     def reset(self):
         if self.seed is not None:
@@ -25,12 +33,34 @@ class _Adapter:
             self.seed = None  # later episodes go on from the env's own generator, as in Gymnasium
         else:
             result = self.env.reset()
-        obs = result[0] if isinstance(result, tuple) and len(result) == 2 else result
+        obs, info = result if isinstance(result, tuple) and len(result) == 2 else (result, {})
+        self.final_info, self.info = self.info, info
         return self.obs.flatten_one(obs)
 
     def step(self, discrete, continuous):
-        obs, reward, terminated, truncated, _info = self.env.step(self.act.unflatten_one(discrete, continuous))
+        obs, reward, terminated, truncated, info = self.env.step(self.act.unflatten_one(discrete, continuous))
+        self.info = info
         return self.obs.flatten_one(obs), float(reward), bool(terminated), bool(truncated)
+
+
+_made = threading.local()
+
+
+@contextlib.contextmanager
+def first_spaces():
+    """Within the block: `seen.spaces` becomes (observation space, action space,
+    their descriptions) of the first Python env made on this thread (None if
+    none is), and `seen.adapters` maps each env index to the adapter last made
+    for it. coral's C++ spaces hold neither dtypes nor starts; a vector env
+    over a Python env takes the env's own spaces from here, as Gymnasium's
+    vector envs take their first env's, and its envs' infos from the adapters."""
+    seen = types.SimpleNamespace(spaces=None, adapters={})
+    previous = getattr(_made, "seen", None)
+    _made.seen = seen
+    try:
+        yield seen
+    finally:
+        _made.seen = previous
 
 
 def _key(name, value):
@@ -62,6 +92,11 @@ def register(name, env_class, **defaults):
         act_desc = _spaces.to_desc(env.action_space)
         env_seed = int(np.random.SeedSequence([int(seed), int(env_index)]).generate_state(1)[0])
         adapter = _Adapter(env, env_seed, _spaces.ObservationLayout(obs_desc), _spaces.ActionLayout(act_desc))
+        seen = getattr(_made, "seen", None)
+        if seen is not None:
+            if seen.spaces is None:
+                seen.spaces = (env.observation_space, env.action_space, obs_desc, act_desc)
+            seen.adapters[int(env_index)] = adapter
         return adapter, obs_desc, act_desc
 
     doc = (getattr(env_class, "__doc__", None) or "").strip().splitlines()

@@ -1,4 +1,4 @@
-"""coral.make_vec: coral's sampler as a Gymnasium-style vector env."""
+"""coral.make_vec: coral's sampler as a Gymnasium vector env."""
 
 import numbers
 import re
@@ -6,21 +6,42 @@ import re
 import numpy as np
 
 from . import _coral
+from . import _gym
+from . import _pyenv
 from . import _spaces
+from ._gym import AutoresetMode
 
-AUTORESET_MODES = ("next_step", "same_step")
+# coral's names, the enum, and the enum's values ("NextStep", as Gymnasium's vector envs take them).
+AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
+                   **{mode: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)},
+                   **{mode.value: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)}}
+# The info keys coral fills itself; stats_key may not take one of them.
+OWN_INFO_KEYS = ("env_id", "failed", "final_obs", "final_info")
 TOPOLOGIES = ("sync", "double-buffer", "pool")
 
 
-def _count(name, value, minimum=1, allow_none=False):
+# The widest value each C++ parameter takes: a larger Python int would wrap
+# around or fail pybind11's conversion with a TypeError naming no argument.
+MAX_COUNT = 2**31 - 1  # env ids are int32 in the batch
+MAX_SEED = 2**64 - 1
+MAX_INT64 = 2**63 - 1
+
+
+def _count(name, value, minimum=1, allow_none=False, maximum=MAX_COUNT):
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}: {value!r} is invalid: must be an integer")
     value = int(value)
     if value < minimum:
         raise ValueError(f"{name}: {value} is invalid: must be at least {minimum}")
+    if value > maximum:
+        raise ValueError(f"{name}: {value} is invalid: must be at most {maximum}")
     return value
+
+
+def _seed(value):
+    return _count("seed", value, minimum=0, maximum=MAX_SEED)
 
 
 def _env_arg_text(key, value):
@@ -45,19 +66,27 @@ def _python_names(message):
 
 def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
              autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-             **env_args):
+             stats_key="coral_episode", **env_args):
     """coral's envs as a vector env; see VectorEnv."""
     return VectorEnv(env_id, num_envs, batch_size=batch_size, num_threads=num_threads, topology=topology,
                      seed=seed, autoreset_mode=autoreset_mode, copy=copy, envs_per_group=envs_per_group,
-                     executor=executor, spin_us=spin_us, **env_args)
+                     executor=executor, spin_us=spin_us, stats_key=stats_key, **env_args)
 
 
-class VectorEnv:
+class VectorEnv(_gym.VectorEnv):
     """`num_envs` coral envs, stepped by coral's actors in the topology chosen.
 
     The Gymnasium VectorEnv protocol (reset/step on every env at once, with
     batch_size == num_envs, the default) and EnvPool's asynchronous one
     (async_reset/send/recv on batches of batch_size envs, for pool sampling).
+    With gymnasium importable this is a ``gymnasium.vector.VectorEnv``, so
+    Gymnasium's vector wrappers take it; metadata["autoreset_mode"] is an
+    AutoresetMode either way.
+
+    infos holds "env_id" and "failed" (each with its "_" mask), and coral's
+    episode statistics {"r": returns, "l": lengths} of the envs whose episode
+    ended under `stats_key` ("coral_episode"; None leaves them out), a key of
+    its own so that Gymnasium's RecordEpisodeStatistics ("episode") can wrap it.
 
     Arrays returned are views of coral's rows, valid until the next call to
     step, send, reset, async_reset or close; pass copy=True for copies. A
@@ -67,15 +96,21 @@ class VectorEnv:
 
     def __init__(self, env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
                  autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-                 **env_args):
+                 stats_key="coral_episode", **env_args):
         if not isinstance(env_id, str):
             raise ValueError(f"env_id: {env_id!r} is invalid: must be an env name (see coral.env_names())")
         num_envs = _count("num_envs", num_envs)
         batch_size = _count("batch_size", batch_size, allow_none=True)
         threads = _count("num_threads", num_threads, allow_none=True) or 1
-        seed = _count("seed", seed, minimum=0)
-        if autoreset_mode not in AUTORESET_MODES:
-            raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: {', '.join(AUTORESET_MODES)})")
+        seed = _seed(seed)
+        if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in AUTORESET_MODES:
+            raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: next_step, same_step, "
+                             "or AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)")
+        autoreset_mode = AUTORESET_MODES[autoreset_mode]
+        if stats_key is not None and (not isinstance(stats_key, str) or not stats_key
+                                      or stats_key.lstrip("_") in OWN_INFO_KEYS):
+            raise ValueError(f"stats_key: {stats_key!r} is invalid: must be None or a non-empty string other than "
+                             f"{', '.join(OWN_INFO_KEYS)}")
         if topology is None:
             topology = "sync" if batch_size is None or batch_size == num_envs else "pool"
         if topology not in TOPOLOGIES:
@@ -85,12 +120,14 @@ class VectorEnv:
         if envs_per_group is None:
             envs_per_group = self._default_group(topology, num_envs, batch_size, threads)
         envs_per_group = _count("envs_per_group", envs_per_group)
-        spin_us = _count("spin_us", spin_us, minimum=0)
+        spin_us = _count("spin_us", spin_us, minimum=0, maximum=MAX_INT64)
         args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
 
         try:
-            self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed, autoreset_mode,
-                                          envs_per_group, executor, spin_us, args)
+            with _pyenv.first_spaces() as seen:
+                self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed,
+                                              "same_step" if autoreset_mode == AutoresetMode.SAME_STEP else "next_step",
+                                              envs_per_group, executor, spin_us, args)
         except ValueError as e:
             raise ValueError(_python_names(str(e))) from None
         self.num_envs = num_envs
@@ -101,11 +138,21 @@ class VectorEnv:
         self.render_mode = None
         self.closed = False
         self._seed = seed
-        self._same_step = autoreset_mode == "same_step"
-        self._obs_layout = _spaces.ObservationLayout(self._engine.observation_space)
-        self._action_layout = _spaces.ActionLayout(self._engine.action_space)
-        self.single_observation_space = _spaces.from_desc(self._engine.observation_space)
-        self.single_action_space = _spaces.from_desc(self._engine.action_space)
+        self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
+        self._stats_key = stats_key
+        self._adapters = seen.adapters or None  # a Python env's: where its infos are
+        if seen.spaces is not None:
+            # A Python env: its own spaces, with the dtypes and starts coral's C++ spaces do not hold.
+            self.single_observation_space, self.single_action_space, obs_desc, act_desc = seen.spaces
+        else:
+            obs_desc, act_desc = self._engine.observation_space, self._engine.action_space
+            self.single_observation_space = _spaces.from_desc(obs_desc)
+            self.single_action_space = _spaces.from_desc(act_desc)
+        self._obs_layout = _spaces.ObservationLayout(obs_desc)
+        self._action_layout = _spaces.ActionLayout(act_desc)
+        starts = _spaces.discrete_starts(act_desc)
+        if any(starts):
+            self._engine.set_action_starts(starts, repr(self.single_action_space))
         self.observation_space = _spaces.batch(self.single_observation_space, num_envs)
         self.action_space = _spaces.batch(self.single_action_space, num_envs)
         self._simple_actions = self._action_layout.kind in ("box", "discrete", "multi_discrete")
@@ -122,18 +169,22 @@ class VectorEnv:
         self._started = False
         # A whole-batch step whose outputs are all views returns the same
         # view objects every step: it runs in C++ from actions to outputs.
+        # Same-step final_obs of a Dict or Tuple is built per step.
+        # So are a Python env's infos.
         self._fast = (self.batch_size == num_envs and self._simple_actions and self._obs_layout.all_views
-                      and not self.copy)
+                      and not self.copy and not (self._same_step and self._obs_layout.structured)
+                      and self._adapters is None)
         if self._fast:
             every = slice(None)
             ended = v["ended"]
             infos = {"env_id": self._all_ids, "_env_id": self._all_true,
-                     "episode": {"r": v["episode_returns"], "l": v["episode_lengths"]}, "_episode": ended,
                      "failed": v["failed"], "_failed": self._all_true}
+            stats = self._stats(v["episode_returns"], v["episode_lengths"], ended)
+            infos.update(stats)
             if self._same_step:
                 infos["final_obs"] = self._final_all
                 infos["_final_obs"] = ended
-                infos["final_info"] = {"episode": infos["episode"], "_episode": ended}
+                infos["final_info"] = stats
                 infos["_final_info"] = ended
             self._engine.set_outputs(self._obs_all[every], v["rewards"], v["terminated"], v["truncated"], infos)
 
@@ -150,10 +201,11 @@ class VectorEnv:
     # --- the Gymnasium protocol -------------------------------------------
 
     def reset(self, *, seed=None, options=None):
-        """Starts new episodes: in every env, or those of options["reset_mask"]."""
+        """Starts new episodes: in every env, or those of options["reset_mask"].
+        A seed also seeds np_random, as Gymnasium's vector envs do."""
         self._check_open()
         if seed is not None:
-            seed = _count("seed", seed, minimum=0)
+            seed = _seed(seed)
         mask = None
         if options is not None:
             if not isinstance(options, dict) or set(options) - {"reset_mask"}:
@@ -176,13 +228,15 @@ class VectorEnv:
         else:
             if seed is not None:
                 self._seed = seed
-            self._engine.start(seed)
-            self._started = True
+                super().reset(seed=seed)
+            self._start(seed)
         self._count = self._engine.recv()
         obs = self._observations(slice(None))
+        infos = {"env_id": self._ids(), "_env_id": self._all_true}
+        self._add_env_infos(infos, self._ids(), "info")
         if self.copy:
-            obs = _copy(obs)
-        return obs, {"env_id": self._ids(), "_env_id": self._all_true}
+            obs, infos = _copy(obs), _copy(infos)
+        return obs, infos
 
     def step(self, actions):
         """One step of every env: (obs, rewards, terminations, truncations, infos)."""
@@ -209,9 +263,8 @@ class VectorEnv:
         """(Re)starts every env; recv() then returns the first batches."""
         self._check_open()
         if seed is not None:
-            self._seed = _count("seed", seed, minimum=0)
-        self._engine.start(self._seed)
-        self._started = True
+            self._seed = _seed(seed)
+        self._start(self._seed)
         self._count = 0
 
     def send(self, actions, env_id=None):
@@ -235,12 +288,53 @@ class VectorEnv:
         self._count = self._engine.recv()
         return self._outputs(self._rows())
 
+    # --- a Python env's instances (Gymnasium's SyncVectorEnv has these) -----
+
+    def call(self, name, *args, **kwargs):
+        """Calls method `name` of every env (an attribute's value if it is not callable): a tuple,
+        env 0 first. Python envs only, while no env steps (sync, or before the first reset)."""
+        results = []
+        for env in self._env_instances("call"):
+            attribute = getattr(env, name)
+            results.append(attribute(*args, **kwargs) if callable(attribute) else attribute)
+        return tuple(results)
+
+    def get_attr(self, name):
+        """Attribute `name` of every env: a tuple, env 0 first (as call(), without calling)."""
+        return tuple(getattr(env, name) for env in self._env_instances("get_attr"))
+
+    def set_attr(self, name, values):
+        """Sets attribute `name` of every env: to values[i] for env i, or to `values` in each if it
+        is not a list or tuple. A seeded reset builds the envs anew, without it."""
+        envs = self._env_instances("set_attr")
+        if not isinstance(values, (list, tuple)):
+            values = [values] * len(envs)
+        if len(values) != len(envs):
+            raise ValueError(f"values: {len(values)} values for {len(envs)} envs")
+        for env, value in zip(envs, values):
+            setattr(env, name, value)
+
+    def _env_instances(self, what):
+        self._check_open()
+        if self._adapters is None:
+            raise RuntimeError(f"{what}: {self.metadata['env_id']!r} is a C++ env; only envs registered from "
+                               "Python (coral.register) have instances to reach")
+        if self._started and self.batch_size != self.num_envs:
+            raise RuntimeError(f"{what}: the envs of a pool may be stepping; use batch_size=num_envs")
+        return [self._adapters[i].env for i in range(self.num_envs)]
+
     # --- the rest -----------------------------------------------------------
 
-    def close(self):
-        if not self.closed:
-            self._engine.close()
-            self.closed = True
+    def render(self):
+        """None: coral's envs do not render (render_mode is always None)."""
+        self._check_open()
+        return None
+
+    def close_extras(self, **kwargs):
+        """Stops coral's actors (close() calls this once, then marks the env closed)."""
+        engine = getattr(self, "_engine", None)  # absent if __init__ raised
+        if engine is not None:
+            engine.close()
 
     def __enter__(self):
         return self
@@ -258,10 +352,6 @@ class VectorEnv:
     def __repr__(self):
         return (f"coral.VectorEnv({self.metadata['env_id']!r}, num_envs={self.num_envs}, "
                 f"batch_size={self.batch_size}, topology={self.metadata['topology']!r})")
-
-    @property
-    def unwrapped(self):
-        return self
 
     @property
     def env_steps(self):
@@ -308,6 +398,47 @@ class VectorEnv:
         flat = self._v["final_observations" if final else "observations"][rows]
         return self._obs_layout.view(flat)
 
+    def _start(self, seed):
+        # Starting anew builds new envs: a Python env's adapters are new too.
+        with _pyenv.first_spaces() as seen:
+            self._engine.start(seed)
+        if self._adapters is not None:
+            self._adapters = seen.adapters or self._adapters
+        self._started = True
+
+    def _add_env_infos(self, infos, ids, which, only=None):
+        """A Python env's own info dicts (adapter.<which>) into `infos`, Gymnasium's way: each
+        key an array over the batch with its "_key" mask; coral's own keys win a clash."""
+        if self._adapters is None:
+            return
+        n = len(ids)
+        env_infos = {}
+        for k, env_id in enumerate(ids):
+            if only is not None and not only[k]:
+                continue
+            info = getattr(self._adapters[int(env_id)], which)
+            if info:
+                _put_info(env_infos, info, k, n)
+        for key, value in env_infos.items():
+            infos.setdefault(key, value)
+
+    def _final_observations(self, rows, ended):
+        """Same-step final observations: one entry per env (None where no episode ended), as
+        Gymnasium gives them; for a Box, the stacked (n, *shape) array whose row i is env i's."""
+        final = self._observations(rows, final=True)
+        if not self._obs_layout.structured:
+            return final
+        per_env = np.full(len(ended), None, dtype=object)
+        for i in np.flatnonzero(ended):
+            per_env[i] = _take(final, int(i))
+        return per_env
+
+    def _stats(self, returns, lengths, ended):
+        """coral's episode statistics as infos entries: none without a stats_key."""
+        if self._stats_key is None:
+            return {}
+        return {self._stats_key: {"r": returns, "l": lengths}, "_" + self._stats_key: ended}
+
     def _outputs(self, rows):
         v = self._v
         n = self._count
@@ -319,20 +450,46 @@ class VectorEnv:
         infos = {
             "env_id": self._ids(),
             "_env_id": mask,
-            "episode": {"r": returns, "l": lengths},
-            "_episode": ended,
             "failed": v["failed"][rows],
             "_failed": mask,
         }
+        stats = self._stats(returns, lengths, ended)
+        infos.update(stats)
         if self._same_step:
-            infos["final_obs"] = self._observations(rows, final=True)
+            infos["final_obs"] = self._final_observations(rows, ended)
             infos["_final_obs"] = ended
-            infos["final_info"] = {"episode": {"r": returns, "l": lengths}, "_episode": ended}
+            infos["final_info"] = dict(stats)
             infos["_final_info"] = ended
+            self._add_env_infos(infos["final_info"], infos["env_id"], "final_info", only=ended)
+        self._add_env_infos(infos, infos["env_id"], "info")
         out = (obs, v["rewards"][rows], v["terminated"][rows], v["truncated"][rows], infos)
         if self.copy:
             out = _copy(out)
         return out
+
+
+_INFO_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+
+
+def _put_info(infos, info, k, n):
+    """Entry k of a batch of n: every key of `info` as an array with its "_key" mask (Python
+    ints, floats and bools as int64, float64 and bool arrays, dicts recursively, anything else
+    in an object array)."""
+    for key, value in info.items():
+        if isinstance(value, dict):
+            if not isinstance(infos.setdefault(key, {}), dict):
+                continue  # another env gave a value under this key, not a dict
+            _put_info(infos[key], value, k, n)
+        else:
+            kind = _INFO_DTYPES.get(type(value), np.dtype(object))
+            if key not in infos:
+                infos[key] = np.zeros(n, dtype=kind) if kind != object else np.full(n, None, dtype=object)
+            elif isinstance(infos[key], dict):
+                continue
+            elif infos[key].dtype != kind and infos[key].dtype != object:
+                infos[key] = infos[key].astype(object)  # envs disagree on the type: keep each as given
+            infos[key][k] = value
+        infos.setdefault("_" + key, np.zeros(n, dtype=bool))[k] = True
 
 
 def _take(structured, rows):
@@ -349,5 +506,10 @@ def _copy(value):
     if isinstance(value, tuple):
         return tuple(_copy(x) for x in value)
     if isinstance(value, np.ndarray):
+        if value.dtype == object:  # per-env final observations: copy each one
+            out = np.empty_like(value)
+            for i, x in enumerate(value):
+                out[i] = _copy(x)
+            return out
         return value.copy()
     return value

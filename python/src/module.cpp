@@ -82,6 +82,7 @@ class vec {
            actors::parse_autoreset_mode(autoreset)),
         buffers_(std::make_shared<buffers>()) {
     discrete_bounds(v_.action_space(), bounds_);
+    starts_.assign(bounds_.size(), 0);
     buffers_->batch = v_.shared_batch();
     buffers_->ids.assign(v_.num_envs(), 0);
     buffers_->ended.assign(v_.num_envs(), 0);
@@ -200,20 +201,36 @@ class vec {
     }
   }
 
+  /// Where each discrete action component starts (a Python space's
+  /// `start`; 0 for coral's envs): actions are checked against
+  /// start .. start + n - 1 and rows hold them less their start.
+  /// `space_text` names the space in errors.
+  void set_action_starts(const std::vector<std::int64_t>& starts, const std::string& space_text) {
+    if (starts.size() != bounds_.size()) {
+      throw std::invalid_argument(
+          fmt::format("set_action_starts: {} starts for {} discrete components", starts.size(), bounds_.size()));
+    }
+    starts_ = starts;
+    space_text_ = space_text;
+  }
+
   /// The same with both parts given as arrays of (batch, width) (None for an empty part).
   void put_flat(const py::handle& discrete, const py::handle& continuous, const py::handle& env_ids) {
     const auto held = v_.held();
-    if (held.empty()) throw std::runtime_error("actions: no batch in hand; call recv() (or reset()) first");
+    if (held.empty()) {
+      if (v_.closed()) throw std::runtime_error("the vector env is closed");
+      throw std::runtime_error("actions: no batch in hand; call recv() (or reset()) first");
+    }
     const std::size_t n = held.size();
     const std::int32_t* ids = buffers_->ids.data();
-    py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> given_ids;
     if (!env_ids.is_none()) {
-      given_ids = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>::ensure(env_ids);
-      if (!given_ids || given_ids.ndim() != 1 || static_cast<std::size_t>(given_ids.size()) != n) {
+      const auto given = integers(env_ids, "env_id", "env ids");
+      if (given.ndim() != 1 || static_cast<std::size_t>(given.size()) != n) {
         throw std::invalid_argument(fmt::format("env_id: expected {} env ids, those of the batch received", n));
       }
-      ids = given_ids.data();
-      check_same_envs(ids, n);
+      check_same_envs(given.data(), n);
+      given_ids_.assign(given.data(), given.data() + n);  // each checked to be a row index
+      ids = given_ids_.data();
     }
     write_discrete(discrete, ids, n);
     write_continuous(continuous, ids, n);
@@ -260,20 +277,46 @@ class vec {
     return o;
   }
 
-  void check_same_envs(const std::int32_t* ids, std::size_t n) {
+  void check_same_envs(const std::int64_t* ids, std::size_t n) {
     const auto held = v_.held();
     for (auto id : held) marks_[id] = 1;
     std::string bad;
     for (std::size_t i = 0; i < n && bad.empty(); ++i) {
       const auto id = ids[i];
-      if (id < 0 || static_cast<std::size_t>(id) >= marks_.size() || marks_[static_cast<std::size_t>(id)] != 1) {
+      if (id < 0 || static_cast<std::uint64_t>(id) >= marks_.size() || marks_[static_cast<std::size_t>(id)] != 1) {
         bad = fmt::format("env_id: {} is not an env of the batch in hand (or is given twice)", id);
       } else {
         marks_[static_cast<std::size_t>(id)] = 2;
       }
     }
     for (auto id : held) marks_[id] = 0;
+    // A close() from another thread drops the batch in hand: say that, not that the ids are wrong.
+    if (!bad.empty() && v_.closed()) throw std::runtime_error("the vector env is closed");
     if (!bad.empty()) throw std::invalid_argument(bad);
+  }
+
+  /// `value` as a C-contiguous int64 array, converted from any integer or
+  /// bool array without wrapping around; throws naming `argument` for floats
+  /// (a caller's bug, not values to truncate) and for uint64 values past int64.
+  static py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> integers(const py::handle& value,
+                                                                                      std::string_view argument,
+                                                                                      std::string_view what) {
+    const auto given = py::array::ensure(value);
+    if (!given) throw std::invalid_argument(fmt::format("{}: not convertible to a numeric array", argument));
+    const char kind = given.dtype().kind();
+    if (kind != 'i' && kind != 'u' && kind != 'b') {
+      throw std::invalid_argument(fmt::format("{}: {} must be integers, got {}", argument, what,
+                                              py::str(given.dtype()).cast<std::string>()));
+    }
+    if (kind == 'u' && given.dtype().itemsize() == sizeof(std::uint64_t)) {
+      const auto wide = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(given);
+      for (py::ssize_t i = 0; i < wide.size(); ++i) {
+        if (wide.data()[i] > static_cast<std::uint64_t>(INT64_MAX)) {
+          throw std::invalid_argument(fmt::format("{}: {} is out of range", argument, wide.data()[i]));
+        }
+      }
+    }
+    return py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(given);
   }
 
   /// `part` as a C-contiguous array of T with n rows of `width`; throws
@@ -292,24 +335,20 @@ class vec {
     auto& slab = buffers_->batch->discrete_actions();
     const std::size_t width = slab.cols();
     if (width == 0) return;
-    // Floats for a Discrete space are a caller's bug, not values to truncate.
-    const auto given = py::array::ensure(part);
-    if (given && std::string_view("iub").find(given.dtype().kind()) == std::string_view::npos) {
-      throw std::invalid_argument(fmt::format("actions: {} actions must be integers, got {}",
-                                              v_.action_space().to_string(),
-                                              py::str(given.dtype()).cast<std::string>()));
-    }
-    const auto a = rows_of<std::int32_t>(part, width, n, "discrete");
+    if (part.is_none()) throw std::invalid_argument("actions: the discrete part is missing");
+    const auto a = integers(part, "actions", fmt::format("{} actions", space_text()));
+    check_shape(a, width, n);
     for (std::size_t i = 0; i < n; ++i) {
       const auto row = static_cast<std::size_t>(ids[i]);
-      const std::int32_t* src = a.data() + i * width;
+      const std::int64_t* src = a.data() + i * width;
       for (std::size_t k = 0; k < width; ++k) {
-        if (src[k] < 0 || src[k] >= bounds_[k]) {
-          throw std::invalid_argument(
-              fmt::format("actions: env {}: action {} is outside {} (component {}, allowed 0..{})", row, src[k],
-                          v_.action_space().to_string(), k, bounds_[k] - 1));
+        // Both within ±2^63 of each other only when src is near start: compare before subtracting.
+        if (src[k] < starts_[k] || src[k] - starts_[k] >= bounds_[k]) {
+          throw std::invalid_argument(fmt::format("actions: env {}: action {} is outside {} (component {}, allowed {}..{})",
+                                                  row, src[k], space_text(), k, starts_[k],
+                                                  starts_[k] + bounds_[k] - 1));
         }
-        slab(row, k) = src[k];
+        slab(row, k) = static_cast<std::int32_t>(src[k] - starts_[k]);
       }
     }
   }
@@ -330,7 +369,7 @@ class vec {
     if (a.ndim() == 0 || static_cast<std::size_t>(a.shape(0)) != n ||
         static_cast<std::size_t>(a.size()) != n * width) {
       throw std::invalid_argument(fmt::format("actions: expected {} actions of {} ({} numbers each), got shape {}", n,
-                                              v_.action_space().to_string(), width, shape_text(a)));
+                                              space_text(), width, shape_text(a)));
     }
   }
 
@@ -357,7 +396,8 @@ class vec {
     const auto n = static_cast<std::int64_t>(bounds_.front());
     auto& actions_slab = buffers_->batch->discrete_actions();
     for (std::size_t i = 0; i < held.size(); ++i) {
-      const auto value = static_cast<std::int64_t>(src[i]);
+      if (static_cast<std::int64_t>(src[i]) < starts_.front()) return false;
+      const auto value = static_cast<std::int64_t>(src[i]) - starts_.front();
       if (value < 0 || value >= n) return false;
       actions_slab(held[i], 0) = static_cast<std::int32_t>(value);
     }
@@ -366,8 +406,16 @@ class vec {
 
   actors::vector_env v_;
   std::shared_ptr<buffers> buffers_;
+  /// The action space's name in errors: the Python space's text once set_action_starts() gave it.
+  [[nodiscard]] std::string space_text() const {
+    return space_text_.empty() ? v_.action_space().to_string() : space_text_;
+  }
+
   std::vector<std::int32_t> bounds_;
+  std::vector<std::int64_t> starts_;  ///< per discrete component, see set_action_starts()
+  std::string space_text_;
   std::vector<std::uint8_t> marks_;
+  std::vector<std::int32_t> given_ids_;  ///< put_flat(): the env ids given, once checked
   bool single_discrete_ = false;
   py::tuple outputs_;
   py::dict infos_;
@@ -488,6 +536,7 @@ PYBIND11_MODULE(_coral, m) {
       .def("recv", &vec::recv)
       .def("send", &vec::send)
       .def("put_actions", &vec::put_actions, py::arg("actions"), py::arg("env_ids") = py::none())
+      .def("set_action_starts", &vec::set_action_starts, py::arg("starts"), py::arg("space_text"))
       .def("put_flat", &vec::put_flat, py::arg("discrete"), py::arg("continuous"), py::arg("env_ids") = py::none())
       .def("step", &vec::step)
       .def("close", &vec::close)

@@ -52,7 +52,7 @@ def test_pushing_one_way_terminates_and_balancing_truncates_at_500():
 
 def run_until_an_episode_ends(vec, actions):
     obs, rewards, terminations, truncations, infos = vec.step(actions)
-    while not infos["_episode"].any():
+    while not infos["_coral_episode"].any():
         obs, rewards, terminations, truncations, infos = vec.step(actions)
     return obs, rewards, terminations, truncations, infos
 
@@ -61,15 +61,15 @@ def test_next_step_mode_ends_then_resets_on_the_following_step():
     vec = pure_cartpole.PurePythonVecEnv(3, seed=0)
     assert vec.metadata["autoreset_mode"] == "next_step"
     obs, infos = vec.reset(seed=0)
-    assert obs.shape == (3, 4) and obs.dtype == np.float32 and not infos["_episode"].any()
+    assert obs.shape == (3, 4) and obs.dtype == np.float32 and not infos["_coral_episode"].any()
     actions = np.ones(3, dtype=np.int64)
     obs, rewards, terminations, truncations, infos = run_until_an_episode_ends(vec, actions)
-    ended = infos["_episode"].copy()
+    ended = infos["_coral_episode"].copy()
     assert np.array_equal(ended, terminations | truncations)
     last = obs[ended]
     assert np.all((np.abs(last[:, 0]) > 2.4 - 1e-6) | (np.abs(last[:, 2]) > 12 * 2 * math.pi / 360 - 1e-6))
-    lengths = infos["episode"]["l"][ended].copy()
-    assert np.array_equal(infos["episode"]["r"][ended], lengths.astype(np.float32))
+    lengths = infos["coral_episode"]["l"][ended].copy()
+    assert np.array_equal(infos["coral_episode"]["r"][ended], lengths.astype(np.float32))
     obs, rewards, terminations, truncations, infos = vec.step(actions)
     assert np.all(rewards[ended] == 0.0)
     assert not terminations[ended].any() and not truncations[ended].any()
@@ -80,7 +80,7 @@ def test_same_step_mode_resets_in_the_ending_step_and_reports_the_final_obs():
     vec = pure_cartpole.PurePythonVecEnv(3, seed=0, autoreset_mode="same_step")
     vec.reset()
     obs, rewards, terminations, truncations, infos = run_until_an_episode_ends(vec, np.zeros(3, dtype=np.int64))
-    ended = infos["_episode"]
+    ended = infos["_coral_episode"]
     assert np.array_equal(infos["_final_obs"], ended) and np.array_equal(ended, terminations)
     assert np.all(rewards[ended] == 1.0)
     assert np.all(np.abs(obs[ended]) <= 0.05)

@@ -1,5 +1,9 @@
 """The vector-env contract of coral.make_vec, against the real extension."""
 
+import _thread
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -19,7 +23,7 @@ def test_shapes_dtypes_and_spaces_contain_every_observation():
         assert env.single_action_space.n == 2
         assert env.observation_space.shape == (16, 4)
         assert env.action_space.shape == (16,)
-        assert env.metadata["autoreset_mode"] == "next_step"
+        assert env.metadata["autoreset_mode"] == coral.AutoresetMode.NEXT_STEP
         obs, infos = env.reset()
         assert obs.shape == (16, 4) and obs.dtype == np.float32
         assert env.observation_space.contains(obs)
@@ -29,7 +33,7 @@ def test_shapes_dtypes_and_spaces_contain_every_observation():
             assert obs.shape == (16, 4) and obs.dtype == np.float32
             assert rew.shape == (16,) and rew.dtype == np.float32
             assert term.dtype == np.bool_ and trunc.dtype == np.bool_
-            assert infos["_episode"].dtype == np.bool_
+            assert infos["_coral_episode"].dtype == np.bool_
             assert np.all(obs[:, 0] >= -4.8) and np.all(obs[:, 0] <= 4.8)
             assert env.observation_space.contains(obs)
             assert set(np.unique(rew)) <= {0.0, 1.0}
@@ -50,7 +54,7 @@ def run_episode_end(mode):
     steps = [tuple(np.copy(x) for x in (first,))]
     for _ in range(5):
         obs, rew, term, trunc, infos = env.step(np.array([1, 0]))
-        steps.append(tuple(np.copy(x) for x in (obs, rew, term, trunc, infos["_episode"], infos["episode"]["l"]))
+        steps.append(tuple(np.copy(x) for x in (obs, rew, term, trunc, infos["_coral_episode"], infos["coral_episode"]["l"]))
                      + ((np.copy(infos["final_obs"]), np.copy(infos["_final_obs"])) if mode == "same_step" else ()))
     env.close()
     return steps
@@ -132,7 +136,7 @@ def test_partial_reset_resets_only_the_masked_envs():
         np.testing.assert_array_equal(obs[~mask], before[~mask])
         assert np.all(np.abs(obs[mask]) <= 0.05)
         obs, rew, term, trunc, infos = env.step(np.ones(4, dtype=np.int64))
-        assert list(infos["episode"]["l"]) == [1, 6, 1, 6]
+        assert list(infos["coral_episode"]["l"]) == [1, 6, 1, 6]
         with pytest.raises(ValueError, match="reset_mask"):
             env.reset(options={"reset_mask": np.array([1, 0, 1, 0])})
 
@@ -168,7 +172,7 @@ def test_send_recv_step_counts_match_the_env_lengths():
         for _ in range(300):
             obs, rew, term, trunc, infos = env.recv()
             ids = infos["env_id"]
-            lengths = infos["episode"]["l"]
+            lengths = infos["coral_episode"]["l"]
             for k, i in enumerate(ids):
                 assert lengths[k] == sent[i]
                 if term[k]:
@@ -226,6 +230,58 @@ def test_pool_batches_of_one_group_are_views():
 def test_bad_arguments_raise_value_error_naming_them(kwargs, match):
     with pytest.raises(ValueError, match=match):
         coral.make_vec(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(num_envs=2**64), r"^num_envs: 18446744073709551616 is invalid: must be at most"),
+    (dict(num_envs=2**32 + 2), r"^num_envs: 4294967298 is invalid: must be at most"),
+    (dict(num_envs=2, seed=2**64), r"^seed: 18446744073709551616 is invalid: must be at most"),
+    (dict(num_envs=2, spin_us=2**64), r"^spin_us: 18446744073709551616 is invalid"),
+    (dict(num_envs=2, batch_size=np.uint64(2**63)), r"^batch_size: 9223372036854775808 is invalid"),
+])
+def test_integers_too_wide_for_coral_raise_value_error_naming_the_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        coral.make_vec("cartpole", **kwargs)
+
+
+def test_the_widest_seed_is_taken_and_one_wider_is_refused_by_every_seeding_call():
+    with coral.make_vec("cartpole", 2, seed=2**64 - 1) as env:
+        env.reset(seed=2**64 - 1)
+        with pytest.raises(ValueError, match=r"^seed: 18446744073709551616 is invalid"):
+            env.reset(seed=2**64)
+        with pytest.raises(ValueError, match=r"^seed: -1 is invalid"):
+            env.reset(seed=-1)
+        with pytest.raises(ValueError, match=r"^seed: 18446744073709551616 is invalid"):
+            env.async_reset(seed=2**64)
+        env.step(np.zeros(2, dtype=np.int64))  # the refused calls changed nothing
+
+
+@pytest.mark.parametrize("actions", [
+    np.full(8, 2**32), np.full(8, 2**32, dtype=np.uint64), np.full(8, 2**64 - 1, dtype=np.uint64),
+    np.full(8, -2**32), np.full((8, 1), 2**33),
+], ids=["int64 2**32", "uint64 2**32", "uint64 max", "int64 -2**32", "column 2**33"])
+def test_wide_integer_actions_are_refused_not_wrapped_around(actions):
+    with coral.make_vec("cartpole", 8) as env:
+        env.reset(seed=0)
+        with pytest.raises(ValueError, match=r"^actions: "):
+            env.step(actions)
+        env.step(np.zeros(8, dtype=np.int64))
+
+
+def test_env_ids_must_be_exact_integers_of_the_batch():
+    with coral.make_vec("cartpole", 8, batch_size=4) as pool:
+        pool.async_reset(seed=0)
+        _, _, _, _, infos = pool.recv()
+        ids = np.asarray(infos["env_id"], dtype=np.int64)
+        actions = np.zeros(4, dtype=np.int64)
+        with pytest.raises(ValueError, match=r"^env_id: \d+ is not an env of the batch"):
+            pool.send(actions, ids + 2**32)
+        with pytest.raises(ValueError, match=r"^env_id: env ids must be integers, got float64"):
+            pool.send(actions, ids + 0.9)
+        with pytest.raises(ValueError, match=r"^env_id: 18446744073709551615 is out of range"):
+            pool.send(actions, np.full(4, 2**64 - 1, dtype=np.uint64))
+        pool.send(actions, ids.astype(np.uint16))
+        pool.recv()
 
 
 def test_bad_actions_and_misuse_raise_clear_errors():
@@ -314,7 +370,6 @@ def test_views_stay_readable_after_the_env_is_gone():
 
 
 def test_two_threads_on_one_env_get_errors_not_crashes():
-    import threading
     env = coral.make_vec("cartpole", 8, batch_size=2, num_threads=2, seed=0)
     env.async_reset()
     errors, batches = [], []
@@ -341,7 +396,6 @@ def test_two_threads_on_one_env_get_errors_not_crashes():
 
 
 def test_closing_from_another_thread_ends_a_waiting_recv():
-    import threading
     env = coral.make_vec("delay", 2, batch_size=1, mean_us=300000)
     env.async_reset()
     obs, rew, term, trunc, infos = env.recv()
@@ -362,7 +416,6 @@ def test_close_from_another_thread_mid_loop_says_closed(topology):
     # close() on another thread while this one steps: whichever call the
     # close lands in (recv, send, step, or between them), the error says the
     # env is closed, never that no batch is in hand; and nothing hangs.
-    import threading
     for trial in range(20):
         if topology == "pool":
             env = coral.make_vec("cartpole", 8, batch_size=2, num_threads=2)
@@ -380,3 +433,40 @@ def test_close_from_another_thread_mid_loop_says_closed(topology):
                 else:
                     env.step(np.zeros(8, dtype=np.int64))
         closer.join()
+
+
+class SlowStep:
+    """each step waits (up to 30 s) for a gate the test opens at its end"""
+
+    started = threading.Event()
+    gate = threading.Event()
+
+    def __init__(self):
+        self.observation_space = coral._spaces._impl.Box(-1, 1, (1,), np.float32)
+        self.action_space = coral._spaces._impl.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        SlowStep.started.set()
+        SlowStep.gate.wait(30)
+        return np.zeros(1, dtype=np.float32), 0.0, False, False, {}
+
+
+def test_close_after_ctrl_c_does_not_wait_for_env_steps_past_the_stop_deadline():
+    coral.register("slow-step", SlowStep)
+    env = coral.make_vec("slow-step", 4, envs_per_group=2)
+    env.reset(seed=0)
+    ctrl_c = threading.Thread(target=lambda: SlowStep.started.wait(30) and _thread.interrupt_main())
+    ctrl_c.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            env.step(np.zeros(4, dtype=np.int64))  # two envs of 30 s, back to back, in each group
+        began = time.monotonic()
+        env.close()
+        assert time.monotonic() - began < 5, "close waited for the env steps"
+        assert env.closed
+    finally:
+        SlowStep.gate.set()  # the abandoned steps end now, not 30 s later
+        ctrl_c.join()

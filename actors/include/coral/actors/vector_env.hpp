@@ -116,7 +116,12 @@ class vector_env {
 
   /// Stops the actors and joins their threads; the batch rows keep their
   /// last contents. Idempotent. Rethrows nothing: a failure that ended the
-  /// run is reported by receive().
+  /// run is reported by receive(). Returns within the runtime's stop
+  /// deadline: an env still inside a step then (a step of minutes) is
+  /// abandoned, not waited for. Its thread finishes the step on its own and
+  /// frees the envs, the actors and the run it served; the rows stay valid
+  /// for it. A later start() waits for it first (its env writes into the
+  /// rows the new envs would); the destructor does not.
   void close() noexcept;
 
   /// True after start() until close().
@@ -145,15 +150,20 @@ class vector_env {
   class handoff;
 
   void build(std::uint64_t seed);
-  void stop_run() noexcept;  // close() without marking the env closed (start() runs it first)
+  /// close() without marking the env closed. `wait_for_envs`: join the run
+  /// however long its envs take (start() needs them back); else abandon it
+  /// at the stop deadline (close()).
+  void stop_run(bool wait_for_envs) noexcept;
 
   sampler_options options_;
   autoreset_mode mode_;
-  std::unique_ptr<handoff> handoff_;
+  // Shared with the runner thread, which keeps them alive when close() abandons it.
+  std::shared_ptr<handoff> handoff_;
   std::shared_ptr<envs::env_batch> batch_;  ///< every sampler built writes into these rows
-  std::unique_ptr<sampler> sampler_;
-  std::unique_ptr<runtime> runtime_;
+  std::shared_ptr<sampler> sampler_;
+  std::shared_ptr<runtime> runtime_;
   std::thread runner_;
+  std::vector<std::thread> abandoned_;  ///< runners close() left to finish their env steps
   std::atomic<bool> holding_{false};
   std::atomic<bool> running_{false};
   std::atomic<bool> closed_{false};  // set before close() drops the batch in hand
