@@ -314,3 +314,28 @@ TEST_CASE("a vector env resolves auto settings once and keeps them across restar
   CHECK(v.options().seed == 7);
   v.close();
 }
+
+TEST_CASE("close() returns at the stop deadline while an env is inside a step of minutes, and abandons it",
+          "[actors][vector_env]") {
+  // Without the deadline close() joined the runner, which waited for the
+  // whole step: 60 s here, past the guard.
+  const coral::test::watchdog guard("closing over a stuck env step", 30s);
+  sampler_options o;
+  o.env = "faulty";
+  o.env_args = {{"env", "-1"}, {"stall_step", "2"}, {"stall_ms", "60000"}};
+  o.topo = topology::sync;
+  o.num_envs = 2;
+  o.envs_per_group = 2;
+  o.threads = 1;
+  auto v = std::make_unique<vector_env>(o, autoreset_mode::same_step);
+  v->start();
+  for (int round = 0; round < 2; ++round) {  // the second send starts the stalled steps
+    auto ids = next(*v);
+    act(*v, ids, 0);
+    v->send();
+  }
+  CHECK_FALSE(v->receive(50ms).has_value());  // the envs are inside their step
+  v->close();
+  CHECK_FALSE(v->running());
+  v.reset();  // the abandoned runner keeps what its env uses, and frees it when the step ends
+}
