@@ -236,6 +236,8 @@ void training_run::start() {
       // (algorithm.hpp): a checkpoint of another run. The learner's own state
       // was matched by the signature above, and refuses with usage_error.
       throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_replay_mismatch), file.string(), e.what()));
+    } catch (const usage_error& e) {
+      throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_does_not_fit), file.string(), e.what()));
     }
     start_steps_ = c.learner.env_steps;
     resumed_from_ = file.string();
