@@ -5,8 +5,11 @@
 // exit code (docs/cli.md), none of which may start anything or live longer
 // than a few seconds.
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "coral/actors/errors.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
+#include "coral/envs/errors.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
@@ -29,6 +33,8 @@ using coral::test::fresh_dir;
 namespace cm = coral::cli::errors;
 namespace lm = coral::learners::errors;
 namespace te = coral::training::errors;
+namespace ce = coral::errors;
+namespace ee = coral::envs::errors;
 using coral::cli::exit_code::failed;
 using coral::cli::exit_code::ok;
 using coral::cli::exit_code::rejected;
@@ -119,6 +125,26 @@ const std::vector<std::pair<std::string, std::string>> bad_files = {
     {"bad_value.toml", "[train]\ntopology = \"ring\"\n"},
     {"conflict.toml", "[train]\nexecutor = \"single\"\nthreads = 2\n"},
     {"other_algo.toml", "[train]\nalgo = \"dqn\"\ngae-lambda = 0.5\n"},
+    // Nesting that made toml++ recurse until the stack overflowed (SIGSEGV, no message).
+    {"deep_key.toml", "[train]\n" + std::string("a") + [] {
+       std::string k;
+       for (int i = 0; i < 39999; ++i) k += ".a";
+       return k;
+     }() + " = 1\n"},
+    {"deep_header.toml", "seed = 1\n[" + [] {
+       std::string k = "a";
+       for (int i = 0; i < 39999; ++i) k += ".a";
+       return k;
+     }() + "]\n"},
+    {"deep_array.toml", "[train]\nhidden = " + std::string(100000, '[') + std::string(100000, ']') + "\n"},
+    {"deep_inline.toml", "[train]\n\nx = " + [] {
+       std::string v;
+       for (int i = 0; i < 5000; ++i) v += "{b=";
+       return v + "1" + std::string(5000, '}');
+     }() + "\n"},
+    {"deep_mixed.toml", "[train]\nx = [{a.b.c = [[{d = [" + std::string(60, '[') + std::string(60, ']') + "]}]]}]\n"},
+    // A model that includes a FIFO (made by the test): MuJoCo would block on it forever.
+    {"includes_fifo.xml", "<mujoco model=\"x\">\n  <include file=\"part.xml\"/>\n</mujoco>\n"},
 };
 
 std::string file_error(std::string_view format, const std::string& file, auto&&... args) {
@@ -358,10 +384,36 @@ std::vector<bad_input> bad_inputs() {
        error_line(text(coral::errors::bad_value, "--topology", "ring", "sync, double-buffer, pool"))},
       {{"--config", "conflict.toml", "train"},
        single_with_threads},
-      {{"--config", "missing.toml", "train"},
-       file_error(cm::config_unreadable, "missing.toml", "No such file or directory")},
-      {{"--config", ".", "train"}, file_error(cm::config_unreadable, ".", "Is a directory")},
-      {{"--config", "/dev/zero", "train"}, file_error(cm::config_too_large, "/dev/zero", 1 << 20)},
+      {{"--config", "missing.toml", "train"}, file_error(cm::config_unreadable, "missing.toml", ce::input_missing)},
+      // Anything but a regular file is refused before it is opened: a FIFO
+      // once blocked forever, deaf to the first SIGINT.
+      {{"--config", ".", "train"},
+       file_error(cm::config_unreadable, ".", text(ce::input_not_regular, "a directory"))},
+      {{"--config", "/dev/zero", "train"},
+       file_error(cm::config_unreadable, "/dev/zero", text(ce::input_not_regular, "a character device"))},
+      {{"--config", "fifo.toml", "train"},
+       file_error(cm::config_unreadable, "fifo.toml", text(ce::input_not_regular, "a FIFO"))},
+      {{"--config", "big.toml", "train"}, file_error(cm::config_too_large, "big.toml", 1 << 20)},
+      {{"--config", "deep_key.toml", "train"}, file_error(cm::config_too_deep, "deep_key.toml", 2, 64)},
+      {{"--config", "deep_header.toml", "train"}, file_error(cm::config_too_deep, "deep_header.toml", 2, 64)},
+      {{"--config", "deep_array.toml", "train"}, file_error(cm::config_too_deep, "deep_array.toml", 2, 64)},
+      {{"--config", "deep_inline.toml", "train"}, file_error(cm::config_too_deep, "deep_inline.toml", 3, 64)},
+      {{"--config", "deep_mixed.toml", "train"}, file_error(cm::config_too_deep, "deep_mixed.toml", 2, 64)},
+      // MuJoCo model files: what a path is, not "no such file".
+      {{"train", "--env", "hopper", "--env-arg", "model=/dev/zero"},
+       error_line(text(ee::mujoco_model_unreadable, "hopper", "/dev/zero", text(ce::input_not_regular, "a character device")))},
+      {{"train", "--env", "hopper", "--env-arg", "model=."},
+       error_line(text(ee::mujoco_model_unreadable, "hopper", ".", text(ce::input_not_regular, "a directory")))},
+      {{"train", "--env", "hopper", "--env-arg", "model=nowhere.xml"},
+       error_line(text(ee::mujoco_model_unreadable, "hopper", "nowhere.xml", ce::input_missing))},
+      {{"train", "--env", "hopper", "--env-arg", "model=includes_fifo.xml"},
+       error_line(text(ee::mujoco_model_names_unreadable, "hopper", "includes_fifo.xml", 2, "part.xml",
+                       text(ce::input_not_regular, "a FIFO")))},
+      // A bounded flag quotes its documented bound, not its type's.
+      {{"bench", "--batch-timeout-us", "99999999999999999999", "--min-batch-size", "2"},
+       error_line("--batch-timeout-us: " + text(cm::number_too_large, "99999999999999999999", 60000000))},
+      {{"bench", "--batch-timeout-us", "60000001", "--min-batch-size", "2"},
+       error_line("--batch-timeout-us: " + text(cm::number_too_large, "60000001", 60000000))},
       {{"train", "--config"}, error_line(std::string(cm::config_needs_file))},
       // An empty file or directory name once meant no checkpoints, no run
       // directory, and tune-<env>-<threads>t.toml: silently for the first
@@ -393,6 +445,9 @@ TEST_CASE("every bad input is refused before anything starts, with its exact mes
           "[apps][cli][contract]") {
   const auto dir = fresh_dir("cli-contract-bad");
   for (const auto& [name, bytes] : bad_files) write_file(dir / name, bytes);
+  write_file(dir / "big.toml", std::string((1 << 20) + 1, '#'));
+  REQUIRE(::mkfifo((dir / "fifo.toml").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((dir / "part.xml").c_str(), 0600) == 0);
   fs::create_directories(dir / "stray");
   write_file(dir / "stray" / "checkpoint-000000001000.ckpt", "not a checkpoint\n");
 

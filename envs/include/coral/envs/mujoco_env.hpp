@@ -79,14 +79,19 @@ struct mjData_;
 
 namespace coral::envs {
 
+/// The largest file a MuJoCo model may be, or name (an include, a mesh).
+inline constexpr std::uint64_t max_mujoco_file_bytes = std::uint64_t{256} << 20;
+
 /// A loaded MuJoCo model, shared read-only by every env built from its file.
 using mujoco_model = std::shared_ptr<const mjModel_>;
 
 /// The model in MJCF file `path`, loaded once while anyone holds it: a
 /// second call for the same file (by canonical path) returns the same
 /// model. Throws config_error naming env `env_name` and the file:
-/// errors::mujoco_model_missing if it does not exist,
-/// errors::mujoco_model_malformed (with MuJoCo's message) if MuJoCo cannot
+/// errors::mujoco_model_unreadable if it is not a readable regular file of
+/// at most max_mujoco_file_bytes, errors::mujoco_model_names_unreadable if a
+/// file it names (an <include>, a mesh; found as MuJoCo would find it) is
+/// there but not one, errors::mujoco_model_malformed (with MuJoCo's message) if MuJoCo cannot
 /// load it. Thread safe.
 [[nodiscard]] mujoco_model load_mujoco_model(std::string_view env_name, const std::string& path);
 
