@@ -288,6 +288,10 @@ std::vector<bad_input> bad_inputs() {
        error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "18446744073709551615",
                        "176560.0 EiB", "envs 73728.0 EiB, rollout segments 43264.0 EiB, PPO update tensors 40960.0 EiB",
                        "1.0 GiB"))},
+      // A MuJoCo env counts its mjData (3.4 MB for the humanoid; once 512 bytes, 700 times too few).
+      {{"train", "--env", "humanoid", "--num-envs", "50000"},
+       error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "50000", "172.2 GiB",
+                       "envs 162.2 GiB, rollout segments 4.8 GiB, PPO update tensors 4.7 GiB", "1.0 GiB"))},
       {{"bench", "--num-envs", "100000000"},
        error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "100000000", "433.9 GiB",
                        "envs 429.2 GiB, env batch slabs 4.7 GiB", "1.0 GiB"))},
@@ -467,6 +471,30 @@ TEST_CASE("every bad input is refused before anything starts, with its exact mes
   }
   CHECK_FALSE(fs::exists(dir / "runs"));  // no run wrote metrics
   UNSCOPED_INFO(table.size() << " bad inputs");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("envs that cannot be built under an address-space limit are named, with how many were built",
+          "[apps][cli][contract]") {
+  // The estimate counts resident memory; `ulimit -v` also counts what MuJoCo
+  // reserves, so the run passes the check and fails while building envs.
+  // Once: "MuJoCo error: Could not allocate memory", naming nothing.
+  const auto dir = fresh_dir("cli-contract-ulimit");
+  coral::test::invocation inv;
+  inv.argv = {"/bin/sh", "-c",
+              fmt::format("ulimit -v 4000000 && exec {} bench --env humanoid --num-envs 2000 --steps 10", CORAL_BINARY)};
+  inv.extra_env = {"CORAL_MEMORY_AVAILABLE=1TiB"};
+  inv.cwd = dir.string();
+  const auto r = coral::test::run_children({inv}, 1, std::chrono::milliseconds(60000)).front();
+  INFO(r.err);
+  CHECK_FALSE(r.killed);
+  CHECK(r.exit_code == failed);
+  const std::regex line(R"(error: env 'humanoid': (\d+) of 2000 envs built, then building the next failed: )"
+                        R"(MuJoCo error: Could not allocate memory\n)");
+  std::smatch m;
+  REQUIRE(std::regex_match(r.err, m, line));
+  CHECK(std::stoul(m[1]) > 0);
+  CHECK(std::stoul(m[1]) < 2000);
   fs::remove_all(dir);
 }
 

@@ -229,6 +229,16 @@ TEST_CASE("every MuJoCo env is registered with Gymnasium v4's spaces, dimensions
   CHECK(single("hopper", {{"max_steps", "500"}}).e.solved_return() == std::nullopt);
 }
 
+TEST_CASE("a MuJoCo env reports the mjData it holds, for the memory check", "[envs][mujoco][memory]") {
+  // The memory check once charged 512 bytes per env; a humanoid holds 3.4 MB.
+  for (const auto* name : {"humanoid", "ant", "halfcheetah", "hopper", "walker2d", "inverted_pendulum"}) {
+    const single s(name);
+    INFO(name);
+    CHECK(s.e.heap_bytes() == sizeof(mjData) + static_cast<std::size_t>(s.e.data().nbuffer));
+    CHECK(s.e.heap_bytes() > 3'000'000);
+  }
+}
+
 TEST_CASE("the built-in models have the published masses and initial poses", "[envs][mujoco]") {
   const single cheetah("halfcheetah");
   double total = 0;
