@@ -85,6 +85,7 @@ sampler::sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows)
     groups_.push_back(std::make_unique<env_group>("env-group-" + std::to_string(g), static_cast<std::uint32_t>(g),
                                                   g * k, std::move(slice), *ready_[channel],
                                                   options_.on_env_error));
+    groups_.back()->share_failure_log(logged_env_failures_);
   }
 }
 
