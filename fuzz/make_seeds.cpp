@@ -1,11 +1,12 @@
 // Writes the seed inputs that come from the code itself, so that they follow
 // every format change: valid checkpoints, replay blobs and replay actor
 // states (with the mode byte their targets read first), one `--env-arg` input per registered env
-// with every key at its default, and one `--actions` input per registered env.
+// with every key at its default, one `--actions` input per registered env,
+// and config files nested to the loader's depth bound and past it.
 // Hand-written seeds live in fuzz/corpus/<target>/.
 //
 // Usage: make_seeds DIR   (writes DIR/checkpoint/, DIR/replay_blob/,
-//                          DIR/replay_actor/, DIR/env_arg/, DIR/actions/)
+//                          DIR/replay_actor/, DIR/env_arg/, DIR/actions/, DIR/config/)
 
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "coral/action_text.hpp"
+#include "coral/config_file.hpp"
 #include "coral/envs/registry.hpp"
 #include "coral/core/rng.hpp"
 #include "coral/envs/space.hpp"
@@ -189,6 +191,31 @@ void env_seeds(const fs::path& env_arg_dir, const fs::path& actions_dir) {
   }
 }
 
+// Config files nested to the loader's bound and past it, each way a TOML
+// text nests (dotted keys, table headers, arrays, inline tables, all
+// mixed), plus the 40,000-part key that once overflowed toml++'s stack.
+void config_seeds(const fs::path& dir) {
+  const std::size_t bound = coral::cli::max_config_depth;
+  auto dotted = [](std::size_t parts) {
+    std::string k = "a";
+    for (std::size_t i = 1; i < parts; ++i) k += ".a";
+    return k;
+  };
+  for (const std::size_t depth : {bound - 2, bound - 1, bound, bound + 1}) {
+    write(dir / fmt::format("deep-key-{}.toml", depth), "[train]\n" + dotted(depth - 1) + " = 1\n");
+    write(dir / fmt::format("deep-header-{}.toml", depth), "[" + dotted(depth) + "]\nx = 1\n");
+    write(dir / fmt::format("deep-array-{}.toml", depth),
+          "[train]\nhidden = " + std::string(depth - 2, '[') + "64" + std::string(depth - 2, ']') + "\n");
+    std::string inline_table = "1";
+    for (std::size_t i = 2; i < depth; ++i) inline_table = "{b=" + inline_table + "}";
+    write(dir / fmt::format("deep-inline-{}.toml", depth), "[train]\nx = " + inline_table + "\n");
+    write(dir / fmt::format("deep-mixed-{}.toml", depth),
+          "[train.a]\nb.c = [{d.e = [" + std::string(depth - 9, '[') + "'\"]'" + std::string(depth - 9, ']') +
+              "]}] # ]]]\n");
+  }
+  write(dir / "deep-key-40000.toml", "[train]\n" + dotted(40000) + " = 1\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,5 +228,6 @@ int main(int argc, char** argv) {
   actor_seeds(dir / "replay_actor");
   checkpoint_seeds(dir / "checkpoint");
   env_seeds(dir / "env_arg", dir / "actions");
+  config_seeds(dir / "config");
   return 0;
 }

@@ -37,8 +37,12 @@ void env_group::handle_failure(const envs::env_failed& e) {
   if (on_error_ == env_error_policy::fail) {
     throw error(fmt::format(fmt::runtime(errors::env_failed), env_index, name_, e.what()));
   }
-  const auto n = failures_.fetch_add(1, std::memory_order_relaxed) + 1;
-  log_->warn(fmt::runtime(errors::env_reset), env_index, name_, n, e.what());
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  if (failures_by_env_.empty()) failures_by_env_.resize(slice_.size());
+  const auto n = ++failures_by_env_[e.index()];
+  const auto logged = logged_failures_->fetch_add(1, std::memory_order_relaxed);
+  if (logged < max_logged_env_failures) log_->warn(fmt::runtime(errors::env_reset), env_index, name_, n, e.what());
+  if (logged + 1 == max_logged_env_failures) log_->warn(fmt::runtime(errors::env_failures_unlogged), logged + 1);
   recover(e.index());
 }
 

@@ -142,7 +142,8 @@ env_shape probe_env_shape(const sampler_options& o) {
           .discrete_action_dim = e->action_space().discrete_size(),
           .continuous_action_dim = e->action_space().continuous_size(),
           .action_choices = choices(e->action_space()),
-          .agents = e->max_agents()};
+          .agents = e->max_agents(),
+          .heap_bytes = e->heap_bytes()};
 }
 
 void add_sampler_memory(memory_estimate& estimate, const sampler_options& o, const env_shape& shape) {
@@ -157,7 +158,7 @@ void add_sampler_memory(memory_estimate& estimate, const sampler_options& o, con
   estimate.add("env batch slabs", rows * row_bytes);
   const double groups =
       o.envs_per_group == 0 ? env_count : std::ceil(env_count / static_cast<double>(o.envs_per_group));
-  estimate.add("envs", env_count * env_bytes + groups * group_bytes);
+  estimate.add("envs", env_count * (env_bytes + static_cast<double>(shape.heap_bytes)) + groups * group_bytes);
 }
 
 double available_memory() {

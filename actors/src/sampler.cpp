@@ -5,10 +5,12 @@
 #include <chrono>
 #include <exception>
 #include <latch>
+#include <new>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "coral/actors/errors.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
@@ -16,9 +18,26 @@
 namespace coral::actors {
 namespace {
 
-/// Builds envs [first, first + count) of the options' env.
+/// Builds envs [first, first + count) of the options' env. A failure past
+/// the config (memory, most often: MuJoCo's "Could not allocate memory")
+/// names the env and how many of the run's envs were built before it.
 std::vector<std::unique_ptr<envs::env>> make_envs(const sampler_options& o, std::size_t first, std::size_t count) {
-  return envs::registry::global().make_many(o.env, o.env_args, o.seed, first, count);
+  std::vector<std::unique_ptr<envs::env>> made;
+  made.reserve(count);
+  const auto& registry = envs::registry::global();
+  auto built_then = [&](std::string_view what) {
+    return error(fmt::format(fmt::runtime(errors::envs_not_built), o.env, first + made.size(), o.num_envs, what));
+  };
+  try {
+    for (std::size_t i = 0; i < count; ++i) made.push_back(registry.make(o.env, o.env_args, o.seed, first + i));
+  } catch (const config_error&) {
+    throw;  // the config: the same for every env, said as it is
+  } catch (const std::bad_alloc&) {
+    throw built_then("out of memory");
+  } catch (const std::exception& e) {
+    throw built_then(e.what());
+  }
+  return made;
 }
 
 }  // namespace
@@ -66,6 +85,7 @@ sampler::sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows)
     groups_.push_back(std::make_unique<env_group>("env-group-" + std::to_string(g), static_cast<std::uint32_t>(g),
                                                   g * k, std::move(slice), *ready_[channel],
                                                   options_.on_env_error));
+    groups_.back()->share_failure_log(logged_env_failures_);
   }
 }
 

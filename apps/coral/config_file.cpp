@@ -1,19 +1,14 @@
 #include "coral/config_file.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <system_error>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/input_file.hpp"
 #include "coral/core/json.hpp"
 #include "coral/errors.hpp"
 
@@ -117,6 +112,96 @@ std::string found_text(const toml::node& n) {
 }
 
 std::size_t line_of(const toml::node& n) { return n.source().begin.line; }
+
+// Refuses keys, tables and arrays nested deeper than max_config_depth, before
+// toml++ (which recurses once per level) sees them: a 40,000-part dotted
+// key or `a = [[[[...]]]]` would overflow its stack. A light scan of the
+// TOML text: strings and comments skipped, key parts counted where a key
+// is expected, brackets counted where a value is. Depth is cumulative: a
+// header's parts, then a key's, then each inline table or array inside its
+// value. Anything else malformed is left to toml++.
+void check_depth(std::string_view text, std::string_view file) {
+  struct open_bracket {
+    char kind;          // '[' an array, '{' an inline table
+    std::size_t depth;  // of the values inside it
+  };
+  std::vector<open_bracket> open;
+  std::size_t line = 1;
+  std::size_t header_depth = 0;  // parts of the last [table] header
+  bool in_key = true;            // where a key is expected
+  std::size_t parts = 1;         // parts of the key being read
+  std::size_t value_depth = 0;   // depth of a value starting here
+  auto deeper = [&](std::size_t depth) {
+    if (depth > max_config_depth) fail(errors::config_too_deep, file, line, max_config_depth);
+  };
+  auto base = [&] { return open.empty() ? header_depth : open.back().depth; };
+  const std::size_t n = text.size();
+  auto skip_string = [&](std::size_t i) {  // i at the opening quote; returns the index of the closing one
+    const char q = text[i];
+    const bool multi = text.compare(i, 3, std::string(3, q)) == 0;
+    std::size_t j = i + (multi ? 3 : 1);
+    for (; j < n; ++j) {
+      if (text[j] == '\n') {
+        if (!multi) return j - 1;  // an unclosed string: toml++ reports it
+        ++line;
+      }
+      if (q == '"' && text[j] == '\\') {
+        if (j + 1 < n && text[j + 1] == '\n') ++line;
+        ++j;
+        continue;
+      }
+      if (text[j] == q && (!multi || text.compare(j, 3, std::string(3, q)) == 0)) return multi ? j + 2 : j;
+    }
+    return n;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      if (open.empty()) {
+        in_key = true;
+        parts = 1;
+      }
+    } else if (c == '#') {
+      while (i + 1 < n && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      i = skip_string(i);
+    } else if (in_key && open.empty() && c == '[') {
+      // A [table] or [[array of tables]] header, to its closing bracket.
+      header_depth = 1;
+      for (++i; i < n && text[i] != ']' && text[i] != '\n'; ++i) {
+        if (text[i] == '"' || text[i] == '\'') i = skip_string(i);
+        if (i < n && text[i] == '.') deeper(++header_depth);
+      }
+      if (i < n && text[i] == '\n') --i;  // counted by the loop
+      in_key = false;
+    } else if (in_key) {
+      if (c == '.') deeper(base() + ++parts);
+      if (c == '=') {
+        in_key = false;
+        value_depth = base() + parts;
+        deeper(value_depth);
+      }
+      if (c == '}' && !open.empty()) open.pop_back();  // an empty inline table
+    } else if (c == '[' || c == '{') {
+      open.push_back({c, value_depth + 1});
+      deeper(open.back().depth);
+      value_depth = open.back().depth;
+      if (c == '{') {
+        in_key = true;
+        parts = 1;
+      }
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+      value_depth = base();
+    } else if (c == ',' && !open.empty() && open.back().kind == '{') {
+      in_key = true;
+      parts = 1;
+    } else if (c == ',' && !open.empty()) {
+      value_depth = open.back().depth;
+    }
+  }
+}
 
 struct reader {
   std::string_view file;
@@ -330,6 +415,7 @@ config_values parse_config(std::string_view text, std::string_view file, const c
   if (const auto bad = first_non_text_byte(text); bad != std::string_view::npos) {
     fail(errors::config_not_text, file, line_of(text, bad), static_cast<unsigned char>(text[bad]));
   }
+  check_depth(text, file);
   toml::table table;
   try {
     table = toml::parse(text, file);
@@ -342,34 +428,10 @@ config_values parse_config(std::string_view text, std::string_view file, const c
 }
 
 config_values read_config(const std::string& path, const command_info& root) {
-  auto reason = [](int code) { return std::error_code(code, std::generic_category()).message(); };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(errors::config_unreadable, path, reason(errno));
+  input_file file(path, max_config_bytes);
   std::string text;
-  int error = 0;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    error = errno;
-  } else if (S_ISDIR(st.st_mode)) {
-    error = EISDIR;
-  } else {
-    // Read at most one byte past the limit: enough to know the file is too
-    // large, and never endless on a device such as /dev/zero.
-    char buffer[65536];
-    while (text.size() <= max_config_bytes) {
-      const ssize_t n = ::read(fd, buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        error = errno;
-        break;
-      }
-      if (n == 0) break;
-      text.append(buffer, static_cast<std::size_t>(n));
-    }
-  }
-  ::close(fd);
-  if (error != 0) fail(errors::config_unreadable, path, reason(error));
-  if (text.size() > max_config_bytes) fail(errors::config_too_large, path, max_config_bytes);
+  if (file.fault() == input_file_fault::too_large) fail(errors::config_too_large, path, max_config_bytes);
+  if (!file || !file.read_rest(text)) fail(errors::config_unreadable, path, file.problem());
   return parse_config(text, path, root);
 }
 

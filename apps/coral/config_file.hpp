@@ -12,7 +12,8 @@
 /// or an array of them. Anything else is a config_error naming the file, the
 /// line and the key (texts in coral/errors.hpp): a syntax error, bytes that
 /// are not UTF-8 text, an unknown key or section, a command flag outside its
-/// section, a value of the wrong type.
+/// section, a value of the wrong type, keys or values nested deeper than
+/// max_config_depth (refused before the TOML parser, which recurses, sees them).
 
 #include <cstdint>
 #include <map>
@@ -88,6 +89,11 @@ using config_values = std::map<std::string, std::vector<config_flag>>;
 
 /// Largest config file accepted, in bytes.
 inline constexpr std::size_t max_config_bytes = 1 << 20;
+
+/// Deepest nesting a config file may have: the parts of a table header and
+/// of a key, and the inline tables and arrays of its value, added up. A
+/// real config needs 3.
+inline constexpr std::size_t max_config_depth = 64;
 
 /// Checks the text of a config file against `root` and returns what it
 /// sets. `file` names the file in errors. Throws config_error.

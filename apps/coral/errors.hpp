@@ -40,13 +40,17 @@ inline constexpr std::string_view flag_needs = "{} needs {}: {}";
 inline constexpr std::string_view config_needs_file = "--config: expected a file name";
 /// `--config` given twice: first file, second file.
 inline constexpr std::string_view config_twice = "--config: given twice ('{}' and '{}'); give one file";
-/// A config file that cannot be opened or read: file, reason.
+/// A config file that cannot be opened or read (missing, not a regular file): file, reason.
 inline constexpr std::string_view config_unreadable = "config file '{}': cannot read it: {}";
 /// A config file larger than any config: file, its size limit.
 inline constexpr std::string_view config_too_large = "config file '{}': larger than {} bytes; not a config file";
 /// A config file with bytes that are not UTF-8 text: file, line, the byte.
 inline constexpr std::string_view config_not_text =
     "config file '{}', line {}: not a TOML text file (byte 0x{:02x} is not UTF-8 text)";
+/// Keys, tables and arrays nested too deeply: file, line, the deepest allowed.
+inline constexpr std::string_view config_too_deep =
+    "config file '{}', line {}: nested more than {} levels deep (table and key parts, inline tables and arrays "
+    "together)";
 /// TOML syntax error: file, line, column, toml++'s description.
 inline constexpr std::string_view config_syntax = "config file '{}', line {}, column {}: {}";
 /// A key no command takes: file, line, key, where (`in [train]`, `at the top level`), hint.

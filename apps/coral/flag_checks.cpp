@@ -24,9 +24,29 @@ std::string text(std::string_view format, Args&&... args) {
   return fmt::format(fmt::runtime(format), std::forward<Args>(args)...);
 }
 
-// Checks and rewrites `s` as a decimal whole number of type T.
+// The name of at_most's validator for `limit`: how add_checks finds a
+// flag's documented bound.
+constexpr std::string_view at_most_prefix = "at-most:";
+
+// The bound at_most() put on `o`, if any.
+std::optional<double> documented_bound(CLI::Option& o) {
+  for (int i = 0;; ++i) {
+    const CLI::Validator* v = nullptr;
+    try {
+      v = o.get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      return std::nullopt;
+    }
+    const std::string& name = v->get_name();
+    if (name.starts_with(at_most_prefix)) return std::strtod(name.c_str() + at_most_prefix.size(), nullptr);
+  }
+}
+
+// Checks and rewrites `s` as a decimal whole number of type T. A value
+// beyond T quotes `bound` (the flag's documented largest value) when the
+// flag has one, else T's largest.
 template <class T>
-std::string check_whole(std::string& s, bool must_be_non_negative) {
+std::string check_whole(std::string& s, bool must_be_non_negative, std::optional<double> bound = std::nullopt) {
   if (const auto digits = without_plus(s); digits && !digits->empty()) {
     const char* last = digits->data() + digits->size();
     T value{};
@@ -53,6 +73,7 @@ std::string check_whole(std::string& s, bool must_be_non_negative) {
   // 2^64 and 2^63 are exact doubles; the largest values below them are not,
   // so compare against the powers themselves.
   const double limit = std::is_signed_v<T> ? 9223372036854775808.0 : 18446744073709551616.0;
+  if (*v >= limit && bound) return text(errors::number_too_large, s, *bound);
   if (*v >= limit) return text(errors::number_too_large, s, std::numeric_limits<T>::max());
   if (*v < -limit) return text(errors::number_too_large, s, std::numeric_limits<T>::min());
   s = fmt::format("{:.0f}", *v);
@@ -90,10 +111,12 @@ void add_checks(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     switch (kind_of(*o)) {
       case value_kind::unsigned_whole:
-        o->transform(CLI::Validator([](std::string& s) { return check_whole<std::uint64_t>(s, true); }, ""));
+        o->transform(CLI::Validator(
+            [bound = documented_bound(*o)](std::string& s) { return check_whole<std::uint64_t>(s, true, bound); }, ""));
         break;
       case value_kind::whole:
-        o->transform(CLI::Validator([](std::string& s) { return check_whole<std::int64_t>(s, false); }, ""));
+        o->transform(CLI::Validator(
+            [bound = documented_bound(*o)](std::string& s) { return check_whole<std::int64_t>(s, false, bound); }, ""));
         break;
       case value_kind::number:
         o->check(CLI::Validator(check_finite, ""));
@@ -142,7 +165,7 @@ CLI::Validator at_most(double limit) {
         if (s.empty() || end != s.c_str() + s.size() || !(v > limit)) return std::string();
         return text(errors::number_too_large, s, limit);
       },
-      "");
+      "", fmt::format("{}{}", at_most_prefix, limit));
 }
 
 }  // namespace coral::cli

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -259,6 +261,51 @@ TEST_CASE("with --on-env-error reset a failing env is reset, counted, and the ru
   CHECK(s.env_failures() == 1);
   CHECK(s.stats().env_steps >= 20'000);
   CHECK(warnings.str() == fmt::format(fmt::runtime(coral::actors::errors::env_reset), 3, "env-group-1", 1, "boom") + "\n");
+}
+
+TEST_CASE("a run whose every step fails logs a few failures, each with its env's own count, then counts the rest",
+          "[actors][sampler][errors]") {
+  coral::test::watchdog dog("every step fails", 60s);
+  sampler_options o;
+  o.env = "faulty";
+  o.env_args = {{"env", "-1"}, {"throw_step", "1"}, {"repeat", "true"}};
+  o.num_envs = 8;
+  o.envs_per_group = 2;
+  o.threads = 2;
+  o.on_env_error = env_error_policy::reset;
+  std::ostringstream warnings;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(warnings);
+  sink->set_pattern("%v");
+  std::vector<std::shared_ptr<spdlog::logger>> logs;
+  for (int g = 0; g < 4; ++g) {
+    logs.push_back(coral::log::get(fmt::format("env-group-{}", g)));
+    logs.back()->sinks().push_back(sink);
+  }
+  sampler s(o);
+  auto pol = make_builtin_policy("random", s.action_space(), s.rows(), 7);
+  coral::runtime rt({.mode = o.executor});
+  s.spawn(rt, *pol, 4'000);
+  rt.run();
+  for (auto& l : logs) l->sinks().pop_back();
+  CHECK(s.env_failures() >= 3'900);  // nearly every one of the 4,000 steps, each env reset
+
+  std::vector<std::string> lines;
+  std::istringstream in(warnings.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == max_logged_env_failures + 1);
+  CHECK(lines.back() ==
+        fmt::format(fmt::runtime(coral::actors::errors::env_failures_unlogged), max_logged_env_failures));
+  // Each env's lines count its own failures: 1, 2, 3, ... (a group's count
+  // once went 1, 2 for its first env and 3 for the next).
+  std::map<int, int> last_count;
+  const std::regex reset_line(R"(env (\d+) in group '[^']+' failed and was reset \(its failure (\d+)\): .*)");
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    std::smatch m;
+    INFO(lines[i]);
+    REQUIRE(std::regex_match(lines[i], m, reset_line));
+    const int env = std::stoi(m[1]);
+    CHECK(std::stoi(m[2]) == ++last_count[env]);
+  }
 }
 
 TEST_CASE("a seed reproduces a single-executor run bit for bit, in every topology", "[actors][sampler][determinism]") {

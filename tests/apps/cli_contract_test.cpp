@@ -5,8 +5,11 @@
 // exit code (docs/cli.md), none of which may start anything or live longer
 // than a few seconds.
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,7 @@
 #include "coral/actors/errors.hpp"
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
+#include "coral/envs/errors.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
@@ -30,6 +34,8 @@ using coral::test::fresh_dir;
 namespace cm = coral::cli::errors;
 namespace lm = coral::learners::errors;
 namespace te = coral::training::errors;
+namespace ce = coral::errors;
+namespace ee = coral::envs::errors;
 using coral::cli::exit_code::failed;
 using coral::cli::exit_code::ok;
 using coral::cli::exit_code::rejected;
@@ -120,6 +126,26 @@ const std::vector<std::pair<std::string, std::string>> bad_files = {
     {"bad_value.toml", "[train]\ntopology = \"ring\"\n"},
     {"conflict.toml", "[train]\nexecutor = \"single\"\nthreads = 2\n"},
     {"other_algo.toml", "[train]\nalgo = \"dqn\"\ngae-lambda = 0.5\n"},
+    // Nesting that made toml++ recurse until the stack overflowed (SIGSEGV, no message).
+    {"deep_key.toml", "[train]\n" + std::string("a") + [] {
+       std::string k;
+       for (int i = 0; i < 39999; ++i) k += ".a";
+       return k;
+     }() + " = 1\n"},
+    {"deep_header.toml", "seed = 1\n[" + [] {
+       std::string k = "a";
+       for (int i = 0; i < 39999; ++i) k += ".a";
+       return k;
+     }() + "]\n"},
+    {"deep_array.toml", "[train]\nhidden = " + std::string(100000, '[') + std::string(100000, ']') + "\n"},
+    {"deep_inline.toml", "[train]\n\nx = " + [] {
+       std::string v;
+       for (int i = 0; i < 5000; ++i) v += "{b=";
+       return v + "1" + std::string(5000, '}');
+     }() + "\n"},
+    {"deep_mixed.toml", "[train]\nx = [{a.b.c = [[{d = [" + std::string(60, '[') + std::string(60, ']') + "]}]]}]\n"},
+    // A model that includes a FIFO (made by the test): MuJoCo would block on it forever.
+    {"includes_fifo.xml", "<mujoco model=\"x\">\n  <include file=\"part.xml\"/>\n</mujoco>\n"},
 };
 
 std::string file_error(std::string_view format, const std::string& file, auto&&... args) {
@@ -277,6 +303,10 @@ std::vector<bad_input> bad_inputs() {
        error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "18446744073709551615",
                        "176560.0 EiB", "envs 73728.0 EiB, rollout segments 43264.0 EiB, PPO update tensors 40960.0 EiB",
                        "1.0 GiB"))},
+      // A MuJoCo env counts its mjData (3.4 MB for the humanoid; once 512 bytes, 700 times too few).
+      {{"train", "--env", "humanoid", "--num-envs", "50000"},
+       error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "50000", "172.2 GiB",
+                       "envs 162.2 GiB, rollout segments 4.8 GiB, PPO update tensors 4.7 GiB", "1.0 GiB"))},
       {{"bench", "--num-envs", "100000000"},
        error_line(text(coral::actors::errors::memory_over_budget, "--num-envs", "100000000", "433.9 GiB",
                        "envs 429.2 GiB, env batch slabs 4.7 GiB", "1.0 GiB"))},
@@ -373,10 +403,36 @@ std::vector<bad_input> bad_inputs() {
        error_line(text(coral::errors::bad_value, "--topology", "ring", "sync, double-buffer, pool"))},
       {{"--config", "conflict.toml", "train"},
        single_with_threads},
-      {{"--config", "missing.toml", "train"},
-       file_error(cm::config_unreadable, "missing.toml", "No such file or directory")},
-      {{"--config", ".", "train"}, file_error(cm::config_unreadable, ".", "Is a directory")},
-      {{"--config", "/dev/zero", "train"}, file_error(cm::config_too_large, "/dev/zero", 1 << 20)},
+      {{"--config", "missing.toml", "train"}, file_error(cm::config_unreadable, "missing.toml", ce::input_missing)},
+      // Anything but a regular file is refused before it is opened: a FIFO
+      // once blocked forever, deaf to the first SIGINT.
+      {{"--config", ".", "train"},
+       file_error(cm::config_unreadable, ".", text(ce::input_not_regular, "a directory"))},
+      {{"--config", "/dev/zero", "train"},
+       file_error(cm::config_unreadable, "/dev/zero", text(ce::input_not_regular, "a character device"))},
+      {{"--config", "fifo.toml", "train"},
+       file_error(cm::config_unreadable, "fifo.toml", text(ce::input_not_regular, "a FIFO"))},
+      {{"--config", "big.toml", "train"}, file_error(cm::config_too_large, "big.toml", 1 << 20)},
+      {{"--config", "deep_key.toml", "train"}, file_error(cm::config_too_deep, "deep_key.toml", 2, 64)},
+      {{"--config", "deep_header.toml", "train"}, file_error(cm::config_too_deep, "deep_header.toml", 2, 64)},
+      {{"--config", "deep_array.toml", "train"}, file_error(cm::config_too_deep, "deep_array.toml", 2, 64)},
+      {{"--config", "deep_inline.toml", "train"}, file_error(cm::config_too_deep, "deep_inline.toml", 3, 64)},
+      {{"--config", "deep_mixed.toml", "train"}, file_error(cm::config_too_deep, "deep_mixed.toml", 2, 64)},
+      // MuJoCo model files: what a path is, not "no such file".
+      {{"train", "--env", "hopper", "--env-arg", "model=/dev/zero"},
+       error_line(text(ee::mujoco_model_unreadable, "hopper", "/dev/zero", text(ce::input_not_regular, "a character device")))},
+      {{"train", "--env", "hopper", "--env-arg", "model=."},
+       error_line(text(ee::mujoco_model_unreadable, "hopper", ".", text(ce::input_not_regular, "a directory")))},
+      {{"train", "--env", "hopper", "--env-arg", "model=nowhere.xml"},
+       error_line(text(ee::mujoco_model_unreadable, "hopper", "nowhere.xml", ce::input_missing))},
+      {{"train", "--env", "hopper", "--env-arg", "model=includes_fifo.xml"},
+       error_line(text(ee::mujoco_model_names_unreadable, "hopper", "includes_fifo.xml", 2, "part.xml",
+                       text(ce::input_not_regular, "a FIFO")))},
+      // A bounded flag quotes its documented bound, not its type's.
+      {{"bench", "--batch-timeout-us", "99999999999999999999", "--min-batch-size", "2"},
+       error_line("--batch-timeout-us: " + text(cm::number_too_large, "99999999999999999999", 60000000))},
+      {{"bench", "--batch-timeout-us", "60000001", "--min-batch-size", "2"},
+       error_line("--batch-timeout-us: " + text(cm::number_too_large, "60000001", 60000000))},
       {{"train", "--config"}, error_line(std::string(cm::config_needs_file))},
       // An empty file or directory name once meant no checkpoints, no run
       // directory, and tune-<env>-<threads>t.toml: silently for the first
@@ -408,6 +464,9 @@ TEST_CASE("every bad input is refused before anything starts, with its exact mes
           "[apps][cli][contract]") {
   const auto dir = fresh_dir("cli-contract-bad");
   for (const auto& [name, bytes] : bad_files) write_file(dir / name, bytes);
+  write_file(dir / "big.toml", std::string((1 << 20) + 1, '#'));
+  REQUIRE(::mkfifo((dir / "fifo.toml").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((dir / "part.xml").c_str(), 0600) == 0);
   fs::create_directories(dir / "stray");
   write_file(dir / "stray" / "checkpoint-000000001000.ckpt", "not a checkpoint\n");
 
@@ -427,6 +486,30 @@ TEST_CASE("every bad input is refused before anything starts, with its exact mes
   }
   CHECK_FALSE(fs::exists(dir / "runs"));  // no run wrote metrics
   UNSCOPED_INFO(table.size() << " bad inputs");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("envs that cannot be built under an address-space limit are named, with how many were built",
+          "[apps][cli][contract]") {
+  // The estimate counts resident memory; `ulimit -v` also counts what MuJoCo
+  // reserves, so the run passes the check and fails while building envs.
+  // Once: "MuJoCo error: Could not allocate memory", naming nothing.
+  const auto dir = fresh_dir("cli-contract-ulimit");
+  coral::test::invocation inv;
+  inv.argv = {"/bin/sh", "-c",
+              fmt::format("ulimit -v 4000000 && exec {} bench --env humanoid --num-envs 2000 --steps 10", CORAL_BINARY)};
+  inv.extra_env = {"CORAL_MEMORY_AVAILABLE=1TiB"};
+  inv.cwd = dir.string();
+  const auto r = coral::test::run_children({inv}, 1, std::chrono::milliseconds(60000)).front();
+  INFO(r.err);
+  CHECK_FALSE(r.killed);
+  CHECK(r.exit_code == failed);
+  const std::regex line(R"(error: env 'humanoid': (\d+) of 2000 envs built, then building the next failed: )"
+                        R"(MuJoCo error: Could not allocate memory\n)");
+  std::smatch m;
+  REQUIRE(std::regex_match(r.err, m, line));
+  CHECK(std::stoul(m[1]) > 0);
+  CHECK(std::stoul(m[1]) < 2000);
   fs::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 // reported with exit code 2 (docs/cli.md). Every child is killed, and the
 // test failed, if it outlives its limit.
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -284,6 +285,19 @@ TEST_CASE("faults injected with the faulty env are reported by the env that caus
     INFO(r.err);
     CHECK(r.exit_code == ok);
     CHECK(json_number(last_line(r.out), "env_steps") >= 4000);
+    CHECK(json_number(last_line(r.out), "env_failures") >= 8);
+  }
+  SECTION("every step fails under --on-env-error reset: a few lines on stderr, the count in the final line") {
+    // Once one stderr line per failure (32,000 in 1.7 s) and no count at the end.
+    const auto r = with({"--env-arg", "env=-1", "--env-arg", "throw_step=1", "--env-arg", "repeat=true",
+                         "--on-env-error", "reset"});
+    INFO(r.err);
+    CHECK(r.exit_code == ok);
+    const auto failures = json_number(last_line(r.out), "env_failures");
+    CHECK(failures * 2 >= json_number(last_line(r.out), "env_steps"));  // most steps failed
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 21);
+    CHECK_THAT(r.err, Catch::Contains("20 env failures logged; later ones are counted, not logged"));
+    CHECK(r.out.find("failed and was reset") == std::string::npos);  // warnings on stderr, not stdout
   }
   SECTION("a stalled env: the watchdog reports every actor and stops the run") {
     const auto r = with({"--env-arg", "env=-1", "--env-arg", "stall_step=50", "--env-arg", "stall_ms=60000",

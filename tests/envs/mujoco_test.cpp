@@ -229,6 +229,16 @@ TEST_CASE("every MuJoCo env is registered with Gymnasium v4's spaces, dimensions
   CHECK(single("hopper", {{"max_steps", "500"}}).e.solved_return() == std::nullopt);
 }
 
+TEST_CASE("a MuJoCo env reports the mjData it holds, for the memory check", "[envs][mujoco][memory]") {
+  // The memory check once charged 512 bytes per env; a humanoid holds 3.4 MB.
+  for (const auto* name : {"humanoid", "ant", "halfcheetah", "hopper", "walker2d", "inverted_pendulum"}) {
+    const single s(name);
+    INFO(name);
+    CHECK(s.e.heap_bytes() == sizeof(mjData) + static_cast<std::size_t>(s.e.data().nbuffer));
+    CHECK(s.e.heap_bytes() > 3'000'000);
+  }
+}
+
 TEST_CASE("the built-in models have the published masses and initial poses", "[envs][mujoco]") {
   const single cheetah("halfcheetah");
   double total = 0;
@@ -546,7 +556,23 @@ TEST_CASE("a missing, malformed or ill-fitting model file is an error naming it"
   temp_dir dir;
   const auto missing = (dir.path / "nope.xml").string();
   CHECK_THROWS_MATCHES(registry::global().make("hopper", {{"model", missing}}, 1, 0), coral::config_error,
-                       Catch::Message(fmt::format(fmt::runtime(errors::mujoco_model_missing), "hopper", missing)));
+                       Catch::Message(fmt::format(fmt::runtime(errors::mujoco_model_unreadable), "hopper", missing,
+                                                  coral::errors::input_missing)));
+  // A directory or a device is said to be one, not "no such file"; an
+  // include that is a directory is named with the line that names it.
+  const auto not_regular = [](const char* what) {
+    return fmt::format(fmt::runtime(coral::errors::input_not_regular), what);
+  };
+  CHECK_THROWS_MATCHES(registry::global().make("hopper", {{"model", dir.path.string()}}, 1, 0), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(errors::mujoco_model_unreadable), "hopper",
+                                                  dir.path.string(), not_regular("a directory"))));
+  std::filesystem::create_directory(dir.path / "part.xml");
+  const auto includer = dir.write("includer.xml", "<mujoco>\n<!-- <include file=\"gone.xml\"/> -->\n"
+                                                  "  <include file = 'part.xml'/>\n</mujoco>\n");
+  CHECK_THROWS_MATCHES(registry::global().make("hopper", {{"model", includer.string()}}, 1, 0), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(errors::mujoco_model_names_unreadable), "hopper",
+                                                  includer.string(), 3, (dir.path / "part.xml").string(),
+                                                  not_regular("a directory"))));
 
   const auto bad = dir.write("bad.xml", "<mujoco><worldbody><body></mujoco>\n").string();
   const auto prefix = fmt::format(fmt::runtime(errors::mujoco_model_malformed), "hopper", bad, "");

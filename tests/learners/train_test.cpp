@@ -422,6 +422,14 @@ TEST_CASE("a checkpoint of another run is refused on resume: algo, env, network 
         }) == fmt::format(fmt::runtime(te::checkpoint_algo), first.checkpoint, "ppo", "dqn"));
   CHECK(peek_checkpoint(first.checkpoint).env_steps == first.env_steps);  // refused runs wrote nothing
   CHECK(list_checkpoints(dir).checkpoints.size() == 1);
+
+  // Weights one short, with the run's identity (a hand-made file): once an
+  // error that named no file.
+  auto c = read_checkpoint(first.checkpoint);
+  for (auto* v : {&c.learner.parameters, &c.learner.adam_m, &c.learner.adam_v}) v->pop_back();
+  write_checkpoint(first.checkpoint, c);
+  CHECK_THAT(refused(o).what,
+             Catch::StartsWith(fmt::format(fmt::runtime(te::checkpoint_does_not_fit), first.checkpoint, "")));
 }
 
 TEST_CASE("resume continues the checkpoint with the most recorded steps, past a stray file and a directory, and prunes",

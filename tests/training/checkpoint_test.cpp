@@ -1,8 +1,13 @@
 #include "coral/training/checkpoint.hpp"
 #include "coral/training/checkpoint_dir.hpp"
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -11,9 +16,19 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "coral/core/errors.hpp"
 #include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CORAL_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(CORAL_TEST_ASAN)
+#define CORAL_TEST_ASAN 1
+#endif
 
 namespace fs = std::filesystem;
 using coral::test::fresh_dir;
@@ -124,7 +139,130 @@ TEST_CASE("a file that is not a checkpoint, or of another version, is refused", 
         fmt::format(fmt::runtime(training::errors::checkpoint_version), file.string(), 9, checkpoint_format_version));
 
   const auto missing = dir / "missing.ckpt";
-  CHECK(refusal(missing) == fmt::format(fmt::runtime(training::errors::checkpoint_io), missing.string(), "cannot open"));
+  CHECK(refusal(missing) ==
+        fmt::format(fmt::runtime(training::errors::checkpoint_io), missing.string(), coral::errors::input_missing));
+  const auto fifo = dir / "fifo.ckpt";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // never opened: it would block
+  CHECK(refusal(fifo) == fmt::format(fmt::runtime(training::errors::checkpoint_not_a_file), fifo.string()));
+  CHECK_THROWS_WITH(peek_checkpoint(fifo),
+                    fmt::format(fmt::runtime(training::errors::checkpoint_not_a_file), fifo.string()));
+}
+
+TEST_CASE("a hand-made checkpoint is refused by its sizes, counters and values, naming the file",
+          "[training][checkpoint]") {
+  const auto dir = fresh_dir("training-hand-made");
+  const auto file = checkpoint_path(dir, 1);
+  write_checkpoint(file, sample_checkpoint());
+  const auto good = read_bytes(file);
+  const auto bad = dir / "bad.ckpt";
+
+  // A size field of 2^64 - 1: the expected size is said whole, not wrapped.
+  auto bytes = good;
+  std::fill(bytes.begin() + 12, bytes.begin() + 20, static_cast<char>(0xff));
+  write_bytes(bad, bytes);
+  CHECK(refusal(bad) == fmt::format(fmt::runtime(training::errors::checkpoint_truncated), bad.string(), good.size(),
+                                    "18446744073709551643"));
+
+  // A counter at 2^64 - 1 once wrapped to 15 after 16 updates.
+  auto c = sample_checkpoint();
+  c.learner.updates = ~std::uint64_t{0};
+  write_checkpoint(bad, c);
+  CHECK(refusal(bad) == fmt::format(fmt::runtime(training::errors::checkpoint_count_too_large), bad.string(),
+                                    "updates", ~std::uint64_t{0}, max_checkpoint_count));
+  c = sample_checkpoint();
+  c.learner.env_steps = max_checkpoint_count;  // the largest taken
+  write_checkpoint(bad, c);
+  CHECK(read_checkpoint(bad).learner.env_steps == max_checkpoint_count);
+
+  // Non-finite weights were loaded and acted on.
+  c = sample_checkpoint();
+  c.learner.parameters[1] = std::numeric_limits<float>::quiet_NaN();
+  write_checkpoint(bad, c);
+  CHECK(refusal(bad) ==
+        fmt::format(fmt::runtime(training::errors::checkpoint_not_finite), bad.string(), "parameters", 1, "nan"));
+  c = sample_checkpoint();
+  c.learner.adam_v[2] = std::numeric_limits<float>::infinity();
+  write_checkpoint(bad, c);
+  CHECK(refusal(bad) ==
+        fmt::format(fmt::runtime(training::errors::checkpoint_not_finite), bad.string(), "adam_v", 2, "inf"));
+
+  // A payload of zeros with a right checksum: empty records, one name many
+  // times; refused at the second, not listed a hundred million times.
+  std::vector<char> zeros(28 + 1200, '\0');
+  std::memcpy(zeros.data(), good.data(), 12);  // magic and version
+  const std::uint64_t size = 1200;
+  const std::uint64_t sum = fnv1a64(zeros.data() + 28, 1200);
+  std::memcpy(zeros.data() + 12, &size, 8);
+  std::memcpy(zeros.data() + 20, &sum, 8);
+  write_bytes(bad, zeros);
+  CHECK(refusal(bad) == fmt::format(fmt::runtime(training::errors::checkpoint_bad_record), bad.string(), ""));
+  CHECK_THROWS_WITH(peek_checkpoint(bad),
+                    fmt::format(fmt::runtime(training::errors::checkpoint_bad_record), bad.string(), ""));
+}
+
+TEST_CASE("a large checkpoint with a valid header and a wrong checksum is refused without reading it into memory",
+          "[training][checkpoint]") {
+  const auto dir = fresh_dir("training-large");
+  const auto file = dir / "large.ckpt";
+  // 256 MiB, sparse: one record's framing, then zeros (the checksum of the
+  // written file is left as it was). Read whole, it once took twice its size in memory.
+  auto c = sample_checkpoint();
+  write_checkpoint(file, c);
+  auto bytes = read_bytes(file);
+  const std::uint64_t total = std::uint64_t{256} << 20;
+  const std::uint64_t size = total - 28;
+  std::memcpy(bytes.data() + 12, &size, 8);
+  write_bytes(file, bytes);
+  fs::resize_file(file, total);
+  CHECK(refusal(file) == fmt::format(fmt::runtime(training::errors::checkpoint_corrupted), file.string()));
+  // Peeking walks the framing only: the zeros after the real records are empty records.
+  CHECK_THROWS_WITH(peek_checkpoint(file),
+                    fmt::format(fmt::runtime(training::errors::checkpoint_bad_record), file.string(), ""));
+}
+
+TEST_CASE("a checkpoint that does not fit in memory is refused as such, not ended on std::bad_alloc",
+          "[training][checkpoint]") {
+  // A valid checkpoint with a 384 MiB replay record of zeros (sparse), read
+  // under an address-space limit 128 MiB above what the process has.
+#ifdef CORAL_TEST_ASAN
+  WARN("ASan reserves address space by the terabyte and aborts when it runs out: nothing to check here");
+  return;
+#endif
+  const auto dir = fresh_dir("training-no-memory");
+  const auto small = dir / "small.ckpt";
+  write_checkpoint(small, sample_checkpoint());
+  auto bytes = read_bytes(small);
+  const std::uint64_t zeros = std::uint64_t{384} << 20;
+  const std::string key = "replay";
+  const std::uint32_t key_size = static_cast<std::uint32_t>(key.size());
+  bytes.insert(bytes.end(), reinterpret_cast<const char*>(&key_size), reinterpret_cast<const char*>(&key_size) + 4);
+  bytes.insert(bytes.end(), key.begin(), key.end());
+  bytes.insert(bytes.end(), reinterpret_cast<const char*>(&zeros), reinterpret_cast<const char*>(&zeros) + 8);
+  std::uint64_t sum = 0xcbf29ce484222325ULL;  // FNV-1a 64 of the payload, zeros included
+  for (std::size_t i = 28; i < bytes.size(); ++i) sum = (sum ^ static_cast<unsigned char>(bytes[i])) * 0x100000001b3ULL;
+  for (std::uint64_t i = 0; i < zeros; ++i) sum *= 0x100000001b3ULL;
+  const std::uint64_t size = bytes.size() - 28 + zeros;
+  std::memcpy(bytes.data() + 12, &size, 8);
+  std::memcpy(bytes.data() + 20, &sum, 8);
+  const auto big = dir / "big.ckpt";
+  write_bytes(big, bytes);
+  fs::resize_file(big, bytes.size() + zeros);
+
+  std::ifstream status("/proc/self/status");
+  std::uint64_t vm_kib = 0;
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmSize:")) vm_kib = std::stoull(line.substr(7));
+  }
+  REQUIRE(vm_kib > 0);
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_AS, &old) == 0);
+  rlimit limited = old;
+  limited.rlim_cur = (vm_kib << 10) + (std::uint64_t{128} << 20);
+  REQUIRE(::setrlimit(RLIMIT_AS, &limited) == 0);
+  const auto what = refusal(big);
+  REQUIRE(::setrlimit(RLIMIT_AS, &old) == 0);
+  CHECK(what == fmt::format(fmt::runtime(training::errors::checkpoint_no_memory), big.string(), bytes.size() + zeros));
+  CHECK(read_checkpoint(big).records.front().second.size() == zeros);  // whole, with the limit lifted
 }
 
 TEST_CASE("the newest checkpoint is the one with the most env steps recorded inside it, whatever the names",

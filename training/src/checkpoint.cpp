@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <new>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -20,6 +22,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "coral/core/input_file.hpp"
 #include "coral/training/errors.hpp"
 
 namespace coral::training {
@@ -27,6 +30,8 @@ namespace {
 
 constexpr char magic[8] = {'C', 'O', 'R', 'A', 'L', 'C', 'K', 'P'};
 constexpr std::size_t header_size = 8 + 4 + 8 + 8;
+
+__extension__ typedef unsigned __int128 wide_size;  // a size past 2^64, for messages
 
 template <class... Args>
 [[noreturn]] void fail(std::string_view text, Args&&... args) {
@@ -59,7 +64,10 @@ header check_header(const std::string& name, const char* head, std::size_t total
     fail(errors::checkpoint_version, name, h.version, checkpoint_format_version);
   }
   if (total - header_size != h.size) {
-    if (total - header_size < h.size) fail(errors::checkpoint_truncated, name, total, header_size + h.size);
+    if (total - header_size < h.size) {
+      // In 128 bits: a size field near 2^64 would wrap to a small expected size.
+      fail(errors::checkpoint_truncated, name, total, static_cast<wide_size>(header_size) + h.size);
+    }
     fail(errors::checkpoint_corrupted, name);  // trailing bytes
   }
   return h;
@@ -129,14 +137,24 @@ class writer {
 
 }  // namespace
 
-std::uint64_t fnv1a64(const void* bytes, std::size_t size) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
+namespace {
+
+constexpr std::uint64_t fnv1a64_seed = 0xcbf29ce484222325ULL;
+
+/// FNV-1a 64 of `bytes` continued from `h`.
+std::uint64_t fnv1a64_more(std::uint64_t h, const void* bytes, std::size_t size) noexcept {
   const auto* p = static_cast<const unsigned char*>(bytes);
   for (std::size_t i = 0; i < size; ++i) {
     h ^= p[i];
     h *= 0x100000001b3ULL;
   }
   return h;
+}
+
+}  // namespace
+
+std::uint64_t fnv1a64(const void* bytes, std::size_t size) noexcept {
+  return fnv1a64_more(fnv1a64_seed, bytes, size);
 }
 
 namespace {
@@ -238,90 +256,176 @@ void write_checkpoint(const std::filesystem::path& file, const checkpoint& c) {
   sync_directory(file.parent_path());
 }
 
-checkpoint read_checkpoint(const std::filesystem::path& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) fail(errors::checkpoint_not_a_file, file.string());
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail(errors::checkpoint_io, file.string(), "cannot open");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string name = file.string();
-  const header h = check_header(name, bytes.data(), bytes.size());
-  const std::uint32_t version = h.version;
-  const std::uint64_t size = h.size;
-  const char* payload = bytes.data() + header_size;
-  if (fnv1a64(payload, size) != h.sum) fail(errors::checkpoint_corrupted, name);
+namespace {
 
-  std::map<std::string, std::span<const char>, std::less<>> records;
-  std::size_t at = 0;
-  auto take = [&](std::size_t n) {
-    if (size - at < n) fail(errors::checkpoint_bad_record, name, "<framing>");
-    const char* p = payload + at;
-    at += n;
-    return p;
-  };
-  while (at < size) {
-    std::uint32_t name_len = 0;
-    std::memcpy(&name_len, take(4), 4);
-    std::string key(take(name_len), name_len);
-    std::uint64_t len = 0;
-    std::memcpy(&len, take(8), 8);
-    records[key] = std::span<const char>(take(len), len);
+/// Where a record's bytes lie in a checkpoint's payload.
+struct record_place {
+  std::string key;
+  std::uint64_t at = 0;  ///< offset in the payload
+  std::uint64_t size = 0;
+};
+
+/// A checkpoint file, opened and its header checked.
+struct open_checkpoint {
+  std::string name;
+  input_file in;
+  header h;
+
+  explicit open_checkpoint(const std::filesystem::path& file) : name(file.string()), in(name, max_checkpoint_bytes) {
+    if (in.fault() == input_file_fault::not_regular) fail(errors::checkpoint_not_a_file, name);
+    if (!in) fail(errors::checkpoint_io, name, in.problem());
+    char head[header_size] = {};
+    read(head, static_cast<std::size_t>(std::min<std::uint64_t>(in.size(), header_size)));
+    h = check_header(name, head, static_cast<std::size_t>(in.size()));
   }
-  auto record = [&](std::string_view key) {
+
+  void read(void* to, std::size_t n) {
+    if (!in.read(to, n)) fail(errors::checkpoint_io, name, in.problem());
+  }
+
+  /// Walks the record framing from the start of the payload, reading each
+  /// record's name and length and seeking past its bytes: every length is
+  /// checked against what is left of the file before anything is allocated.
+  std::vector<record_place> places() {
+    constexpr std::uint64_t max_key = 4096;  // record names are short
+    std::vector<record_place> out;
+    std::set<std::string, std::less<>> seen;
+    std::uint64_t at = 0;
+    const std::uint64_t size = h.size;
+    auto take = [&](void* to, std::uint64_t n) {
+      if (size - at < n) fail(errors::checkpoint_bad_record, name, "<framing>");
+      read(to, static_cast<std::size_t>(n));
+      at += n;
+    };
+    while (at < size) {
+      std::uint32_t key_size = 0;
+      take(&key_size, 4);
+      if (key_size > max_key) fail(errors::checkpoint_bad_record, name, "<framing>");
+      std::string key(key_size, '\0');
+      take(key.data(), key_size);
+      std::uint64_t len = 0;
+      take(&len, 8);
+      // A name twice is never written, and a run of empty records (a
+      // payload of zeros) would otherwise list billions of them.
+      if (size - at < len || !seen.insert(key).second) fail(errors::checkpoint_bad_record, name, key);
+      if (!in.skip(len)) fail(errors::checkpoint_io, name, in.problem());
+      out.push_back({std::move(key), at, len});
+      at += len;
+    }
+    return out;
+  }
+
+  /// Record `p`'s bytes (the file positioned anywhere).
+  std::vector<char> bytes(const record_place& p) {
+    if (!in.rewind() || !in.skip(header_size + p.at)) fail(errors::checkpoint_io, name, in.problem());
+    std::vector<char> v(static_cast<std::size_t>(p.size));
+    read(v.data(), v.size());
+    return v;
+  }
+
+  /// Whether the payload's checksum is the header's, read in chunks: a
+  /// corrupted file of any size is refused in constant memory.
+  bool checksum_matches() {
+    if (!in.rewind() || !in.skip(header_size)) fail(errors::checkpoint_io, name, in.problem());
+    std::vector<char> chunk(std::size_t{1} << 20);
+    std::uint64_t hash = fnv1a64_seed;
+    for (std::uint64_t left = h.size; left > 0;) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk.size()));
+      read(chunk.data(), n);
+      hash = fnv1a64_more(hash, chunk.data(), n);
+      left -= n;
+    }
+    return hash == h.sum;
+  }
+};
+
+/// Throws errors::checkpoint_not_finite for the first value of record `key` that is NaN or infinite.
+template <class T>
+void check_finite(const std::string& file, std::string_view key, const std::vector<T>& values) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) fail(errors::checkpoint_not_finite, file, key, i, values[i]);
+  }
+}
+
+checkpoint read_verified(const std::filesystem::path& file) {
+  open_checkpoint f(file);
+  const std::string& name = f.name;
+  const std::uint32_t version = f.h.version;
+  // The header's size was checked against the file's. Then the checksum,
+  // read in chunks (constant memory whatever the size), then the framing,
+  // then the records, each allocated once at its size.
+  if (!f.checksum_matches()) fail(errors::checkpoint_corrupted, name);
+  if (!f.in.rewind() || !f.in.skip(header_size)) fail(errors::checkpoint_io, name, f.in.problem());
+  const auto places = f.places();
+
+  std::map<std::string, std::vector<char>, std::less<>> records;
+  for (const auto& p : places) records[p.key] = f.bytes(p);
+  auto record = [&](std::string_view key) -> std::vector<char>& {
     auto it = records.find(key);
     if (it == records.end()) fail(errors::checkpoint_bad_record, name, key);
     return it->second;
   };
   auto u64 = [&](std::string_view key) {
-    auto r = record(key);
+    const auto& r = record(key);
     if (r.size() != 8) fail(errors::checkpoint_bad_record, name, key);
     std::uint64_t v = 0;
     std::memcpy(&v, r.data(), 8);
     return v;
   };
-  auto floats = [&](std::string_view key) {
-    auto r = record(key);
-    if (r.size() % sizeof(float) != 0) fail(errors::checkpoint_bad_record, name, key);
-    std::vector<float> v(r.size() / sizeof(float));
-    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());  // an empty vector's data() may be null
+  auto counter = [&](std::string_view key) {
+    const auto v = u64(key);
+    if (v > max_checkpoint_count) fail(errors::checkpoint_count_too_large, name, key, v, max_checkpoint_count);
     return v;
   };
-  auto doubles = [&](std::string_view key) {
-    auto r = record(key);
-    if (r.size() % sizeof(double) != 0) fail(errors::checkpoint_bad_record, name, key);
-    std::vector<double> v(r.size() / sizeof(double));
-    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());
-    return v;
+  auto numbers = [&]<class T>(std::string_view key, std::vector<T>& to) {
+    const auto& r = record(key);
+    if (r.size() % sizeof(T) != 0) fail(errors::checkpoint_bad_record, name, key);
+    to.resize(r.size() / sizeof(T));
+    if (!to.empty()) std::memcpy(to.data(), r.data(), r.size());  // an empty vector's data() may be null
+    check_finite(name, key, to);
   };
   auto text = [&](std::string_view key) {
-    auto r = record(key);
+    const auto& r = record(key);
     return std::string(r.data(), r.size());
   };
   checkpoint c;
   c.env = text("env");
   c.network = text("network");
   c.seed = u64("seed");
-  c.learner.updates = u64("updates");
-  c.learner.env_steps = u64("env_steps");
-  c.learner.adam_steps = u64("adam_steps");
+  c.learner.updates = counter("updates");
+  c.learner.env_steps = counter("env_steps");
+  c.learner.adam_steps = counter("adam_steps");
   c.learner.rng = u64("rng");
-  c.learner.parameters = floats("parameters");
-  c.learner.adam_m = floats("adam_m");
-  c.learner.adam_v = floats("adam_v");
+  numbers("parameters", c.learner.parameters);
+  numbers("adam_m", c.learner.adam_m);
+  numbers("adam_v", c.learner.adam_v);
   if (version >= 2) {
     c.algo = text("algo");
   }
   if (version >= 3) {
-    c.learner.observation_moments = doubles("observation_moments");
-    c.learner.reward_scaling = doubles("reward_scaling");
-  }
-  // Every other record is the algorithm's (format 2 and 3 files: target_parameters and replay).
-  for (const auto& [key, bytes] : records) {
-    if (!is_common_record(key)) c.records.emplace_back(key, std::vector<char>(bytes.begin(), bytes.end()));
+    numbers("observation_moments", c.learner.observation_moments);
+    numbers("reward_scaling", c.learner.reward_scaling);
   }
   if (c.learner.adam_m.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_m");
   if (c.learner.adam_v.size() != c.learner.parameters.size()) fail(errors::checkpoint_bad_record, name, "adam_v");
+  // Every other record is the algorithm's (format 2 and 3 files: target_parameters and replay).
+  for (auto& [key, bytes] : records) {
+    if (!is_common_record(key)) c.records.emplace_back(key, std::move(bytes));
+  }
   return c;
+}
+
+}  // namespace
+
+checkpoint read_checkpoint(const std::filesystem::path& file) {
+  try {
+    return read_verified(file);
+  } catch (const std::bad_alloc&) {
+    // Under a memory limit (ulimit -v, a cgroup): a file that does not fit
+    // is one that cannot be used, and --resume passes on to the next.
+    std::error_code ec;
+    fail(errors::checkpoint_no_memory, file.string(), std::filesystem::file_size(file, ec));
+  }
 }
 
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::uint64_t env_steps) {
@@ -333,72 +437,37 @@ checkpoint_id id_of(const checkpoint& c) {
 }
 
 checkpoint_id peek_checkpoint(const std::filesystem::path& file) {
-  const std::string name = file.string();
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) fail(errors::checkpoint_not_a_file, name);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail(errors::checkpoint_io, name, "cannot open");
-  const auto total = std::filesystem::file_size(file, ec);
-  if (ec) fail(errors::checkpoint_io, name, ec.message());
-  char head[header_size] = {};
-  in.read(head, static_cast<std::streamsize>(std::min<std::uintmax_t>(total, header_size)));
   // Peeking does not verify the checksum; read_checkpoint() does.
-  const header h = check_header(name, head, total);
-  const std::uint32_t version = h.version;
-  const std::uint64_t size = h.size;
-
-  // Walk the record framing, reading the few small records that identify the
-  // run and seeking past the rest (weights, replay).
+  open_checkpoint f(file);
+  const std::string& name = f.name;
+  const auto places = f.places();
   checkpoint_id id;
-  bool have_env = false, have_network = false, have_algo = version < 2, have_seed = false, have_steps = false;
-  std::uint64_t at = 0;
-  auto take = [&](void* to, std::uint64_t n) {
-    if (size - at < n) fail(errors::checkpoint_bad_record, name, "<framing>");
-    in.read(static_cast<char*>(to), static_cast<std::streamsize>(n));
-    if (!in) fail(errors::checkpoint_io, name, "read failed");
-    at += n;
+  auto find = [&](std::string_view key) -> const record_place* {
+    for (const auto& p : places) {
+      if (p.key == key) return &p;
+    }
+    return nullptr;
   };
   constexpr std::uint64_t max_text = 4096;  // env names and signatures are short
-  while (at < size) {
-    std::uint32_t name_len = 0;
-    take(&name_len, 4);
-    if (name_len > max_text) fail(errors::checkpoint_bad_record, name, "<framing>");
-    std::string key(name_len, '\0');
-    take(key.data(), name_len);
-    std::uint64_t len = 0;
-    take(&len, 8);
-    if (size - at < len) fail(errors::checkpoint_bad_record, name, key);
-    auto text = [&](std::string& to, bool& have) {
-      if (len > max_text) fail(errors::checkpoint_bad_record, name, key);
-      to.assign(len, '\0');
-      take(to.data(), len);
-      have = true;
-    };
-    auto u64 = [&](std::uint64_t& to, bool& have) {
-      if (len != 8) fail(errors::checkpoint_bad_record, name, key);
-      take(&to, 8);
-      have = true;
-    };
-    if (key == "env") {
-      text(id.env, have_env);
-    } else if (key == "network") {
-      text(id.network, have_network);
-    } else if (key == "algo" && version >= 2) {
-      text(id.algo, have_algo);
-    } else if (key == "seed") {
-      u64(id.seed, have_seed);
-    } else if (key == "env_steps") {
-      u64(id.env_steps, have_steps);
-    } else {
-      in.seekg(static_cast<std::streamoff>(len), std::ios::cur);
-      if (!in) fail(errors::checkpoint_io, name, "read failed");
-      at += len;
-    }
-  }
-  for (const auto& [have, key] : {std::pair{have_env, "env"}, {have_network, "network"}, {have_algo, "algo"},
-                                  {have_seed, "seed"}, {have_steps, "env_steps"}}) {
-    if (!have) fail(errors::checkpoint_bad_record, name, key);
-  }
+  auto text = [&](std::string_view key, std::string& to) {
+    const auto* p = find(key);
+    if (p == nullptr || p->size > max_text) fail(errors::checkpoint_bad_record, name, key);
+    const auto bytes = f.bytes(*p);
+    to.assign(bytes.begin(), bytes.end());
+  };
+  auto u64 = [&](std::string_view key) {
+    const auto* p = find(key);
+    if (p == nullptr || p->size != 8) fail(errors::checkpoint_bad_record, name, key);
+    std::uint64_t v = 0;
+    const auto bytes = f.bytes(*p);
+    std::memcpy(&v, bytes.data(), 8);
+    return v;
+  };
+  text("env", id.env);
+  text("network", id.network);
+  if (f.h.version >= 2) text("algo", id.algo);
+  id.seed = u64("seed");
+  id.env_steps = u64("env_steps");
   return id;
 }
 

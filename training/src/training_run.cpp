@@ -292,6 +292,8 @@ void training_run::start() {
       // (algorithm.hpp): a checkpoint of another run. The learner's own state
       // was matched by the signature above, and refuses with usage_error.
       throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_replay_mismatch), file.string(), e.what()));
+    } catch (const usage_error& e) {
+      throw checkpoint_error(fmt::format(fmt::runtime(errors::checkpoint_does_not_fit), file.string(), e.what()));
     }
     start_steps_ = c.learner.env_steps;
     resumed_from_ = file.string();
@@ -481,6 +483,7 @@ train_result training_run::run() {
   result.mean_length = s.mean_length;
   result.episodes = s.episodes;
   result.updates = algorithm_->updates();
+  result.env_failures = sampler_ ? sampler_->env_failures() : 0;
   result.target_return = target_;
   result.checkpoint = last_checkpoint_;
   result.resumed_from = resumed_from_;
@@ -492,11 +495,11 @@ std::string train_result::to_json(const train_options& o) const {
   return fmt::format(
       R"({{"solved":{},"interrupted":{},"env":{},"algo":{},"topology":{},"executor":{},"seed":{},"env_steps":{},)"
       R"("wall_seconds":{},"mean_return":{},"mean_length":{},"episodes":{},"updates":{},"target_return":{},)"
-      R"("checkpoint":{},"resumed_from":{}}})",
+      R"("env_failures":{},"checkpoint":{},"resumed_from":{}}})",
       solved, interrupted, json::quote(o.sampler.env), json::quote(o.algo), json::quote(actors::to_string(o.sampler.topo)),
       json::quote(coral::to_string(o.sampler.executor)), o.sampler.seed, env_steps,
       json::number(wall_seconds), json::number(mean_return), json::number(mean_length), episodes, updates,
-      target_return ? json::number(*target_return) : "null", checkpoint.empty() ? "null" : json::quote(checkpoint),
+      target_return ? json::number(*target_return) : "null", env_failures, checkpoint.empty() ? "null" : json::quote(checkpoint),
       resumed_from.empty() ? "null" : json::quote(resumed_from));
 }
 

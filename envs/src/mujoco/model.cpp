@@ -1,6 +1,8 @@
 // Loading MuJoCo models: the cache of shared models, the model folders, and
 // the process-wide error and warning handlers.
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -14,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/input_file.hpp"
 #include "coral/envs/errors.hpp"
 #include "coral/envs/mujoco_env.hpp"
 
@@ -49,6 +52,84 @@ std::string one_line(std::string_view text) {
   return out;
 }
 
+// The values of every `NAME="..."` (or '...') attribute in XML `text`,
+// outside comments, with the line each is on.
+std::vector<std::pair<std::string, std::size_t>> attribute_values(std::string_view text, std::string_view name) {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  std::size_t line = 1;
+  std::size_t counted = 0;  // text before this offset is counted in `line`
+  auto line_at = [&](std::size_t at) {
+    line += static_cast<std::size_t>(std::count(text.begin() + static_cast<std::ptrdiff_t>(counted),
+                                                text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    counted = at;
+    return line;
+  };
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (text.compare(at, 4, "<!--") == 0) {
+      const auto end = text.find("-->", at + 4);
+      if (end == std::string_view::npos) break;
+      at = end + 3;
+      continue;
+    }
+    const bool starts = text.compare(at, name.size(), name) == 0 && at > 0 &&
+                        std::isspace(static_cast<unsigned char>(text[at - 1])) != 0;
+    if (!starts) {
+      ++at;
+      continue;
+    }
+    std::size_t p = at + name.size();
+    while (p < text.size() && std::isspace(static_cast<unsigned char>(text[p])) != 0) ++p;
+    if (p >= text.size() || text[p] != '=') {
+      at = p;
+      continue;
+    }
+    ++p;
+    while (p < text.size() && std::isspace(static_cast<unsigned char>(text[p])) != 0) ++p;
+    if (p >= text.size() || (text[p] != '"' && text[p] != '\'')) {
+      at = p;
+      continue;
+    }
+    const auto end = text.find(text[p], p + 1);
+    if (end == std::string_view::npos) break;
+    out.emplace_back(std::string(text.substr(p + 1, end - p - 1)), line_at(at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// Includes nested deeper than this are left to MuJoCo (which refuses cycles).
+constexpr int max_include_depth = 8;
+
+// Checks every file MJCF `file` names (an <include>, a mesh, a texture, a
+// height field) that exists under any of the folders MuJoCo may look in,
+// before MuJoCo opens it: a FIFO would block it forever, a device never
+// end. A name that exists nowhere is left to MuJoCo, which says so.
+// `text` is `file`'s contents; `depth` counts nested includes.
+void check_model_files(std::string_view env_name, const std::filesystem::path& model_dir, const std::string& file,
+                       std::string_view text, int depth) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs{model_dir};
+  for (const auto* key : {"meshdir", "texturedir"}) {
+    for (const auto& [dir, line] : attribute_values(text, key)) dirs.push_back(model_dir / dir);
+  }
+  for (const auto& [name, line] : attribute_values(text, "file")) {
+    for (const auto& dir : dirs) {
+      const fs::path candidate = dir / name;  // an absolute name replaces dir
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(candidate, ec)) || ec) continue;
+      input_file named(candidate.string(), max_mujoco_file_bytes);
+      const bool scan = depth < max_include_depth && name.ends_with(".xml");  // an include, read by MuJoCo as MJCF
+      std::string nested;
+      if (!named || (scan && !named.read_rest(nested))) {
+        throw config_error(fmt::format(fmt::runtime(errors::mujoco_model_names_unreadable), env_name, file, line,
+                                       candidate.string(), named.problem()));
+      }
+      if (scan) check_model_files(env_name, model_dir, candidate.string(), nested, depth + 1);
+    }
+  }
+}
+
 struct model_cache {
   std::mutex mutex;
   std::map<std::string, std::weak_ptr<const mjModel>> models;  // by canonical path
@@ -72,15 +153,20 @@ void install_mujoco_handlers() {
 mujoco_model load_mujoco_model(std::string_view env_name, const std::string& path) {
   install_mujoco_handlers();
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw config_error(fmt::format(fmt::runtime(errors::mujoco_model_missing), env_name, path));
-  }
   const std::string key = std::filesystem::weakly_canonical(path, ec).string();
   model_cache& c = cache();
   std::lock_guard lock(c.mutex);
   auto& slot = c.models[ec ? path : key];
   if (auto shared = slot.lock()) return shared;
 
+  {
+    input_file model(path, max_mujoco_file_bytes);
+    std::string text;
+    if (!model || !model.read_rest(text)) {
+      throw config_error(fmt::format(fmt::runtime(errors::mujoco_model_unreadable), env_name, path, model.problem()));
+    }
+    check_model_files(env_name, std::filesystem::path(path).parent_path(), path, text, 0);
+  }
   char message[1024] = {};
   mjModel* loaded = nullptr;
   try {

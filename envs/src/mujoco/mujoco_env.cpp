@@ -82,6 +82,13 @@ mujoco_env::~mujoco_env() {
   if (data_ != nullptr) mj_deleteData(data_);
 }
 
+std::size_t mujoco_env::heap_bytes() const noexcept {
+  // The stack (nstack mjtNums, 10 MB for the humanoid) is reserved but a
+  // step touches little of it: it counts against `ulimit -v`, not against
+  // the memory a run takes, which the estimate bounds from below.
+  return sizeof(mjData) + static_cast<std::size_t>(data_->nbuffer);
+}
+
 double mujoco_env::dt() const noexcept { return model_->opt.timestep * frame_skip_; }
 
 void mujoco_env::reject_model(std::string_view reason) const {

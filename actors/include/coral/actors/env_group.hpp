@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <asio/awaitable.hpp>
 #include <spdlog/logger.h>
@@ -29,6 +30,12 @@ namespace coral::actors {
 /// observation of a new episode).
 ///
 /// Thread safety: run() is one coroutine; env_failures() may be read from any thread.
+/// Failure lines (errors::env_reset) a run logs under the reset policy; the
+/// rest are counted (env_group::env_failures, the final line's
+/// env_failures), not logged: a run whose every step fails once wrote
+/// 32,000 lines in under 2 s.
+inline constexpr std::uint64_t max_logged_env_failures = 20;
+
 class alignas(64) env_group {
  public:
   /// `first_env` is the global index of the slice's first env (for messages).
@@ -51,6 +58,10 @@ class alignas(64) env_group {
   void announce_to(channel<gate_msg>& gate_inbox) noexcept { gate_ = &gate_inbox; }
   /// The group's envs.
   [[nodiscard]] const envs::env_slice& slice() const noexcept { return slice_; }
+  /// Counts the failures this group logs against `logged`, shared by the
+  /// run's groups, so that a run logs at most max_logged_env_failures
+  /// (see there). Before run() only.
+  void share_failure_log(std::atomic<std::uint64_t>& logged) noexcept { logged_failures_ = &logged; }
   /// Env failures survived under the reset policy.
   [[nodiscard]] std::uint64_t env_failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
   /// Steps the group has completed (a snapshot; any thread).
@@ -79,6 +90,9 @@ class alignas(64) env_group {
   channel<std::uint64_t> actions_{1};
   env_error_policy on_error_;
   std::atomic<std::uint64_t> failures_{0};
+  std::vector<std::uint64_t> failures_by_env_;  // the run() coroutine's own
+  std::atomic<std::uint64_t> own_logged_failures_{0};
+  std::atomic<std::uint64_t>* logged_failures_ = &own_logged_failures_;
   std::atomic<std::uint64_t> steps_{0};
   enum class phase : std::uint8_t { starting, stepping, announcing, waiting, finished };
   std::atomic<phase> phase_{phase::starting};

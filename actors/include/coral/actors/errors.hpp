@@ -10,8 +10,14 @@ namespace coral::actors::errors {
 inline constexpr std::string_view flag_out_of_range = "{}: {} is invalid: {}";
 /// An env threw and the policy is fail: env index (global), group name, what.
 inline constexpr std::string_view env_failed = "env {} in group '{}' failed: {}";
-/// An env threw and the policy is reset: env index, group name, what, failures so far.
-inline constexpr std::string_view env_reset = "env {} in group '{}' failed and was reset ({} failures so far): {}";
+/// An env threw and the policy is reset: env index, group name, that env's failures so far, what.
+inline constexpr std::string_view env_reset = "env {} in group '{}' failed and was reset (its failure {}): {}";
+/// The last env failure a run logs (errors::env_reset lines are limited to
+/// this many a run): the limit.
+inline constexpr std::string_view env_failures_unlogged =
+    "{} env failures logged; later ones are counted, not logged (env_failures in the final line)";
+/// Building the run's envs failed: env, how many were built, how many the run has, what failed.
+inline constexpr std::string_view envs_not_built = "env '{}': {} of {} envs built, then building the next failed: {}";
 /// With `--on-env-error reset`, the reset after a failure threw too: env index, group name, what.
 inline constexpr std::string_view env_unrecoverable = "env {} in group '{}' failed and could not be reset: {}";
 

@@ -52,6 +52,7 @@ struct env_shape {
   std::size_t continuous_action_dim = 0;
   std::size_t action_choices = 0;     ///< the sum of every Discrete/MultiDiscrete component's choices (logits)
   std::size_t agents = 1;             ///< rows per env
+  std::size_t heap_bytes = 0;         ///< what one env holds on the heap (envs::env::heap_bytes)
 };
 
 /// The shape of env `options.env` with `options.env_args`: builds one env
@@ -62,7 +63,8 @@ struct env_shape {
 /// Adds the sampler's parts for `options` and an env of `shape`: the env
 /// batch slabs (every row's observation, final observation, actions, reward,
 /// flags and episode totals), the envs and their group actors (per env and
-/// per group figures measured on cartpole, rounded down).
+/// per group figures measured on cartpole, rounded down, plus what the env
+/// itself reports it holds: a MuJoCo env's mjData).
 void add_sampler_memory(memory_estimate& estimate, const sampler_options& options, const env_shape& shape);
 
 /// Bytes this process may still allocate: MemAvailable from /proc/meminfo

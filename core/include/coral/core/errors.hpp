@@ -30,6 +30,17 @@ inline constexpr std::string_view stall_address_space =
 /// A channel made with capacity zero.
 inline constexpr std::string_view zero_capacity = "channel: capacity must be at least 1";
 inline constexpr std::string_view capacity_too_large = "channel: capacity must be at most 2^61 - 1";
+
+// Why a file named by the user cannot be read (coral/core/input_file.hpp);
+// each caller's own message says which file and what it was for.
+/// Nothing at the path.
+inline constexpr std::string_view input_missing = "no such file";
+/// A directory, FIFO, socket or device: what it is.
+inline constexpr std::string_view input_not_regular = "not a regular file ({})";
+/// Larger than the caller's bound: its size, the bound.
+inline constexpr std::string_view input_too_large = "{} bytes, larger than the {} bytes allowed";
+/// The file ended before a read the caller asked for: bytes asked, the position, the file's size.
+inline constexpr std::string_view input_short = "ends early: {} bytes asked at byte {} of {}";
 }  // namespace errors
 
 }  // namespace coral

@@ -143,6 +143,12 @@ class env {
   /// having solved this env, if there is one.
   [[nodiscard]] virtual std::optional<double> solved_return() const noexcept { return std::nullopt; }
 
+  /// Bytes this env holds on the heap besides the object itself (a
+  /// simulator's state): what one more env costs, which the memory check
+  /// adds to its small per-env figure before anything is built. 0 for envs
+  /// whose state is a few numbers.
+  [[nodiscard]] virtual std::size_t heap_bytes() const noexcept { return 0; }
+
  protected:
   env() = default;
   env(const env&) = default;

@@ -42,8 +42,13 @@ inline constexpr std::string_view non_finite_reward = "returned a non-finite rew
 /// An env wrote a non-finite observation: element index, value.
 inline constexpr std::string_view non_finite_observation = "wrote a non-finite observation (element {} = {})";
 
-/// A MuJoCo model file (the `model` key) that does not exist: env, file.
-inline constexpr std::string_view mujoco_model_missing = "env '{}': config key 'model': no such file '{}'";
+/// A MuJoCo model file (the `model` key) that is missing, not a regular
+/// file, unreadable or too large: env, file, why (a coral/core/input_file.hpp problem).
+inline constexpr std::string_view mujoco_model_unreadable = "env '{}': config key 'model': cannot read '{}': {}";
+/// A file a MuJoCo model names (an <include>, a mesh) that is there but not
+/// a readable regular file: env, model file, line, the file named, why.
+inline constexpr std::string_view mujoco_model_names_unreadable =
+    "env '{}': MuJoCo model '{}', line {}: cannot read '{}': {}";
 /// A MuJoCo model file that MuJoCo cannot load: env, file, MuJoCo's own message (on one line).
 inline constexpr std::string_view mujoco_model_malformed = "env '{}': cannot load MuJoCo model '{}': {}";
 /// A built-in model file found in none of the model directories: env, file name, the directories tried.

@@ -79,14 +79,19 @@ struct mjData_;
 
 namespace coral::envs {
 
+/// The largest file a MuJoCo model may be, or name (an include, a mesh).
+inline constexpr std::uint64_t max_mujoco_file_bytes = std::uint64_t{256} << 20;
+
 /// A loaded MuJoCo model, shared read-only by every env built from its file.
 using mujoco_model = std::shared_ptr<const mjModel_>;
 
 /// The model in MJCF file `path`, loaded once while anyone holds it: a
 /// second call for the same file (by canonical path) returns the same
 /// model. Throws config_error naming env `env_name` and the file:
-/// errors::mujoco_model_missing if it does not exist,
-/// errors::mujoco_model_malformed (with MuJoCo's message) if MuJoCo cannot
+/// errors::mujoco_model_unreadable if it is not a readable regular file of
+/// at most max_mujoco_file_bytes, errors::mujoco_model_names_unreadable if a
+/// file it names (an <include>, a mesh; found as MuJoCo would find it) is
+/// there but not one, errors::mujoco_model_malformed (with MuJoCo's message) if MuJoCo cannot
 /// load it. Thread safe.
 [[nodiscard]] mujoco_model load_mujoco_model(std::string_view env_name, const std::string& path);
 
@@ -132,6 +137,10 @@ class mujoco_env : public env {
 
   [[nodiscard]] const space& observation_space() const noexcept override { return observation_space_; }
   [[nodiscard]] const space& action_space() const noexcept override { return action_space_; }
+  /// Its mjData: the struct and its buffer, which mj_makeData fills (about
+  /// 3.4 MB for the humanoid, the RSS one env adds); not the stack, which
+  /// a step barely touches.
+  [[nodiscard]] std::size_t heap_bytes() const noexcept override;
 
   /// The shared model (read only).
   [[nodiscard]] const mjModel_& model() const noexcept { return *model_; }

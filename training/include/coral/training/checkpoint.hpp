@@ -98,10 +98,23 @@ inline constexpr std::uint32_t checkpoint_oldest_version = 1;
 /// checkpoint_error (errors::checkpoint_io) if it cannot.
 void write_checkpoint(const std::filesystem::path& file, const checkpoint& c);
 
-/// Reads and verifies `file`. Throws checkpoint_error with
+/// The largest checkpoint file read (a replay record can make one large).
+inline constexpr std::uint64_t max_checkpoint_bytes = std::uint64_t{1} << 40;
+/// The largest counter (updates, env steps, Adam steps) a checkpoint may
+/// hold: 2^53, the largest whole number a double (and the final JSON line)
+/// holds exactly, far beyond any run and far from wrapping.
+inline constexpr std::uint64_t max_checkpoint_count = std::uint64_t{1} << 53;
+
+/// Reads and verifies `file`: a regular file (coral/core/input_file.hpp),
+/// its header, every record's length against the file's size before
+/// anything is allocated, then its checksum (read in chunks), then its
+/// records, each allocated once at its size. Counters above
+/// max_checkpoint_count and non-finite weights, Adam moments and
+/// normalisation statistics are refused. Throws checkpoint_error with
 /// errors::checkpoint_truncated, checkpoint_not_coral, checkpoint_version,
-/// checkpoint_corrupted, checkpoint_bad_record, checkpoint_not_a_file or
-/// checkpoint_io.
+/// checkpoint_corrupted, checkpoint_bad_record, checkpoint_count_too_large,
+/// checkpoint_not_finite, checkpoint_no_memory (an allocation failed),
+/// checkpoint_not_a_file or checkpoint_io.
 [[nodiscard]] checkpoint read_checkpoint(const std::filesystem::path& file);
 
 /// Reads the identity records of `file` (env, network, algo, seed, env steps)

@@ -17,6 +17,16 @@ inline constexpr std::string_view checkpoint_version = "checkpoint '{}' has form
 inline constexpr std::string_view checkpoint_corrupted = "checkpoint '{}' is corrupted: checksum mismatch";
 /// A well-formed checkpoint whose record is missing or malformed: path, record name.
 inline constexpr std::string_view checkpoint_bad_record = "checkpoint '{}' has a missing or malformed record '{}'";
+/// A counter record beyond any run's: path, record, its value, the largest taken.
+inline constexpr std::string_view checkpoint_count_too_large =
+    "checkpoint '{}': record '{}' is {}, more than any run counts to (at most {})";
+/// A weight, Adam moment or statistic that is NaN or infinite: path, record, element, value.
+inline constexpr std::string_view checkpoint_not_finite =
+    "checkpoint '{}': record '{}' holds a non-finite value (element {} = {})";
+/// A checkpoint whose records do not fit in the memory this process may use: path, its size in bytes.
+inline constexpr std::string_view checkpoint_no_memory = "checkpoint '{}' ({} bytes) does not fit in memory";
+/// A checkpoint whose weights do not fit this run's network: path, what the learner said.
+inline constexpr std::string_view checkpoint_does_not_fit = "checkpoint '{}' does not fit this run's network: {}";
 /// A checkpoint made for another network or env: path, what, its value, this run's.
 inline constexpr std::string_view checkpoint_mismatch = "checkpoint '{}' does not match this run: {} is {}, expected {}";
 /// A checkpoint whose saved replay has another shape than this run's (its

@@ -100,6 +100,10 @@ struct train_result {
   double mean_length = 0;
   std::uint64_t episodes = 0;
   std::uint64_t updates = 0;
+  /// Env failures survived under `--on-env-error reset` (this process's
+  /// envs). The run goes on however many there are: the count is how the
+  /// final line says a run was mostly failures.
+  std::uint64_t env_failures = 0;
   std::optional<double> target_return;
   std::string checkpoint;              ///< the last checkpoint written, if any
   std::string resumed_from;            ///< the checkpoint this run continued, if it resumed
