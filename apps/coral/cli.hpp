@@ -62,6 +62,7 @@ void add_tune_command(CLI::App& app, std::ostream& out);
 
 /// Adds `coral train` (PPO on any env and topology; progress lines, then one
 /// JSON object, see shared/DESIGN.md's contract and docs/training.md) to `app`.
-void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks = {});
+/// Its warnings go to `err`: `out` is progress and the JSON line.
+void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, const run_hooks& hooks = {});
 
 }  // namespace coral::cli

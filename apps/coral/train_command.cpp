@@ -176,7 +176,7 @@ std::shared_ptr<std::vector<algorithm_flag>> add_algorithm_flags(CLI::App& cmd) 
   return flags;
 }
 
-void run_train(std::ostream& out, train_flags& f, const given_flags& given, const run_hooks& hooks) {
+void run_train(std::ostream& out, std::ostream& err, train_flags& f, const given_flags& given, const run_hooks& hooks) {
   check_conflicts(f, given);
   const bool target_given = given.target_return->count() > 0;
   const bool run_dir_given = given.run_dir->count() > 0;
@@ -199,7 +199,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
 #endif
   training::train_result result;
   try {
-    result = learners::train(o, out);
+    result = learners::train(o, out, err);
   } catch (const config_error& e) {
 #ifdef CORAL_HAVE_MPI
     // Refused on this rank before the ranks met (a run dir in use, no
@@ -221,7 +221,7 @@ void run_train(std::ostream& out, train_flags& f, const given_flags& given, cons
 
 }  // namespace
 
-void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks) {
+void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, const run_hooks& hooks) {
   auto f = std::make_shared<train_flags>();
   auto& o = f->o;
   auto* cmd = app.add_subcommand("train", "train an agent with PPO, DQN or R2D2; the last line is one JSON object");
@@ -265,7 +265,7 @@ void add_train_command(CLI::App& app, std::ostream& out, const run_hooks& hooks)
                   "happened for this long (0: never)")
       ->capture_default_str();
   const given_flags given{target, run_dir, checkpoint_every, std::move(algorithm_flags)};
-  cmd->callback([&out, f, given, hooks] { run_train(out, *f, given, hooks); });
+  cmd->callback([&out, &err, f, given, hooks] { run_train(out, err, *f, given, hooks); });
 }
 
 }  // namespace coral::cli

@@ -25,9 +25,9 @@ void validate(const training::train_options& o) {
   training::training_run::validate(o);
 }
 
-training::train_result train(const training::train_options& o, std::ostream& progress) {
+training::train_result train(const training::train_options& o, std::ostream& progress, std::ostream& warnings) {
   register_builtin_algorithms();
-  training::training_run run(o, progress);
+  training::training_run run(o, progress, warnings);
   return run.run();
 }
 

@@ -2,6 +2,7 @@
 
 import json
 import sys
+import warnings
 
 from . import _coral
 from ._errors import EnvError, from_actor_failure
@@ -86,7 +87,16 @@ def train(env="cartpole", algo="ppo", *, on_row=None, verbose=True, **flags):
     code, last, err = _coral.train(args, line, row if on_row is not None else None)
     if state["error"] is not None:
         raise state["error"]
-    message = err.strip()
+    # stderr holds the run's warnings (a checkpoint skipped, no plot, ...)
+    # and, when it failed, its error line last: warnings become Python
+    # warnings, the error the exception's message.
+    errors = []
+    for text in err.splitlines():
+        if text.startswith("warning: "):
+            warnings.warn(text[len("warning: "):], RuntimeWarning, stacklevel=2)
+        elif text.strip():
+            errors.append(text)
+    message = "\n".join(errors).strip()
     if message.startswith("error: "):
         message = message[len("error: "):]
     if code == _REJECTED:

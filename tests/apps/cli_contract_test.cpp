@@ -449,7 +449,10 @@ std::vector<bad_input> bad_inputs() {
        error_line("env 'cartpole': config key 'max_steps' given twice ('100', then '200'); give it once")},
       // The run starts, then fails: exit 2 (a checkpoint that is not one).
       {{"train", "--resume", "--checkpoint-dir", "stray", "--no-run-dir"},
-       error_line("checkpoint 'stray/checkpoint-000000001000.ckpt' is not a coral checkpoint"), failed},
+       // Passed over with a warning (stderr), then nothing is left to resume from.
+       "warning: checkpoint 'stray/checkpoint-000000001000.ckpt' is not a coral checkpoint; skipped\n" +
+           error_line("checkpoint 'stray/checkpoint-000000001000.ckpt' is not a coral checkpoint"),
+       failed},
       // A rollout whose env fails: exit 2, naming the step (0: the first reset).
       {{"envs", "rollout", "--env", "faulty", "--env-arg", "throw_step=2", "--steps", "5"},
        error_line(text(cm::rollout_env_failed, "faulty", 2, "injected fault: step 2")), failed},

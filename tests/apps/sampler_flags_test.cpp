@@ -140,7 +140,7 @@ TEST_CASE("coral train and coral bench take the same sampler flags, on the comma
   cli::add_bench_command(app, out);
   std::vector<std::string> sections{"bench"};
 #ifdef CORAL_HAVE_TRAIN
-  cli::add_train_command(app, out);
+  cli::add_train_command(app, out, out);
   sections.emplace_back("train");
   CHECK(app.get_subcommand("train")->get_option("--threads")->get_default_str() == "1");
 #endif

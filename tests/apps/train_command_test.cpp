@@ -273,3 +273,25 @@ TEST_CASE("coral train refuses another algorithm's flag given at its default val
                 out, err) == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("coral train's warnings go to stderr: stdout is progress and the JSON line", "[apps][train_command]") {
+  const auto dir = fs::temp_directory_path() / "coral-train-warnings";
+  fs::remove_all(dir);
+  const auto ckpt = (dir / "ckpt").string();
+  std::string out, err;
+  REQUIRE(run_cli({"train", "--total-steps", "2048", "--keep-going", "--checkpoint-dir", ckpt, "--no-run-dir",
+                   "--progress-seconds", "0"},
+                  out, err) == 0);
+  const auto directory = dir / "ckpt" / "checkpoint-999999999999.ckpt";
+  fs::create_directories(directory);
+  REQUIRE(run_cli({"train", "--total-steps", "4096", "--keep-going", "--checkpoint-dir", ckpt, "--resume",
+                   "--no-run-dir", "--progress-seconds", "0"},
+                  out, err) == 0);
+  const auto warning = fmt::format(fmt::runtime(coral::training::errors::checkpoint_skipped),
+                                   fmt::format(fmt::runtime(coral::training::errors::checkpoint_not_a_file),
+                                               directory.string()));
+  CHECK(err == warning + "\n");
+  CHECK(out.find("; skipped") == std::string::npos);
+  CHECK(out.find("resumed from ") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -240,7 +240,7 @@ TEST_CASE("a run writes its metrics rows and a learning curve to the run directo
   std::ostringstream progress;
   auto o = small_run(2048);
   o.run_dir = dir.string();
-  const auto r = train(o, progress);
+  const auto r = train(o, progress, progress);
   std::ifstream csv(dir / "metrics.csv");
   std::string header;
   std::getline(csv, header);
@@ -301,7 +301,7 @@ TEST_CASE("a run directory with quotes, semicolons, backquotes and $() in its na
   const auto dir = base / "x'; touch PWNED1; echo '`touch PWNED2`$(touch PWNED3)\"";
   o.run_dir = dir.string();
   std::ostringstream progress;
-  const auto r = train(o, progress);
+  const auto r = train(o, progress, progress);
   for (const auto& m : markers) {
     INFO(m);
     CHECK_FALSE(fs::exists(m));
@@ -371,7 +371,7 @@ TEST_CASE("a metrics file that cannot be written is reported and never claimed a
   auto o = small_run(1024);
   o.run_dir = dir.string();
   std::ostringstream progress;
-  const auto r = train(o, progress);
+  const auto r = train(o, progress, progress);
   CHECK_FALSE(r.metrics_written);
   CHECK(progress.str().find(fmt::format(fmt::runtime(te::metrics_write_failed), (dir / "metrics.csv").string(),
                                         std::strerror(ENOSPC))) != std::string::npos);
@@ -451,7 +451,7 @@ TEST_CASE("resume continues the checkpoint with the most recorded steps, past a 
   o.total_steps = 3072;
   o.keep_checkpoints = 2;
   std::ostringstream second_progress;
-  const auto second = train(o, second_progress);
+  const auto second = train(o, second_progress, second_progress);
   const auto newest = checkpoint_path(dir, 2048).string();
   CHECK(second.resumed_from == newest);
   CHECK(second_progress.str().find("resumed from " + newest + " (2048 env steps") != std::string::npos);

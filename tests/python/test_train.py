@@ -309,3 +309,20 @@ def test_train_names_the_openblas_kernels_to_ask_for_where_openblas_runs_its_gen
     err, core = blas_child({"OPENBLAS_CORETYPE": "Prescott"})
     assert core == "Prescott"
     assert "generic SSE3 kernels" not in err
+
+
+def test_warnings_of_a_run_are_python_warnings_not_progress(tmp_path, capsys):
+    # A directory named like a checkpoint is passed over with a warning: on
+    # stderr for the command, a RuntimeWarning here, never a progress line.
+    ckpt = tmp_path / "ckpt"
+    first = coral.train(env="cartpole", total_steps=2048, keep_going=True, checkpoint_dir=str(ckpt),
+                        no_run_dir=True, verbose=False)
+    (ckpt / "checkpoint-999999999999.ckpt").mkdir()
+    capsys.readouterr()
+    with pytest.warns(RuntimeWarning, match=r"checkpoint-999999999999.ckpt' is not a regular file; skipped$"):
+        resumed = coral.train(env="cartpole", total_steps=4096, keep_going=True, checkpoint_dir=str(ckpt),
+                              resume=True, no_run_dir=True, verbose=True)
+    assert resumed["resumed_from"] == first["checkpoint"]
+    progress = capsys.readouterr().out
+    assert "resumed from" in progress
+    assert "; skipped" not in progress

@@ -257,7 +257,7 @@ TEST_CASE("no checkpoint after a failure of the learner itself; one that cannot 
   e.sampler.env_args = {{"env", "0"}, {"throw_step", "2000"}};
   e.checkpoint_dir = (dir / "gone").string();
   std::ostringstream lost;
-  training_run run(e, lost);
+  training_run run(e, lost, lost);
   std::thread remover([&run, &dir] {
     while (run.activity().begun() == 0) std::this_thread::sleep_for(1ms);
     fs::remove_all(dir / "gone");

@@ -169,11 +169,11 @@ void write_run_config(const train_options& o) {
 }
 
 resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo, std::string_view signature,
-                                   std::ostream& progress) {
+                                   std::ostream& warnings) {
   const auto listing = list_checkpoints(o.checkpoint_dir);
   std::optional<std::string> first_error;  // of the newest unreadable file, thrown when nothing else is left
   auto pass_over = [&](const std::string& why, bool regular_file) {
-    progress << text(errors::checkpoint_skipped, why) << '\n';
+    warnings << text(errors::checkpoint_skipped, why) << '\n';
     if (regular_file && !first_error) first_error = why;
   };
   for (const auto& s : listing.skipped) pass_over(s.why, s.regular_file);
@@ -276,21 +276,21 @@ void metrics_file::failed(int error_number) {
   if (error_.empty()) error_ = error_number != 0 ? std::strerror(error_number) : "write failed";
 }
 
-bool metrics_file::close(std::ostream& progress) {
+bool metrics_file::close(std::ostream& warnings) {
   if (!csv_.is_open()) return false;
   errno = 0;
   csv_.close();
   if (csv_.fail()) failed(errno);
   if (!error_.empty()) {
-    progress << text(errors::metrics_write_failed, (dir_ / "metrics.csv").string(), error_) << '\n';
+    warnings << text(errors::metrics_write_failed, (dir_ / "metrics.csv").string(), error_) << '\n';
     return false;
   }
-  plot_learning_curve(dir_, progress);
+  plot_learning_curve(dir_, warnings);
   return true;
 }
 
-void plot_learning_curve(const fs::path& dir, std::ostream& progress) {
-  auto warn_failed = [&](const std::string& why) { progress << text(errors::gnuplot_failed, why) << '\n'; };
+void plot_learning_curve(const fs::path& dir, std::ostream& warnings) {
+  auto warn_failed = [&](const std::string& why) { warnings << text(errors::gnuplot_failed, why) << '\n'; };
   {
     // File names relative to `dir`, where gnuplot runs: no path of the
     // user's is ever quoted into the script.
@@ -325,7 +325,7 @@ void plot_learning_curve(const fs::path& dir, std::ostream& progress) {
   const int spawned = prepared ? posix_spawnp(&pid, program, &actions, nullptr, argv, environ) : EINVAL;
   posix_spawn_file_actions_destroy(&actions);
   if (spawned == ENOENT) {
-    progress << errors::gnuplot_not_found << '\n';
+    warnings << errors::gnuplot_not_found << '\n';
     return;
   }
   if (spawned != 0) {

@@ -67,12 +67,12 @@ struct resumed_checkpoint {
 /// Reads the checkpoint in --checkpoint-dir with the most env steps recorded
 /// inside it for a resumed run of `algo` with a network of `signature`.
 /// Directories and unreadable files named like checkpoints are passed over
-/// with a warning on `progress` (errors::checkpoint_skipped); when nothing
+/// with a warning on `warnings` (errors::checkpoint_skipped); when nothing
 /// readable is left, the newest such file's error is thrown, or config_error
 /// (errors::no_checkpoint) when there was none. A checkpoint of another run
 /// (algo, env, network or seed) is refused with checkpoint_error.
 resumed_checkpoint read_for_resume(const train_options& o, std::string_view algo, std::string_view signature,
-                                   std::ostream& progress);
+                                   std::ostream& warnings);
 
 /// run_dir/metrics.csv, one row per line. A resumed run appends to the rows
 /// already there; a fresh one starts the file anew. Every row is flushed, and
@@ -98,9 +98,9 @@ class metrics_file {
 
   /// Closes the file; when every write succeeded, plots it
   /// (plot_learning_curve) and returns true; otherwise prints
-  /// errors::metrics_write_failed on `progress` and returns false. False
+  /// errors::metrics_write_failed on `warnings` and returns false. False
   /// when there was no file.
-  bool close(std::ostream& progress);
+  bool close(std::ostream& warnings);
 
  private:
   void failed(int error_number);
@@ -115,7 +115,7 @@ class metrics_file {
 /// argument vector (no shell) in `dir` as its working directory, and the
 /// script names its files relative to it, so no path is ever parsed by a
 /// shell or by gnuplot. A missing or failing gnuplot is a warning on
-/// `progress` (errors::gnuplot_not_found, gnuplot_failed), never an error.
-void plot_learning_curve(const std::filesystem::path& dir, std::ostream& progress);
+/// `warnings` (errors::gnuplot_not_found, gnuplot_failed), never an error.
+void plot_learning_curve(const std::filesystem::path& dir, std::ostream& warnings);
 
 }  // namespace coral::training::detail

@@ -52,8 +52,11 @@ void training_run::validate(const train_options& options) {
   detail::check_memory_budget(o, *algo);  // what the run allocates fits in this machine's memory
 }
 
-training_run::training_run(const train_options& options, std::ostream& progress)
-    : options_(with_algorithm_defaults(options)), progress_(&progress), given_seed_(options.sampler.seed) {
+training_run::training_run(const train_options& options, std::ostream& progress, std::ostream& warnings)
+    : options_(with_algorithm_defaults(options)),
+      progress_(&progress),
+      warnings_(&warnings),
+      given_seed_(options.sampler.seed) {
   // Each sampler rank's envs and actions draw from streams of their own.
   if (sampler_rank(options_)) options_.sampler.seed ^= options_.remote->rank() * 0x9E3779B97F4A7C15ULL;
   // Once, before any plug-in reads it: the gates size their holds by it.
@@ -172,6 +175,11 @@ std::string training_run::make_row(row_stream stream, row_window& window) {
       1e3 * s.last_update.seconds, s.learner_seconds, bridge_ ? " | " + bridge_->row(dt) : std::string());
 }
 
+void training_run::warn(const std::string& line) {
+  std::lock_guard lock(rows_mutex_);
+  *warnings_ << line << '\n' << std::flush;
+}
+
 void training_run::report() {
   std::lock_guard lock(rows_mutex_);
   *progress_ << make_row(row_stream::progress, progress_window_) << '\n' << std::flush;
@@ -226,7 +234,7 @@ void training_run::checkpoint_after_failure(runtime& rt, const std::string& fail
     write(c);
     say(fmt::format(fmt::runtime(errors::checkpoint_after_failure), last_checkpoint_));
   } catch (const std::exception& e) {
-    say(fmt::format(fmt::runtime(errors::checkpoint_after_failure_failed), e.what(), last));
+    warn(fmt::format(fmt::runtime(errors::checkpoint_after_failure_failed), e.what(), last));
   }
 }
 
@@ -283,7 +291,7 @@ void training_run::start() {
     return;
   }
   if (o.resume) {
-    const auto [c, file] = detail::read_for_resume(o, o.algo, algorithm_->signature(), *progress_);
+    const auto [c, file] = detail::read_for_resume(o, o.algo, algorithm_->signature(), *warnings_);
     std::string restored;
     try {
       restored = algorithm_->restore(c);
@@ -487,7 +495,7 @@ train_result training_run::run() {
   result.target_return = target_;
   result.checkpoint = last_checkpoint_;
   result.resumed_from = resumed_from_;
-  result.metrics_written = metrics_->close(*progress_);
+  result.metrics_written = metrics_->close(*warnings_);
   return result;
 }
 

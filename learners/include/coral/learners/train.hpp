@@ -4,6 +4,7 @@
 /// registered, then the one training composition (coral/training/) runs
 /// whichever `train_options::algo` names. Tests and the Python binding call it.
 
+#include <iostream>
 #include <ostream>
 
 #include "coral/training/train_options.hpp"
@@ -21,11 +22,12 @@ void validate(const training::train_options& options);
 
 /// Runs training to the end: solved (when stop_when_solved), total_steps,
 /// or a signal (SIGINT/SIGTERM: a checkpoint is written and the run ends
-/// normally). Progress lines go to `progress`. Before anything starts, the
+/// normally). Progress lines go to `progress`, warnings to `warnings`. Before anything starts, the
 /// run and checkpoint directories are created and test-written, and a fresh
 /// run into a checkpoint directory holding checkpoints is refused. Throws
 /// config_error for bad options or unusable directories, checkpoint_error for
 /// a refused checkpoint, actor_failed if an actor failed.
-training::train_result train(const training::train_options& options, std::ostream& progress);
+training::train_result train(const training::train_options& options, std::ostream& progress,
+                              std::ostream& warnings = std::cerr);
 
 }  // namespace coral::learners

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,7 +63,10 @@ class training_run {
   /// own, and the memory the run would need.
   static void validate(const train_options& options);
 
-  training_run(const train_options& options, std::ostream& progress);
+  /// Progress lines (and the run's first line) go to `progress`; warnings
+  /// (a checkpoint skipped, metrics not written, no plot, a checkpoint after
+  /// a failure not written) to `warnings`.
+  training_run(const train_options& options, std::ostream& progress, std::ostream& warnings = std::cerr);
   training_run(const training_run&) = delete;
   training_run& operator=(const training_run&) = delete;
   ~training_run();
@@ -116,6 +120,8 @@ class training_run {
   void end(std::optional<actors::gate_end> why);
   /// A line on the progress stream (any thread).
   void say(const std::string& line);
+  /// A line on the warnings stream (any thread).
+  void warn(const std::string& line);
   /// Whether the gate exists yet (it does from start() on).
   [[nodiscard]] bool has_gate() const noexcept { return gate_ != nullptr; }
 
@@ -150,6 +156,7 @@ class training_run {
 
   train_options options_;
   std::ostream* progress_;
+  std::ostream* warnings_;
   std::uint64_t given_seed_;  // --seed as given (a sampler rank's options_ hold its own)
   std::unique_ptr<actors::sampler> sampler_;
   std::unique_ptr<algorithm> algorithm_;
