@@ -67,7 +67,7 @@ struct coral_app {
     app.require_subcommand(1);
     cli::add_envs_command(app, out);
     cli::add_bench_command(app, out);
-    cli::add_train_command(app, out);
+    cli::add_train_command(app, out, out);
     cli::add_value_checks(app);
     app.parse_complete_callback([] { throw tokens_taken{}; });
     commands = cli::describe_commands(app);

@@ -26,6 +26,6 @@ void register_builtin_algorithms() {}
 
 void validate(const training::train_options&) { needs_libtorch("learners::validate()"); }
 
-training::train_result train(const training::train_options&, std::ostream&) { needs_libtorch("learners::train()"); }
+training::train_result train(const training::train_options&, std::ostream&, std::ostream&) { needs_libtorch("learners::train()"); }
 
 }  // namespace coral::learners
