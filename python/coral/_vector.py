@@ -12,9 +12,10 @@ from . import _spaces
 from ._gym import AutoresetMode
 
 # coral's names, the enum, and the enum's values ("NextStep", as Gymnasium's vector envs take them).
-AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
-                   **{mode: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)},
-                   **{mode.value: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)}}
+ENGINE_MODES = {AutoresetMode.NEXT_STEP: "next_step", AutoresetMode.SAME_STEP: "same_step",
+                AutoresetMode.DISABLED: "disabled"}
+AUTORESET_MODES = {**{name: mode for mode, name in ENGINE_MODES.items()},
+                   **{mode: mode for mode in ENGINE_MODES}, **{mode.value: mode for mode in ENGINE_MODES}}
 # The info keys coral fills itself; stats_key may not take one of them.
 OWN_INFO_KEYS = ("env_id", "failed", "final_obs", "final_info")
 TOPOLOGIES = ("sync", "double-buffer", "pool")
@@ -66,11 +67,11 @@ def _python_names(message):
 
 def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
              autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-             stats_key="coral_episode", **env_args):
+             stats_key="coral_episode", coral_infos=True, **env_args):
     """coral's envs as a vector env; see VectorEnv."""
     return VectorEnv(env_id, num_envs, batch_size=batch_size, num_threads=num_threads, topology=topology,
                      seed=seed, autoreset_mode=autoreset_mode, copy=copy, envs_per_group=envs_per_group,
-                     executor=executor, spin_us=spin_us, stats_key=stats_key, **env_args)
+                     executor=executor, spin_us=spin_us, stats_key=stats_key, coral_infos=coral_infos, **env_args)
 
 
 class VectorEnv(_gym.VectorEnv):
@@ -83,7 +84,8 @@ class VectorEnv(_gym.VectorEnv):
     Gymnasium's vector wrappers take it; metadata["autoreset_mode"] is an
     AutoresetMode either way.
 
-    infos holds "env_id" and "failed" (each with its "_" mask), and coral's
+    infos holds "env_id" and "failed" (each with its "_" mask; coral_infos=False
+    leaves them out, for a batch of every env), and coral's
     episode statistics {"r": returns, "l": lengths} of the envs whose episode
     ended under `stats_key` ("coral_episode"; None leaves them out), a key of
     its own so that Gymnasium's RecordEpisodeStatistics ("episode") can wrap it.
@@ -96,7 +98,7 @@ class VectorEnv(_gym.VectorEnv):
 
     def __init__(self, env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
                  autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-                 stats_key="coral_episode", **env_args):
+                 stats_key="coral_episode", coral_infos=True, **env_args):
         if not isinstance(env_id, str):
             raise ValueError(f"env_id: {env_id!r} is invalid: must be an env name (see coral.env_names())")
         num_envs = _count("num_envs", num_envs)
@@ -105,7 +107,8 @@ class VectorEnv(_gym.VectorEnv):
         seed = _seed(seed)
         if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in AUTORESET_MODES:
             raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: next_step, same_step, "
-                             "or AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)")
+                             "disabled, or AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, "
+                             "AutoresetMode.DISABLED)")
         autoreset_mode = AUTORESET_MODES[autoreset_mode]
         if stats_key is not None and (not isinstance(stats_key, str) or not stats_key
                                       or stats_key.lstrip("_") in OWN_INFO_KEYS):
@@ -115,6 +118,11 @@ class VectorEnv(_gym.VectorEnv):
             topology = "sync" if batch_size is None or batch_size == num_envs else "pool"
         if topology not in TOPOLOGIES:
             raise ValueError(f"topology: {topology!r} is invalid (allowed: {', '.join(TOPOLOGIES)})")
+        if not isinstance(coral_infos, (bool, np.bool_)):
+            raise ValueError(f"coral_infos: {coral_infos!r} is invalid: must be True or False")
+        if not coral_infos and batch_size is not None and batch_size != num_envs:
+            raise ValueError("coral_infos: False needs batch_size=num_envs (a pool batch's infos[\"env_id\"] "
+                             "says which envs it holds)")
         if batch_size is None:
             batch_size = {"sync": num_envs, "double-buffer": num_envs // 2, "pool": max(1, num_envs // 4)}[topology]
         if envs_per_group is None:
@@ -126,7 +134,7 @@ class VectorEnv(_gym.VectorEnv):
         try:
             with _pyenv.first_spaces() as seen:
                 self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed,
-                                              "same_step" if autoreset_mode == AutoresetMode.SAME_STEP else "next_step",
+                                              ENGINE_MODES[autoreset_mode],
                                               envs_per_group, executor, spin_us, args)
         except ValueError as e:
             raise ValueError(_python_names(str(e))) from None
@@ -140,6 +148,7 @@ class VectorEnv(_gym.VectorEnv):
         self._seed = seed
         self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self._stats_key = stats_key
+        self._coral_infos = bool(coral_infos)
         self._adapters = seen.adapters or None  # a Python env's: where its infos are
         if seen.spaces is not None:
             # A Python env: its own spaces, with the dtypes and starts coral's C++ spaces do not hold.
@@ -177,8 +186,10 @@ class VectorEnv(_gym.VectorEnv):
         if self._fast:
             every = slice(None)
             ended = v["ended"]
-            infos = {"env_id": self._all_ids, "_env_id": self._all_true,
-                     "failed": v["failed"], "_failed": self._all_true}
+            infos = {}
+            if self._coral_infos:
+                infos = {"env_id": self._all_ids, "_env_id": self._all_true,
+                         "failed": v["failed"], "_failed": self._all_true}
             stats = self._stats(v["episode_returns"], v["episode_lengths"], ended)
             infos.update(stats)
             if self._same_step:
@@ -232,7 +243,7 @@ class VectorEnv(_gym.VectorEnv):
             self._start(seed)
         self._count = self._engine.recv()
         obs = self._observations(slice(None))
-        infos = {"env_id": self._ids(), "_env_id": self._all_true}
+        infos = {"env_id": self._ids(), "_env_id": self._all_true} if self._coral_infos else {}
         self._add_env_infos(infos, self._ids(), "info")
         if self.copy:
             obs, infos = _copy(obs), _copy(infos)
@@ -447,12 +458,8 @@ class VectorEnv(_gym.VectorEnv):
         returns = v["episode_returns"][rows]
         lengths = v["episode_lengths"][rows]
         mask = self._all_true[:n]
-        infos = {
-            "env_id": self._ids(),
-            "_env_id": mask,
-            "failed": v["failed"][rows],
-            "_failed": mask,
-        }
+        ids = self._ids()
+        infos = {"env_id": ids, "_env_id": mask, "failed": v["failed"][rows], "_failed": mask} if self._coral_infos else {}
         stats = self._stats(returns, lengths, ended)
         infos.update(stats)
         if self._same_step:
@@ -460,8 +467,8 @@ class VectorEnv(_gym.VectorEnv):
             infos["_final_obs"] = ended
             infos["final_info"] = dict(stats)
             infos["_final_info"] = ended
-            self._add_env_infos(infos["final_info"], infos["env_id"], "final_info", only=ended)
-        self._add_env_infos(infos, infos["env_id"], "info")
+            self._add_env_infos(infos["final_info"], ids, "final_info", only=ended)
+        self._add_env_infos(infos, ids, "info")
         out = (obs, v["rewards"][rows], v["terminated"][rows], v["truncated"][rows], infos)
         if self.copy:
             out = _copy(out)
