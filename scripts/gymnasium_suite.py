@@ -41,7 +41,7 @@ def _coral_vector_env(env_fns, copy=True, observation_mode=None, autoreset_mode=
     name = f"gymnasium-suite-{next(_names)}"
     coral.register(name, make)
     kwargs = {} if autoreset_mode is None else {"autoreset_mode": autoreset_mode}
-    return coral.make_vec(name, len(env_fns), copy=copy, stats_key=None, coral_infos=False, **kwargs)
+    return coral.make_vec(name, len(env_fns), copy=copy, seed=None, stats_key=None, coral_infos=False, **kwargs)
 
 
 _names = itertools.count()

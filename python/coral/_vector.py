@@ -104,7 +104,10 @@ class VectorEnv(_gym.VectorEnv):
         num_envs = _count("num_envs", num_envs)
         batch_size = _count("batch_size", batch_size, allow_none=True)
         threads = _count("num_threads", num_threads, allow_none=True) or 1
-        seed = _seed(seed)
+        # seed=None: Gymnasium's way, no env is seeded until reset(seed=...) (a C++ env, which
+        # always takes a seed, gets one from entropy).
+        self._seeded = seed is not None
+        seed = _seed(seed) if seed is not None else int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
         if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in AUTORESET_MODES:
             raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: next_step, same_step, "
                              "disabled, or AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, "
@@ -132,7 +135,7 @@ class VectorEnv(_gym.VectorEnv):
         args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
 
         try:
-            with _pyenv.first_spaces() as seen:
+            with _pyenv.first_spaces(self._seeded) as seen:
                 self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed,
                                               ENGINE_MODES[autoreset_mode],
                                               envs_per_group, executor, spin_us, args)
@@ -239,6 +242,7 @@ class VectorEnv(_gym.VectorEnv):
         else:
             if seed is not None:
                 self._seed = seed
+                self._seeded = True
                 super().reset(seed=seed)
             self._start(seed)
         self._count = self._engine.recv()
@@ -275,6 +279,7 @@ class VectorEnv(_gym.VectorEnv):
         self._check_open()
         if seed is not None:
             self._seed = _seed(seed)
+            self._seeded = True
         self._start(self._seed)
         self._count = 0
 
@@ -365,6 +370,17 @@ class VectorEnv(_gym.VectorEnv):
                 f"batch_size={self.batch_size}, topology={self.metadata['topology']!r})")
 
     @property
+    def np_random_seed(self):
+        """For a Python env, each env's np_random_seed (a tuple, env 0 first), as Gymnasium's
+        SyncVectorEnv gives it; for a C++ env (or a pool's stepping envs), the seed of the vector
+        env's own np_random."""
+        if self._adapters is not None and not (self._started and self.batch_size != self.num_envs):
+            envs = [self._adapters[i].env for i in range(self.num_envs)]
+            if all(hasattr(env, "np_random_seed") for env in envs):
+                return tuple(env.np_random_seed for env in envs)
+        return super().np_random_seed
+
+    @property
     def env_steps(self):
         """Env steps coral took since the last (re)start."""
         return self._engine.env_steps
@@ -411,7 +427,7 @@ class VectorEnv(_gym.VectorEnv):
 
     def _start(self, seed):
         # Starting anew builds new envs: a Python env's adapters are new too.
-        with _pyenv.first_spaces() as seen:
+        with _pyenv.first_spaces(self._seeded) as seen:
             self._engine.start(seed)
         if self._adapters is not None:
             self._adapters = seen.adapters or self._adapters

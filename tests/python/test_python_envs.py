@@ -168,6 +168,43 @@ def test_python_envs_are_seeded_per_env_and_repeat_for_a_seed():
     assert len({tuple(row) for row in a}) == 3  # each env its own seed
 
 
+class Seeded(Counter):
+    """keeps the seed of its last seeded reset as np_random_seed, as a Gymnasium env does"""
+
+    np_random_seed = -1
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self.np_random_seed = seed
+        return super().reset(seed=seed, options=options)
+
+
+coral.register("py-seeded", Seeded)
+
+
+def test_a_vector_env_seeds_env_i_with_seed_plus_i_and_shows_their_seeds():
+    with coral.make_vec("py-seeded", 3, seed=40) as env:
+        env.reset()
+        assert env.np_random_seed == (40, 41, 42)
+        env.reset(seed=7)
+        assert env.np_random_seed == (7, 8, 9)
+        env.step(np.zeros(3, dtype=np.int64))
+        env.reset()  # a plain reset goes on from each env's generator
+        assert env.np_random_seed == (7, 8, 9)
+        assert env.get_attr("seeds") == ([7, None], [8, None], [9, None])
+
+
+def test_make_vec_with_seed_none_seeds_no_env_until_a_seeded_reset():
+    with coral.make_vec("py-seeded", 2, seed=None) as env:
+        env.reset()
+        assert env.get_attr("seeds") == ([None], [None])
+        assert env.np_random_seed == (-1, -1)
+        env.reset(seed=3)
+        assert env.np_random_seed == (3, 4)
+    with coral.make_vec("cartpole", 2, seed=None) as a, coral.make_vec("cartpole", 2, seed=None) as b:
+        assert not np.array_equal(a.reset()[0], b.reset()[0])  # a C++ env: a seed from entropy
+
+
 def test_coral_train_runs_a_python_env(tmp_path):
     result = coral.train(env="py-counter", algo="ppo", total_steps=2000, no_run_dir=True, verbose=False,
                          topology="sync", num_envs=4)
