@@ -32,11 +32,12 @@ def _coral_vector_env(env_fns, copy=True, observation_mode=None, autoreset_mode=
     import coral
 
     env_fns = list(env_fns)
-    made = itertools.count()
+    made = itertools.count(-1)
 
     def make(**_kwargs):
-        # The first env coral makes only probes the spaces; the others are envs 0, 1, ...
-        return env_fns[next(made) % len(env_fns)]()
+        # The first env coral makes only probes the spaces (env_fns[0] again); the others are
+        # envs 0, 1, ... (and again from 0 when a seeded reset builds them anew).
+        return env_fns[max(next(made), 0) % len(env_fns)]()
 
     name = f"gymnasium-suite-{next(_names)}"
     coral.register(name, make)

@@ -85,7 +85,8 @@ class VectorEnv(_gym.VectorEnv):
     AutoresetMode either way.
 
     infos holds "env_id" and "failed" (each with its "_" mask; coral_infos=False
-    leaves them out, for a batch of every env), and coral's
+    leaves them out, for a batch of every env, and then gives same-step
+    final_obs/final_info only on a step where an episode ended), and coral's
     episode statistics {"r": returns, "l": lengths} of the envs whose episode
     ended under `stats_key` ("coral_episode"; None leaves them out), a key of
     its own so that Gymnasium's RecordEpisodeStatistics ("episode") can wrap it.
@@ -161,6 +162,8 @@ class VectorEnv(_gym.VectorEnv):
             self.single_observation_space = _spaces.from_desc(obs_desc)
             self.single_action_space = _spaces.from_desc(act_desc)
         self._obs_layout = _spaces.ObservationLayout(obs_desc)
+        # Gymnasium stacks final observations that are arrays; a Discrete one is a scalar, one entry per env.
+        self._final_per_env = self._obs_layout.structured or obs_desc[0] == "discrete"
         self._action_layout = _spaces.ActionLayout(act_desc)
         starts = _spaces.discrete_starts(act_desc)
         if any(starts):
@@ -181,10 +184,12 @@ class VectorEnv(_gym.VectorEnv):
         self._started = False
         # A whole-batch step whose outputs are all views returns the same
         # view objects every step: it runs in C++ from actions to outputs.
-        # Same-step final_obs of a Dict or Tuple is built per step.
+        # Same-step final_obs of a Dict or Tuple is built per step, and so
+        # are Gymnasium's infos (final_obs only on a step that ended an episode).
         # So are a Python env's infos.
         self._fast = (self.batch_size == num_envs and self._simple_actions and self._obs_layout.all_views
-                      and not self.copy and not (self._same_step and self._obs_layout.structured)
+                      and not self.copy and not (self._same_step and (self._final_per_env
+                                                                       or not self._coral_infos))
                       and self._adapters is None)
         if self._fast:
             every = slice(None)
@@ -216,19 +221,23 @@ class VectorEnv(_gym.VectorEnv):
 
     def reset(self, *, seed=None, options=None):
         """Starts new episodes: in every env, or those of options["reset_mask"].
-        A seed also seeds np_random, as Gymnasium's vector envs do."""
+        An int seed rebuilds every env seeded from it, and seeds np_random, as Gymnasium's vector
+        envs do; a partial reset, or a list of seeds (one per env), seeds a Python env's instances
+        in place (env i: seed + i, or seed[i])."""
         self._check_open()
-        if seed is not None:
-            seed = _seed(seed)
         mask = None
         if options is not None:
             if not isinstance(options, dict) or set(options) - {"reset_mask"}:
                 raise ValueError(f"options: {options!r} is invalid (allowed: {{'reset_mask': bool array}})")
-            mask = np.asarray(options["reset_mask"])
-            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-                raise ValueError(f"reset_mask: expected a bool array of shape ({self.num_envs},)")
+            mask = _reset_mask(options["reset_mask"], self.num_envs)
         self._check_sync("reset")
         holding = self._engine.holding
+        per_env = isinstance(seed, (list, tuple)) or (seed is not None and mask is not None and not mask.all())
+        if per_env:
+            self._seed_in_place(seed, mask, holding)
+            seed = None
+        elif seed is not None:
+            seed = _seed(seed)
         if seed is None and holding:
             commands = self._v["commands"]
             if mask is None:
@@ -405,6 +414,25 @@ class VectorEnv(_gym.VectorEnv):
                 f"{what}: this env returns batches of {self.batch_size} of {self.num_envs} envs; "
                 "use async_reset/send/recv (or batch_size=num_envs)")
 
+    def _seed_in_place(self, seed, mask, holding):
+        """The next reset of each env that resets (all, or mask's) takes its own seed."""
+        if self._adapters is None or (self._started and not holding):
+            raise ValueError("seed: a list of seeds, or a seed with a partial reset_mask, seeds envs in place: "
+                             "Python envs only (coral.register), before the first reset or between steps; an "
+                             "int seed without a mask rebuilds every env")
+        if isinstance(seed, (list, tuple)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"seed: {len(seed)} seeds for {self.num_envs} envs")
+            seeds = [None if s is None else _seed(s) for s in seed]
+        else:
+            seeds = [_seed(seed) + i for i in range(self.num_envs)]
+        for i, s in enumerate(seeds):
+            if mask is None or mask[i]:
+                # Taken by the env's next reset: the reset command sent below, or the first reset of
+                # the envs built with the vector env (nothing steps them before that).
+                self._adapters[i].seed = s
+        self._seeded = True
+
     def _ids(self):
         if self._count == self.num_envs:
             return self._all_ids
@@ -453,11 +481,12 @@ class VectorEnv(_gym.VectorEnv):
         """Same-step final observations: one entry per env (None where no episode ended), as
         Gymnasium gives them; for a Box, the stacked (n, *shape) array whose row i is env i's."""
         final = self._observations(rows, final=True)
-        if not self._obs_layout.structured:
+        if not self._final_per_env:
             return final
         per_env = np.full(len(ended), None, dtype=object)
         for i in np.flatnonzero(ended):
-            per_env[i] = _take(final, int(i))
+            one = _take(final, int(i))
+            per_env[i] = one.item() if isinstance(one, np.generic) else one  # a Discrete one as a Python int
         return per_env
 
     def _stats(self, returns, lengths, ended):
@@ -478,7 +507,8 @@ class VectorEnv(_gym.VectorEnv):
         infos = {"env_id": ids, "_env_id": mask, "failed": v["failed"][rows], "_failed": mask} if self._coral_infos else {}
         stats = self._stats(returns, lengths, ended)
         infos.update(stats)
-        if self._same_step:
+        # Gymnasium's infos (coral_infos=False) have final_obs only when an episode ended.
+        if self._same_step and (self._coral_infos or ended.any()):
             infos["final_obs"] = self._final_observations(rows, ended)
             infos["_final_obs"] = ended
             infos["final_info"] = dict(stats)
@@ -513,6 +543,20 @@ def _put_info(infos, info, k, n):
                 infos[key] = infos[key].astype(object)  # envs disagree on the type: keep each as given
             infos[key][k] = value
         infos.setdefault("_" + key, np.zeros(n, dtype=bool))[k] = True
+
+
+def _reset_mask(mask, num_envs):
+    """options["reset_mask"], checked: a bool numpy array of shape (num_envs,) with a True in it."""
+    where = "`options['reset_mask']`"
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"{where} must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"{where} must have shape `({num_envs},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{where} must have `dtype=np.bool_`, got {mask.dtype}")
+    if not mask.any():
+        raise ValueError(f"{where} must contain a boolean array with at least one True value, got reset_mask={mask}")
+    return mask
 
 
 def _take(structured, rows):

@@ -59,8 +59,10 @@ def test_coral_infos_false_leaves_env_id_and_failed_out():
     with coral.make_vec("cartpole", 2, stats_key=None, coral_infos=False) as env:
         assert env.reset(seed=0)[1] == {}
         assert env.step(np.zeros(2, dtype=np.int64))[4] == {}
-    with coral.make_vec("cartpole", 2, stats_key=None, coral_infos=False, autoreset_mode="same_step") as env:
+    with coral.make_vec("cartpole", 2, stats_key=None, coral_infos=False, autoreset_mode="same_step",
+                        max_steps=2) as env:
         env.reset(seed=0)
+        assert env.step(np.zeros(2, dtype=np.int64))[4] == {}  # final_obs only when an episode ends
         assert set(env.step(np.zeros(2, dtype=np.int64))[4]) == {"final_obs", "_final_obs", "final_info",
                                                                   "_final_info"}
     with pytest.raises(ValueError, match=r"^coral_infos: False needs batch_size=num_envs"):

@@ -210,3 +210,55 @@ def test_coral_train_runs_a_python_env(tmp_path):
                          topology="sync", num_envs=4)
     assert result["env"] == "py-counter"
     assert result["env_steps"] == 2000
+
+
+def test_a_list_of_seeds_or_a_seed_with_a_partial_mask_seeds_python_envs_in_place():
+    with coral.make_vec("py-seeded", 3, seed=None, autoreset_mode="disabled") as env:
+        env.reset(seed=[5, None, 9])
+        assert env.get_attr("seeds") == ([5], [None], [9])
+        env.reset(seed=20, options={"reset_mask": np.array([False, True, False])})
+        assert env.get_attr("seeds") == ([5], [None, 21], [9])
+        assert env.np_random_seed == (5, 21, 9)
+        with pytest.raises(ValueError, match=r"^seed: 2 seeds for 3 envs"):
+            env.reset(seed=[1, 2])
+    with coral.make_vec("cartpole", 2) as env:
+        env.reset()
+        with pytest.raises(ValueError, match=r"^seed: a list of seeds, .* Python envs only"):
+            env.reset(seed=[1, 2])
+
+
+class Discrete5:
+    """a Discrete observation: its step count, ending after 2 steps"""
+
+    def __init__(self):
+        self.observation_space = spaces.Discrete(5)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return 0, {}
+
+    def step(self, action):
+        self.t += 1
+        return self.t, 0.0, self.t == 2, False, {}
+
+
+coral.register("py-discrete5", Discrete5)
+
+
+def test_same_step_final_observations_of_a_discrete_space_are_python_ints_one_per_env():
+    with coral.make_vec("py-discrete5", 2, autoreset_mode="same_step") as env:
+        env.reset()
+        env.step(np.zeros(2, dtype=np.int64))
+        obs, *_, infos = env.step(np.zeros(2, dtype=np.int64))
+        assert list(obs) == [0, 0]
+        assert infos["final_obs"].dtype == object and list(infos["final_obs"]) == [2, 2]
+        assert all(type(x) is int for x in infos["final_obs"])
+
+
+def test_a_single_action_where_a_batch_belongs_is_a_type_error():
+    with coral.make_vec("py-discrete5", 2) as env:
+        env.reset()
+        with pytest.raises(TypeError, match=r"^actions: expected 2 actions of Discrete\(2\), one per env; got a single"):
+            env.step(0)
