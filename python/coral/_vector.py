@@ -339,6 +339,16 @@ class VectorEnv(_gym.VectorEnv):
         for env, value in zip(envs, values):
             setattr(env, name, value)
 
+    @property
+    def envs(self):
+        """A Python env's instances, env 0 first (Gymnasium's SyncVectorEnv.envs): the objects coral
+        steps, so read them while no env steps (sync, or before the first reset). A seeded reset
+        builds new ones. A C++ env has none: AttributeError, so that hasattr(env, "envs") is False."""
+        if self._adapters is None:
+            raise AttributeError(f"envs: {self.metadata['env_id']!r} is a C++ env; only envs registered from "
+                                 "Python (coral.register) have instances to reach")
+        return self._env_instances("envs")
+
     def _env_instances(self, what):
         self._check_open()
         if self._adapters is None:

@@ -262,3 +262,14 @@ def test_a_single_action_where_a_batch_belongs_is_a_type_error():
         env.reset()
         with pytest.raises(TypeError, match=r"^actions: expected 2 actions of Discrete\(2\), one per env; got a single"):
             env.step(0)
+
+
+def test_envs_lists_a_python_envs_instances_and_a_cpp_env_has_none():
+    with coral.make_vec("py-seeded", 2, seed=4) as env:
+        env.reset()
+        assert [type(e) for e in env.envs] == [Seeded, Seeded]
+        assert [e.np_random_seed for e in env.envs] == [4, 5]
+    with coral.make_vec("cartpole", 2) as env:
+        with pytest.raises(AttributeError, match=r"^envs: 'cartpole' is a C\+\+ env"):
+            env.envs
+        assert not hasattr(env, "envs")
