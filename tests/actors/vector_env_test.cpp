@@ -51,6 +51,16 @@ void act(vector_env& v, const std::vector<std::uint32_t>& ids, std::int32_t a) {
   for (auto id : ids) v.batch().discrete_actions()(id, 0) = a;
 }
 
+/// Steps the batch `ids` of a sync `v` `n` times with action `a`; returns the batch after.
+std::vector<std::uint32_t> steps(vector_env& v, std::vector<std::uint32_t> ids, int n, std::int32_t a) {
+  for (int t = 0; t < n; ++t) {
+    act(v, ids, a);
+    v.send();
+    ids = next(v);
+  }
+  return ids;
+}
+
 /// Steps `v` with action 0, calling on_batch(ids) for each batch first,
 /// until receive throws actor_failed (or a minute passes: bounded by time,
 /// not by rounds, since while one env's thread waits for a core the envs
@@ -120,12 +130,7 @@ TEST_CASE("in next-step mode the step after an episode end resets that env, igno
           "[actors][vector_env]") {
   vector_env v(counter_options(topology::sync), autoreset_mode::next_step);
   v.start();
-  auto ids = next(v);
-  for (int t = 0; t < 3; ++t) {
-    act(v, ids, 1);
-    v.send();
-    ids = next(v);
-  }
+  auto ids = steps(v, next(v), 3, 1);
   for (auto id : ids) {
     CHECK(v.batch().terminated()[id] == 1);
     CHECK(obs(v, id, 2) == 3.0F);  // the ended episode's last observation
@@ -215,12 +220,7 @@ TEST_CASE("with autoreset disabled an ended env waits for the caller's reset, an
     REQUIRE(v.autoreset() == autoreset_mode::disabled);
     REQUIRE(parse_autoreset_mode("disabled") == autoreset_mode::disabled);
     v.start();
-    auto ids = next(v);
-    for (int t = 0; t < 3; ++t) {
-      act(v, ids, 1);
-      v.send();
-      ids = next(v);
-    }
+    auto ids = steps(v, next(v), 3, 1);
     auto& b = v.batch();
     for (auto id : ids) {
       CHECK(b.terminated()[id] == 1);
