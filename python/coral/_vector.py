@@ -122,13 +122,13 @@ class VectorEnv(_gym.VectorEnv):
             topology = "sync" if batch_size is None or batch_size == num_envs else "pool"
         if topology not in TOPOLOGIES:
             raise ValueError(f"topology: {topology!r} is invalid (allowed: {', '.join(TOPOLOGIES)})")
-        if not isinstance(coral_infos, (bool, np.bool_)):
-            raise ValueError(f"coral_infos: {coral_infos!r} is invalid: must be True or False")
-        if not coral_infos and batch_size is not None and batch_size != num_envs:
-            raise ValueError("coral_infos: False needs batch_size=num_envs (a pool batch's infos[\"env_id\"] "
-                             "says which envs it holds)")
         if batch_size is None:
             batch_size = {"sync": num_envs, "double-buffer": num_envs // 2, "pool": max(1, num_envs // 4)}[topology]
+        if not isinstance(coral_infos, (bool, np.bool_)):
+            raise ValueError(f"coral_infos: {coral_infos!r} is invalid: must be True or False")
+        if not coral_infos and batch_size != num_envs:
+            raise ValueError("coral_infos: False needs batch_size=num_envs (a pool batch's infos[\"env_id\"] "
+                             "says which envs it holds)")
         if envs_per_group is None:
             envs_per_group = self._default_group(topology, num_envs, batch_size, threads)
         envs_per_group = _count("envs_per_group", envs_per_group)
@@ -514,7 +514,9 @@ class VectorEnv(_gym.VectorEnv):
         lengths = v["episode_lengths"][rows]
         mask = self._all_true[:n]
         ids = self._ids()
-        infos = {"env_id": ids, "_env_id": mask, "failed": v["failed"][rows], "_failed": mask} if self._coral_infos else {}
+        infos = {}
+        if self._coral_infos:
+            infos = {"env_id": ids, "_env_id": mask, "failed": v["failed"][rows], "_failed": mask}
         stats = self._stats(returns, lengths, ended)
         infos.update(stats)
         # Gymnasium's infos (coral_infos=False) have final_obs only when an episode ended.

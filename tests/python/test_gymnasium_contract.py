@@ -67,6 +67,8 @@ def test_coral_infos_false_leaves_env_id_and_failed_out():
                                                                   "_final_info"}
     with pytest.raises(ValueError, match=r"^coral_infos: False needs batch_size=num_envs"):
         coral.make_vec("cartpole", 4, batch_size=2, coral_infos=False)
+    with pytest.raises(ValueError, match=r"^coral_infos: False needs batch_size=num_envs"):
+        coral.make_vec("cartpole", 4, topology="pool", coral_infos=False)
     with pytest.raises(ValueError, match=r"^coral_infos: 1 is invalid"):
         coral.make_vec("cartpole", 4, coral_infos=1)
 
