@@ -81,6 +81,7 @@ sampler::sampler(sampler_options options, std::shared_ptr<envs::env_batch> rows)
     envs::env_slice slice(*batch_, first_row, std::move(envs_by_group[g]));
     slice.check_finite(options_.check_finite);
     slice.set_next_step_autoreset(options_.next_step_autoreset);
+    slice.set_autoreset(options_.autoreset);
     const std::size_t channel = (g / per_shard) * wiring_.ready_channels + (g % per_shard) % wiring_.ready_channels;
     groups_.push_back(std::make_unique<env_group>("env-group-" + std::to_string(g), static_cast<std::uint32_t>(g),
                                                   g * k, std::move(slice), *ready_[channel],

@@ -31,7 +31,9 @@ constexpr std::uint32_t returned = 3;  ///< the caller sent it back; the batcher
 autoreset_mode parse_autoreset_mode(std::string_view text, std::string_view what) {
   if (text == "next_step") return autoreset_mode::next_step;
   if (text == "same_step") return autoreset_mode::same_step;
-  throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), what, text, "next_step, same_step"));
+  if (text == "disabled") return autoreset_mode::disabled;
+  throw config_error(
+      fmt::format(fmt::runtime(coral::errors::bad_value), what, text, "next_step, same_step, disabled"));
 }
 
 /// How long one side of the hand-off polls before it parks: at least the
@@ -208,6 +210,7 @@ class vector_env::handoff final : public policy {
 vector_env::vector_env(sampler_options options, autoreset_mode mode)
     : options_(std::move(options)), mode_(mode) {
   options_.next_step_autoreset = mode_ == autoreset_mode::next_step;
+  options_.autoreset = mode_ != autoreset_mode::disabled;
   // The caller holds the batcher inside act(): a thread of its own would only add a hop.
   options_.inference_thread = false;
   // Auto settings once, here: every later build (a reset with another seed)
@@ -286,10 +289,28 @@ std::optional<std::span<const std::uint32_t>> vector_env::receive(std::chrono::n
 }
 
 void vector_env::send() {
+  if (!holding_.load()) {
+    throw usage_error(std::string(closed() ? errors::vector_env_closed : errors::vector_env_not_holding));
+  }
+  // The caller owns these rows until give_back(): reading them here races with nothing.
+  if (mode_ == autoreset_mode::disabled) check_no_step_after_end();
   if (!holding_.exchange(false)) {
     throw usage_error(std::string(closed() ? errors::vector_env_closed : errors::vector_env_not_holding));
   }
   handoff_->give_back();
+}
+
+void vector_env::check_no_step_after_end() const {
+  const auto& b = *batch_;
+  const auto commands = b.commands();
+  const auto terminated = b.terminated();
+  const auto truncated = b.truncated();
+  for (const auto id : handoff_->ids()) {
+    const bool ended = (terminated[id] | truncated[id]) != 0;
+    if (ended && (commands[id] & (envs::row_command::reset | envs::row_command::hold)) == 0) {
+      throw usage_error(fmt::format(fmt::runtime(errors::vector_env_step_after_end), id));
+    }
+  }
 }
 
 std::span<const std::uint32_t> vector_env::held() const noexcept {

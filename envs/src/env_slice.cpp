@@ -195,7 +195,7 @@ void env_slice::step_from(std::size_t first_env) {
         live = live || rows.active(r) != 0;
       }
     }
-    if (live) continue;
+    if (live || !autoreset_) continue;
     if (next_step_autoreset_) {
       commands[first] = row_command::reset;
     } else {

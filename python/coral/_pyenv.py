@@ -47,14 +47,17 @@ _made = threading.local()
 
 
 @contextlib.contextmanager
-def first_spaces():
+def first_spaces(seeded=True):
     """Within the block: `seen.spaces` becomes (observation space, action space,
     their descriptions) of the first Python env made on this thread (None if
     none is), and `seen.adapters` maps each env index to the adapter last made
     for it. coral's C++ spaces hold neither dtypes nor starts; a vector env
     over a Python env takes the env's own spaces from here, as Gymnasium's
-    vector envs take their first env's, and its envs' infos from the adapters."""
-    seen = types.SimpleNamespace(spaces=None, adapters={})
+    vector envs take their first env's, and its envs' infos from the adapters.
+    The envs made in the block are a vector env's: env i's first reset gets
+    seed + i, as Gymnasium's vector envs seed theirs, or (seeded=False) no
+    seed at all."""
+    seen = types.SimpleNamespace(spaces=None, adapters={}, seeded=seeded)
     previous = getattr(_made, "seen", None)
     _made.seen = seen
     try:
@@ -79,7 +82,8 @@ def register(name, env_class, **defaults):
     step(action) -> (obs, reward, terminated, truncated, info), observation_space,
     action_space) as coral env `name`. Its constructor gets **defaults, overridden
     by the env settings of make_vec(**env_args) or train(env_arg=...). Each env
-    gets seed (run seed, env index) on its first reset."""
+    gets a seed drawn from (run seed, env index) on its first reset (in a
+    vector env, run seed + env index, as Gymnasium's vector envs seed theirs)."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"register: name {name!r} is invalid: must be a non-empty string")
     if not callable(env_class):
@@ -90,9 +94,12 @@ def register(name, env_class, **defaults):
         env = env_class(**kwargs)
         obs_desc = _spaces.to_desc(env.observation_space)
         act_desc = _spaces.to_desc(env.action_space)
-        env_seed = int(np.random.SeedSequence([int(seed), int(env_index)]).generate_state(1)[0])
-        adapter = _Adapter(env, env_seed, _spaces.ObservationLayout(obs_desc), _spaces.ActionLayout(act_desc))
         seen = getattr(_made, "seen", None)
+        if seen is None:  # coral.train: unrelated streams for distinct (seed, index) pairs
+            env_seed = int(np.random.SeedSequence([int(seed), int(env_index)]).generate_state(1)[0])
+        else:
+            env_seed = int(seed) + int(env_index) if seen.seeded else None
+        adapter = _Adapter(env, env_seed, _spaces.ObservationLayout(obs_desc), _spaces.ActionLayout(act_desc))
         if seen is not None:
             if seen.spaces is None:
                 seen.spaces = (env.observation_space, env.action_space, obs_desc, act_desc)

@@ -12,9 +12,10 @@ from . import _spaces
 from ._gym import AutoresetMode
 
 # coral's names, the enum, and the enum's values ("NextStep", as Gymnasium's vector envs take them).
-AUTORESET_MODES = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
-                   **{mode: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)},
-                   **{mode.value: mode for mode in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)}}
+ENGINE_MODES = {AutoresetMode.NEXT_STEP: "next_step", AutoresetMode.SAME_STEP: "same_step",
+                AutoresetMode.DISABLED: "disabled"}
+AUTORESET_MODES = {**{name: mode for mode, name in ENGINE_MODES.items()},
+                   **{mode: mode for mode in ENGINE_MODES}, **{mode.value: mode for mode in ENGINE_MODES}}
 # The info keys coral fills itself; stats_key may not take one of them.
 OWN_INFO_KEYS = ("env_id", "failed", "final_obs", "final_info")
 TOPOLOGIES = ("sync", "double-buffer", "pool")
@@ -66,11 +67,11 @@ def _python_names(message):
 
 def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
              autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-             stats_key="coral_episode", **env_args):
+             stats_key="coral_episode", coral_infos=True, **env_args):
     """coral's envs as a vector env; see VectorEnv."""
     return VectorEnv(env_id, num_envs, batch_size=batch_size, num_threads=num_threads, topology=topology,
                      seed=seed, autoreset_mode=autoreset_mode, copy=copy, envs_per_group=envs_per_group,
-                     executor=executor, spin_us=spin_us, stats_key=stats_key, **env_args)
+                     executor=executor, spin_us=spin_us, stats_key=stats_key, coral_infos=coral_infos, **env_args)
 
 
 class VectorEnv(_gym.VectorEnv):
@@ -83,7 +84,9 @@ class VectorEnv(_gym.VectorEnv):
     Gymnasium's vector wrappers take it; metadata["autoreset_mode"] is an
     AutoresetMode either way.
 
-    infos holds "env_id" and "failed" (each with its "_" mask), and coral's
+    infos holds "env_id" and "failed" (each with its "_" mask; coral_infos=False
+    leaves them out, for a batch of every env, and then gives same-step
+    final_obs/final_info only on a step where an episode ended), and coral's
     episode statistics {"r": returns, "l": lengths} of the envs whose episode
     ended under `stats_key` ("coral_episode"; None leaves them out), a key of
     its own so that Gymnasium's RecordEpisodeStatistics ("episode") can wrap it.
@@ -96,16 +99,20 @@ class VectorEnv(_gym.VectorEnv):
 
     def __init__(self, env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
                  autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-                 stats_key="coral_episode", **env_args):
+                 stats_key="coral_episode", coral_infos=True, **env_args):
         if not isinstance(env_id, str):
             raise ValueError(f"env_id: {env_id!r} is invalid: must be an env name (see coral.env_names())")
         num_envs = _count("num_envs", num_envs)
         batch_size = _count("batch_size", batch_size, allow_none=True)
         threads = _count("num_threads", num_threads, allow_none=True) or 1
-        seed = _seed(seed)
+        # seed=None: Gymnasium's way, no env is seeded until reset(seed=...) (a C++ env, which
+        # always takes a seed, gets one from entropy).
+        self._seeded = seed is not None
+        seed = _seed(seed) if seed is not None else int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
         if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in AUTORESET_MODES:
             raise ValueError(f"autoreset_mode: {autoreset_mode!r} is invalid (allowed: next_step, same_step, "
-                             "or AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)")
+                             "disabled, or AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, "
+                             "AutoresetMode.DISABLED)")
         autoreset_mode = AUTORESET_MODES[autoreset_mode]
         if stats_key is not None and (not isinstance(stats_key, str) or not stats_key
                                       or stats_key.lstrip("_") in OWN_INFO_KEYS):
@@ -117,6 +124,11 @@ class VectorEnv(_gym.VectorEnv):
             raise ValueError(f"topology: {topology!r} is invalid (allowed: {', '.join(TOPOLOGIES)})")
         if batch_size is None:
             batch_size = {"sync": num_envs, "double-buffer": num_envs // 2, "pool": max(1, num_envs // 4)}[topology]
+        if not isinstance(coral_infos, (bool, np.bool_)):
+            raise ValueError(f"coral_infos: {coral_infos!r} is invalid: must be True or False")
+        if not coral_infos and batch_size != num_envs:
+            raise ValueError("coral_infos: False needs batch_size=num_envs (a pool batch's infos[\"env_id\"] "
+                             "says which envs it holds)")
         if envs_per_group is None:
             envs_per_group = self._default_group(topology, num_envs, batch_size, threads)
         envs_per_group = _count("envs_per_group", envs_per_group)
@@ -124,9 +136,9 @@ class VectorEnv(_gym.VectorEnv):
         args = [(str(k), _env_arg_text(k, v)) for k, v in env_args.items()]
 
         try:
-            with _pyenv.first_spaces() as seen:
+            with _pyenv.first_spaces(self._seeded) as seen:
                 self._engine = _coral._VecEnv(env_id, num_envs, batch_size, threads, topology, seed,
-                                              "same_step" if autoreset_mode == AutoresetMode.SAME_STEP else "next_step",
+                                              ENGINE_MODES[autoreset_mode],
                                               envs_per_group, executor, spin_us, args)
         except ValueError as e:
             raise ValueError(_python_names(str(e))) from None
@@ -140,6 +152,7 @@ class VectorEnv(_gym.VectorEnv):
         self._seed = seed
         self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self._stats_key = stats_key
+        self._coral_infos = bool(coral_infos)
         self._adapters = seen.adapters or None  # a Python env's: where its infos are
         if seen.spaces is not None:
             # A Python env: its own spaces, with the dtypes and starts coral's C++ spaces do not hold.
@@ -149,6 +162,8 @@ class VectorEnv(_gym.VectorEnv):
             self.single_observation_space = _spaces.from_desc(obs_desc)
             self.single_action_space = _spaces.from_desc(act_desc)
         self._obs_layout = _spaces.ObservationLayout(obs_desc)
+        # Gymnasium stacks final observations that are arrays; a Discrete one is a scalar, one entry per env.
+        self._final_per_env = self._obs_layout.structured or obs_desc[0] == "discrete"
         self._action_layout = _spaces.ActionLayout(act_desc)
         starts = _spaces.discrete_starts(act_desc)
         if any(starts):
@@ -169,16 +184,20 @@ class VectorEnv(_gym.VectorEnv):
         self._started = False
         # A whole-batch step whose outputs are all views returns the same
         # view objects every step: it runs in C++ from actions to outputs.
-        # Same-step final_obs of a Dict or Tuple is built per step.
+        # Same-step final_obs of a Dict or Tuple is built per step, and so
+        # are Gymnasium's infos (final_obs only on a step that ended an episode).
         # So are a Python env's infos.
         self._fast = (self.batch_size == num_envs and self._simple_actions and self._obs_layout.all_views
-                      and not self.copy and not (self._same_step and self._obs_layout.structured)
+                      and not self.copy and not (self._same_step and (self._final_per_env
+                                                                       or not self._coral_infos))
                       and self._adapters is None)
         if self._fast:
             every = slice(None)
             ended = v["ended"]
-            infos = {"env_id": self._all_ids, "_env_id": self._all_true,
-                     "failed": v["failed"], "_failed": self._all_true}
+            infos = {}
+            if self._coral_infos:
+                infos = {"env_id": self._all_ids, "_env_id": self._all_true,
+                         "failed": v["failed"], "_failed": self._all_true}
             stats = self._stats(v["episode_returns"], v["episode_lengths"], ended)
             infos.update(stats)
             if self._same_step:
@@ -202,19 +221,23 @@ class VectorEnv(_gym.VectorEnv):
 
     def reset(self, *, seed=None, options=None):
         """Starts new episodes: in every env, or those of options["reset_mask"].
-        A seed also seeds np_random, as Gymnasium's vector envs do."""
+        An int seed rebuilds every env seeded from it, and seeds np_random, as Gymnasium's vector
+        envs do; a partial reset, or a list of seeds (one per env), seeds a Python env's instances
+        in place (env i: seed + i, or seed[i])."""
         self._check_open()
-        if seed is not None:
-            seed = _seed(seed)
         mask = None
         if options is not None:
             if not isinstance(options, dict) or set(options) - {"reset_mask"}:
                 raise ValueError(f"options: {options!r} is invalid (allowed: {{'reset_mask': bool array}})")
-            mask = np.asarray(options["reset_mask"])
-            if mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-                raise ValueError(f"reset_mask: expected a bool array of shape ({self.num_envs},)")
+            mask = _reset_mask(options["reset_mask"], self.num_envs)
         self._check_sync("reset")
         holding = self._engine.holding
+        per_env = isinstance(seed, (list, tuple)) or (seed is not None and mask is not None and not mask.all())
+        if per_env:
+            self._seed_in_place(seed, mask, holding)
+            seed = None
+        elif seed is not None:
+            seed = _seed(seed)
         if seed is None and holding:
             commands = self._v["commands"]
             if mask is None:
@@ -228,11 +251,12 @@ class VectorEnv(_gym.VectorEnv):
         else:
             if seed is not None:
                 self._seed = seed
+                self._seeded = True
                 super().reset(seed=seed)
             self._start(seed)
         self._count = self._engine.recv()
         obs = self._observations(slice(None))
-        infos = {"env_id": self._ids(), "_env_id": self._all_true}
+        infos = {"env_id": self._ids(), "_env_id": self._all_true} if self._coral_infos else {}
         self._add_env_infos(infos, self._ids(), "info")
         if self.copy:
             obs, infos = _copy(obs), _copy(infos)
@@ -264,6 +288,7 @@ class VectorEnv(_gym.VectorEnv):
         self._check_open()
         if seed is not None:
             self._seed = _seed(seed)
+            self._seeded = True
         self._start(self._seed)
         self._count = 0
 
@@ -314,6 +339,16 @@ class VectorEnv(_gym.VectorEnv):
         for env, value in zip(envs, values):
             setattr(env, name, value)
 
+    @property
+    def envs(self):
+        """A Python env's instances, env 0 first (Gymnasium's SyncVectorEnv.envs): the objects coral
+        steps, so read them while no env steps (sync, or before the first reset). A seeded reset
+        builds new ones. A C++ env has none: AttributeError, so that hasattr(env, "envs") is False."""
+        if self._adapters is None:
+            raise AttributeError(f"envs: {self.metadata['env_id']!r} is a C++ env; only envs registered from "
+                                 "Python (coral.register) have instances to reach")
+        return self._env_instances("envs")
+
     def _env_instances(self, what):
         self._check_open()
         if self._adapters is None:
@@ -354,6 +389,17 @@ class VectorEnv(_gym.VectorEnv):
                 f"batch_size={self.batch_size}, topology={self.metadata['topology']!r})")
 
     @property
+    def np_random_seed(self):
+        """For a Python env, each env's np_random_seed (a tuple, env 0 first), as Gymnasium's
+        SyncVectorEnv gives it; for a C++ env (or a pool's stepping envs), the seed of the vector
+        env's own np_random."""
+        if self._adapters is not None and not (self._started and self.batch_size != self.num_envs):
+            envs = [self._adapters[i].env for i in range(self.num_envs)]
+            if all(hasattr(env, "np_random_seed") for env in envs):
+                return tuple(env.np_random_seed for env in envs)
+        return super().np_random_seed
+
+    @property
     def env_steps(self):
         """Env steps coral took since the last (re)start."""
         return self._engine.env_steps
@@ -378,6 +424,25 @@ class VectorEnv(_gym.VectorEnv):
                 f"{what}: this env returns batches of {self.batch_size} of {self.num_envs} envs; "
                 "use async_reset/send/recv (or batch_size=num_envs)")
 
+    def _seed_in_place(self, seed, mask, holding):
+        """The next reset of each env that resets (all, or mask's) takes its own seed."""
+        if self._adapters is None or (self._started and not holding):
+            raise ValueError("seed: a list of seeds, or a seed with a partial reset_mask, seeds envs in place: "
+                             "Python envs only (coral.register), before the first reset or between steps; an "
+                             "int seed without a mask rebuilds every env")
+        if isinstance(seed, (list, tuple)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"seed: {len(seed)} seeds for {self.num_envs} envs")
+            seeds = [None if s is None else _seed(s) for s in seed]
+        else:
+            seeds = [_seed(seed) + i for i in range(self.num_envs)]
+        for i, s in enumerate(seeds):
+            if mask is None or mask[i]:
+                # Taken by the env's next reset: the reset command sent below, or the first reset of
+                # the envs built with the vector env (nothing steps them before that).
+                self._adapters[i].seed = s
+        self._seeded = True
+
     def _ids(self):
         if self._count == self.num_envs:
             return self._all_ids
@@ -400,7 +465,7 @@ class VectorEnv(_gym.VectorEnv):
 
     def _start(self, seed):
         # Starting anew builds new envs: a Python env's adapters are new too.
-        with _pyenv.first_spaces() as seen:
+        with _pyenv.first_spaces(self._seeded) as seen:
             self._engine.start(seed)
         if self._adapters is not None:
             self._adapters = seen.adapters or self._adapters
@@ -426,11 +491,12 @@ class VectorEnv(_gym.VectorEnv):
         """Same-step final observations: one entry per env (None where no episode ended), as
         Gymnasium gives them; for a Box, the stacked (n, *shape) array whose row i is env i's."""
         final = self._observations(rows, final=True)
-        if not self._obs_layout.structured:
+        if not self._final_per_env:
             return final
         per_env = np.full(len(ended), None, dtype=object)
         for i in np.flatnonzero(ended):
-            per_env[i] = _take(final, int(i))
+            one = _take(final, int(i))
+            per_env[i] = one.item() if isinstance(one, np.generic) else one  # a Discrete one as a Python int
         return per_env
 
     def _stats(self, returns, lengths, ended):
@@ -447,21 +513,20 @@ class VectorEnv(_gym.VectorEnv):
         returns = v["episode_returns"][rows]
         lengths = v["episode_lengths"][rows]
         mask = self._all_true[:n]
-        infos = {
-            "env_id": self._ids(),
-            "_env_id": mask,
-            "failed": v["failed"][rows],
-            "_failed": mask,
-        }
+        ids = self._ids()
+        infos = {}
+        if self._coral_infos:
+            infos = {"env_id": ids, "_env_id": mask, "failed": v["failed"][rows], "_failed": mask}
         stats = self._stats(returns, lengths, ended)
         infos.update(stats)
-        if self._same_step:
+        # Gymnasium's infos (coral_infos=False) have final_obs only when an episode ended.
+        if self._same_step and (self._coral_infos or ended.any()):
             infos["final_obs"] = self._final_observations(rows, ended)
             infos["_final_obs"] = ended
             infos["final_info"] = dict(stats)
             infos["_final_info"] = ended
-            self._add_env_infos(infos["final_info"], infos["env_id"], "final_info", only=ended)
-        self._add_env_infos(infos, infos["env_id"], "info")
+            self._add_env_infos(infos["final_info"], ids, "final_info", only=ended)
+        self._add_env_infos(infos, ids, "info")
         out = (obs, v["rewards"][rows], v["terminated"][rows], v["truncated"][rows], infos)
         if self.copy:
             out = _copy(out)
@@ -490,6 +555,20 @@ def _put_info(infos, info, k, n):
                 infos[key] = infos[key].astype(object)  # envs disagree on the type: keep each as given
             infos[key][k] = value
         infos.setdefault("_" + key, np.zeros(n, dtype=bool))[k] = True
+
+
+def _reset_mask(mask, num_envs):
+    """options["reset_mask"], checked: a bool numpy array of shape (num_envs,) with a True in it."""
+    where = "`options['reset_mask']`"
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"{where} must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"{where} must have shape `({num_envs},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{where} must have `dtype=np.bool_`, got {mask.dtype}")
+    if not mask.any():
+        raise ValueError(f"{where} must contain a boolean array with at least one True value, got reset_mask={mask}")
+    return mask
 
 
 def _take(structured, rows):

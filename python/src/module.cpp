@@ -366,6 +366,11 @@ class vec {
 
   void check_shape(const py::array& a, std::size_t width, std::size_t n) const {
     if (!a) throw std::invalid_argument("actions: not convertible to a numeric array");
+    // One value where a batch belongs is the wrong kind of argument, as numpy and Gymnasium see it.
+    if (a.ndim() == 0 && n > 0) {
+      throw py::type_error(fmt::format("actions: expected {} actions of {}, one per env; got a single value {}", n,
+                                       space_text(), py::repr(py::handle(a)).cast<std::string>()));
+    }
     if (a.ndim() == 0 || static_cast<std::size_t>(a.shape(0)) != n ||
         static_cast<std::size_t>(a.size()) != n * width) {
       throw std::invalid_argument(fmt::format("actions: expected {} actions of {} ({} numbers each), got shape {}", n,

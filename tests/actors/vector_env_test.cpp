@@ -51,6 +51,16 @@ void act(vector_env& v, const std::vector<std::uint32_t>& ids, std::int32_t a) {
   for (auto id : ids) v.batch().discrete_actions()(id, 0) = a;
 }
 
+/// Steps the batch `ids` of a sync `v` `n` times with action `a`; returns the batch after.
+std::vector<std::uint32_t> steps(vector_env& v, std::vector<std::uint32_t> ids, int n, std::int32_t a) {
+  for (int t = 0; t < n; ++t) {
+    act(v, ids, a);
+    v.send();
+    ids = next(v);
+  }
+  return ids;
+}
+
 /// Steps `v` with action 0, calling on_batch(ids) for each batch first,
 /// until receive throws actor_failed (or a minute passes: bounded by time,
 /// not by rounds, since while one env's thread waits for a core the envs
@@ -120,12 +130,7 @@ TEST_CASE("in next-step mode the step after an episode end resets that env, igno
           "[actors][vector_env]") {
   vector_env v(counter_options(topology::sync), autoreset_mode::next_step);
   v.start();
-  auto ids = next(v);
-  for (int t = 0; t < 3; ++t) {
-    act(v, ids, 1);
-    v.send();
-    ids = next(v);
-  }
+  auto ids = steps(v, next(v), 3, 1);
   for (auto id : ids) {
     CHECK(v.batch().terminated()[id] == 1);
     CHECK(obs(v, id, 2) == 3.0F);  // the ended episode's last observation
@@ -205,6 +210,52 @@ TEST_CASE("once an env has failed, receive hands out no more batches of the othe
   v.close();
 }
 
+TEST_CASE("with autoreset disabled an ended env waits for the caller's reset, and a partial reset holds the others",
+          "[actors][vector_env][disabled]") {
+  const coral::test::watchdog guard("a vector env without autoreset", 60s);
+  for (auto mode : {executor_mode::threads, executor_mode::single}) {
+    auto o = counter_options(topology::sync);
+    o.executor = mode;
+    vector_env v(o, autoreset_mode::disabled);
+    REQUIRE(v.autoreset() == autoreset_mode::disabled);
+    REQUIRE(parse_autoreset_mode("disabled") == autoreset_mode::disabled);
+    v.start();
+    auto ids = steps(v, next(v), 3, 1);
+    auto& b = v.batch();
+    for (auto id : ids) {
+      CHECK(b.terminated()[id] == 1);
+      CHECK(obs(v, id, 2) == 3.0F);  // the last observation stays: nothing was reset
+    }
+    // Stepping an ended env is refused, naming the first one; the batch stays in hand.
+    CHECK_THROWS_WITH(v.send(), fmt::format(fmt::runtime(errors::vector_env_step_after_end), 0));
+    CHECK(v.holding());
+    for (auto id : ids) b.commands()[id] = coral::envs::row_command::hold;
+    b.commands()[0] = coral::envs::row_command::step;
+    CHECK_THROWS_WITH(v.send(), fmt::format(fmt::runtime(errors::vector_env_step_after_end), 0));
+    // A partial reset: even envs start anew, odd ones are held as they are.
+    for (auto id : ids) b.commands()[id] = id % 2 == 0 ? coral::envs::row_command::reset : coral::envs::row_command::hold;
+    v.send();
+    ids = next(v);
+    REQUIRE(ids.size() == 8);
+    for (auto id : ids) {
+      CHECK(b.commands()[id] == coral::envs::row_command::step);
+      CHECK(b.terminated()[id] == (id % 2 == 0 ? 0 : 1));
+      CHECK(obs(v, id, 2) == (id % 2 == 0 ? 0.0F : 3.0F));
+    }
+    // The odd ones still may not step; reset them, step the even ones.
+    CHECK_THROWS_WITH(v.send(), fmt::format(fmt::runtime(errors::vector_env_step_after_end), 1));
+    for (auto id : ids) b.commands()[id] = id % 2 == 0 ? coral::envs::row_command::step : coral::envs::row_command::reset;
+    act(v, ids, 1);
+    v.send();
+    ids = next(v);
+    for (auto id : ids) {
+      CHECK(b.terminated()[id] == 0);
+      CHECK(obs(v, id, 2) == (id % 2 == 0 ? 1.0F : 0.0F));
+    }
+    v.close();
+  }
+}
+
 TEST_CASE("vector env misuse is refused with a clear error", "[actors][vector_env][errors]") {
   vector_env v(counter_options(topology::sync), autoreset_mode::same_step);
   CHECK_THROWS_WITH(v.receive(1ms), std::string(errors::vector_env_not_running));
@@ -229,7 +280,7 @@ TEST_CASE("vector env misuse is refused with a clear error", "[actors][vector_en
                     fmt::format(fmt::runtime(errors::vector_env_multi_agent), "race", 4));
   CHECK_THROWS_WITH(parse_autoreset_mode("sometimes"),
                     fmt::format(fmt::runtime(coral::errors::bad_value), "autoreset_mode", "sometimes",
-                                "next_step, same_step"));
+                                "next_step, same_step, disabled"));
 }
 
 TEST_CASE("closing a vector env while a batch is out, or while the caller waits, ends at once",

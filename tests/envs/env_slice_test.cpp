@@ -172,6 +172,31 @@ TEST_CASE("next-step auto-reset keeps the last observation on the ending step an
   CHECK(h.batch.episode_lengths()[0] == 1);
 }
 
+TEST_CASE("without auto-reset an ended env keeps its last observation and flags until a reset command",
+          "[envs][slice][autoreset]") {
+  auto h = scripted_harness(2, true);
+  h.slice.set_autoreset(false);
+  h.slice.reset_all();
+  h.act(1);
+  h.slice.step_all();
+  h.act(2);
+  h.slice.step_all();  // the episode ends, truncated
+  CHECK(h.batch.truncated()[0] == 1);
+  CHECK(h.obs() == std::vector<float>{1.0F, 2.0F});
+  CHECK(h.batch.commands()[0] == row_command::step);  // no reset pending: the caller decides
+  h.batch.commands()[0] = row_command::hold;
+  h.slice.step_all();  // held: nothing changes
+  CHECK(h.batch.truncated()[0] == 1);
+  CHECK(h.obs() == std::vector<float>{1.0F, 2.0F});
+  h.batch.commands()[0] = row_command::reset;
+  h.slice.step_all();
+  CHECK(h.obs() == std::vector<float>{2.0F, 0.0F});
+  CHECK(h.batch.truncated()[0] == 0);
+  h.act(4);
+  h.slice.step_all();
+  CHECK(script(h).received == std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 4}});
+}
+
 TEST_CASE("a reset command starts a new episode instead of a step, and a hold command leaves the env as it is",
           "[envs][slice][commands]") {
   auto h = scripted_harness(5, false, 2);

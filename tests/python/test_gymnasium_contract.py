@@ -15,15 +15,62 @@ import coral
     ("next_step", coral.AutoresetMode.NEXT_STEP), ("same_step", coral.AutoresetMode.SAME_STEP),
     (coral.AutoresetMode.SAME_STEP, coral.AutoresetMode.SAME_STEP),
     ("NextStep", coral.AutoresetMode.NEXT_STEP), ("SameStep", coral.AutoresetMode.SAME_STEP),
+    ("disabled", coral.AutoresetMode.DISABLED), ("Disabled", coral.AutoresetMode.DISABLED),
 ])
 def test_metadata_autoreset_mode_is_an_autoreset_mode_member(given, expected):
     with coral.make_vec("cartpole", 2, autoreset_mode=given) as env:
         assert env.metadata["autoreset_mode"] is expected
 
 
-def test_disabled_autoreset_is_refused_naming_the_argument():
-    with pytest.raises(ValueError, match=r"^autoreset_mode: <AutoresetMode.DISABLED"):
-        coral.make_vec("cartpole", 2, autoreset_mode=coral.AutoresetMode.DISABLED)
+def test_an_unknown_autoreset_mode_is_refused_naming_the_argument():
+    with pytest.raises(ValueError, match=r"^autoreset_mode: 'sometimes' is invalid .*disabled"):
+        coral.make_vec("cartpole", 2, autoreset_mode="sometimes")
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_disabled_autoreset_leaves_ended_envs_to_a_masked_reset(copy):
+    with coral.make_vec("cartpole", 3, max_steps=2, autoreset_mode=coral.AutoresetMode.DISABLED,
+                        copy=copy) as env:
+        first, _ = env.reset(seed=0)
+        first = first.copy()
+        actions = np.zeros(3, dtype=np.int64)
+        env.step(actions)
+        last, _, terminated, truncated, _ = env.step(actions)
+        assert (terminated | truncated).all()
+        last = last.copy()
+        # Nothing reset them: stepping one is refused, naming it, and changes nothing.
+        with pytest.raises(RuntimeError, match=r"^vector env: env 0 ended its episode and autoreset is disabled"):
+            env.step(actions)
+        obs, infos = env.reset(options={"reset_mask": np.array([False, True, False])})
+        assert (obs[1] != last[1]).any() and (obs[[0, 2]] == last[[0, 2]]).all()
+        assert list(infos["env_id"]) == [0, 1, 2]
+        obs, infos = env.reset(options={"reset_mask": np.array([True, False, True])})
+        obs, _, terminated, truncated, _ = env.step(actions)
+        assert not (terminated | truncated).any()
+        # reset() without a mask resets every env, ended or not.
+        env.step(actions)
+        env.reset()
+        env.step(actions)
+        _, _, terminated, truncated, _ = env.step(actions)
+        assert (terminated | truncated).all()
+
+
+def test_coral_infos_false_leaves_env_id_and_failed_out():
+    with coral.make_vec("cartpole", 2, stats_key=None, coral_infos=False) as env:
+        assert env.reset(seed=0)[1] == {}
+        assert env.step(np.zeros(2, dtype=np.int64))[4] == {}
+    with coral.make_vec("cartpole", 2, stats_key=None, coral_infos=False, autoreset_mode="same_step",
+                        max_steps=2) as env:
+        env.reset(seed=0)
+        assert env.step(np.zeros(2, dtype=np.int64))[4] == {}  # final_obs only when an episode ends
+        assert set(env.step(np.zeros(2, dtype=np.int64))[4]) == {"final_obs", "_final_obs", "final_info",
+                                                                  "_final_info"}
+    with pytest.raises(ValueError, match=r"^coral_infos: False needs batch_size=num_envs"):
+        coral.make_vec("cartpole", 4, batch_size=2, coral_infos=False)
+    with pytest.raises(ValueError, match=r"^coral_infos: False needs batch_size=num_envs"):
+        coral.make_vec("cartpole", 4, topology="pool", coral_infos=False)
+    with pytest.raises(ValueError, match=r"^coral_infos: 1 is invalid"):
+        coral.make_vec("cartpole", 4, coral_infos=1)
 
 
 def step_until_an_episode_ends(env):

@@ -168,8 +168,108 @@ def test_python_envs_are_seeded_per_env_and_repeat_for_a_seed():
     assert len({tuple(row) for row in a}) == 3  # each env its own seed
 
 
+class Seeded(Counter):
+    """keeps the seed of its last seeded reset as np_random_seed, as a Gymnasium env does"""
+
+    np_random_seed = -1
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self.np_random_seed = seed
+        return super().reset(seed=seed, options=options)
+
+
+coral.register("py-seeded", Seeded)
+
+
+def test_a_vector_env_seeds_env_i_with_seed_plus_i_and_shows_their_seeds():
+    with coral.make_vec("py-seeded", 3, seed=40) as env:
+        env.reset()
+        assert env.np_random_seed == (40, 41, 42)
+        env.reset(seed=7)
+        assert env.np_random_seed == (7, 8, 9)
+        env.step(np.zeros(3, dtype=np.int64))
+        env.reset()  # a plain reset goes on from each env's generator
+        assert env.np_random_seed == (7, 8, 9)
+        assert env.get_attr("seeds") == ([7, None], [8, None], [9, None])
+
+
+def test_make_vec_with_seed_none_seeds_no_env_until_a_seeded_reset():
+    with coral.make_vec("py-seeded", 2, seed=None) as env:
+        env.reset()
+        assert env.get_attr("seeds") == ([None], [None])
+        assert env.np_random_seed == (-1, -1)
+        env.reset(seed=3)
+        assert env.np_random_seed == (3, 4)
+    with coral.make_vec("cartpole", 2, seed=None) as a, coral.make_vec("cartpole", 2, seed=None) as b:
+        assert not np.array_equal(a.reset()[0], b.reset()[0])  # a C++ env: a seed from entropy
+
+
 def test_coral_train_runs_a_python_env(tmp_path):
     result = coral.train(env="py-counter", algo="ppo", total_steps=2000, no_run_dir=True, verbose=False,
                          topology="sync", num_envs=4)
     assert result["env"] == "py-counter"
     assert result["env_steps"] == 2000
+
+
+def test_a_list_of_seeds_or_a_seed_with_a_partial_mask_seeds_python_envs_in_place():
+    with coral.make_vec("py-seeded", 3, seed=None, autoreset_mode="disabled") as env:
+        env.reset(seed=[5, None, 9])
+        assert env.get_attr("seeds") == ([5], [None], [9])
+        env.reset(seed=20, options={"reset_mask": np.array([False, True, False])})
+        assert env.get_attr("seeds") == ([5], [None, 21], [9])
+        assert env.np_random_seed == (5, 21, 9)
+        with pytest.raises(ValueError, match=r"^seed: 2 seeds for 3 envs"):
+            env.reset(seed=[1, 2])
+    with coral.make_vec("cartpole", 2) as env:
+        env.reset()
+        with pytest.raises(ValueError, match=r"^seed: a list of seeds, .* Python envs only"):
+            env.reset(seed=[1, 2])
+
+
+class Discrete5:
+    """a Discrete observation: its step count, ending after 2 steps"""
+
+    def __init__(self):
+        self.observation_space = spaces.Discrete(5)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return 0, {}
+
+    def step(self, action):
+        self.t += 1
+        return self.t, 0.0, self.t == 2, False, {}
+
+
+coral.register("py-discrete5", Discrete5)
+
+
+def test_same_step_final_observations_of_a_discrete_space_are_python_ints_one_per_env():
+    with coral.make_vec("py-discrete5", 2, autoreset_mode="same_step") as env:
+        env.reset()
+        env.step(np.zeros(2, dtype=np.int64))
+        obs, *_, infos = env.step(np.zeros(2, dtype=np.int64))
+        assert list(obs) == [0, 0]
+        assert infos["final_obs"].dtype == object and list(infos["final_obs"]) == [2, 2]
+        assert all(type(x) is int for x in infos["final_obs"])
+
+
+def test_a_single_action_where_a_batch_belongs_is_a_type_error():
+    with coral.make_vec("py-discrete5", 2) as env:
+        env.reset()
+        with pytest.raises(TypeError, match=r"^actions: expected 2 actions of Discrete\(2\), one per env; got a"):
+            env.step(0)
+
+
+def test_envs_lists_a_python_envs_instances_and_a_cpp_env_has_none():
+    with coral.make_vec("py-seeded", 2, seed=4) as env:
+        env.reset()
+        assert [type(e) for e in env.envs] == [Seeded, Seeded]
+        assert [e.np_random_seed for e in env.envs] == [4, 5]
+    with coral.make_vec("cartpole", 2) as env:
+        with pytest.raises(AttributeError, match=r"^envs: 'cartpole' is a C\+\+ env"):
+            env.envs
+        assert not hasattr(env, "envs")

@@ -137,8 +137,16 @@ def test_partial_reset_resets_only_the_masked_envs():
         assert np.all(np.abs(obs[mask]) <= 0.05)
         obs, rew, term, trunc, infos = env.step(np.ones(4, dtype=np.int64))
         assert list(infos["coral_episode"]["l"]) == [1, 6, 1, 6]
-        with pytest.raises(ValueError, match="reset_mask"):
+        with pytest.raises(TypeError, match=r"^`options\['reset_mask'\]` must have `dtype=np.bool_`, got int64"):
             env.reset(options={"reset_mask": np.array([1, 0, 1, 0])})
+        with pytest.raises(ValueError, match=r"^`options\['reset_mask'\]` must have shape `\(4,\)`, got \(3,\)"):
+            env.reset(options={"reset_mask": np.array([True, False, True])})
+        with pytest.raises(ValueError, match=r"^`options\['reset_mask'\]` must contain .* at least one True"):
+            env.reset(options={"reset_mask": np.zeros(4, dtype=bool)})
+        with pytest.raises(TypeError, match=r"^`options\['reset_mask'\]` must be a numpy array, got <class 'list'>"):
+            env.reset(options={"reset_mask": [True] * 4})
+        with pytest.raises(ValueError, match=r"^seed: a list of seeds, or a seed with a partial reset_mask"):
+            env.reset(seed=3, options={"reset_mask": mask})
 
 
 @pytest.mark.parametrize("envs_per_group", [None, 1])

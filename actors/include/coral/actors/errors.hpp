@@ -43,5 +43,10 @@ inline constexpr std::string_view vector_env_closed =
     "vector env: closed (by close(), perhaps from another thread); start it again first";
 /// send() with no batch in hand.
 inline constexpr std::string_view vector_env_not_holding = "vector env: no batch in hand; receive one first";
+/// send() with autoreset_mode::disabled, stepping an env whose episode
+/// ended without resetting it: env id.
+inline constexpr std::string_view vector_env_step_after_end =
+    "vector env: env {} ended its episode and autoreset is disabled; reset it (a reset command, or "
+    "reset(options={{'reset_mask': mask}}) from Python) before stepping it";
 
 }  // namespace coral::actors::errors

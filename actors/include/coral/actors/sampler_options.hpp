@@ -73,6 +73,10 @@ struct sampler_options {
   /// Gymnasium's next-step auto-reset (env_slice::set_next_step_autoreset):
   /// for a vector env's caller; the learners take the default, same-step.
   bool next_step_autoreset = false;
+  /// False: an env whose episode ended is not reset by its group; it waits,
+  /// ended, for the caller's reset command (env_slice::set_autoreset,
+  /// Gymnasium's DISABLED). For a vector env's caller only.
+  bool autoreset = true;
 };
 
 /// Checks `options` and resolves its wiring (with shards, one shard's: see

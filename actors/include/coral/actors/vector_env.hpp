@@ -72,9 +72,14 @@ enum class autoreset_mode {
   /// The step that ends an episode resets the env at once: the observation is
   /// the new episode's first, the ended one's last is in final_observations.
   same_step,
+  /// No env is reset by the actors: an env whose episode ended keeps its
+  /// last observation and flags until the caller writes the `reset` command
+  /// into its row (a partial reset holds the others with `hold`). send()
+  /// refuses a batch that would step such an env without either.
+  disabled,
 };
 
-/// Parses next_step or same_step; throws config_error naming `what` otherwise.
+/// Parses next_step, same_step or disabled; throws config_error naming `what` otherwise.
 [[nodiscard]] autoreset_mode parse_autoreset_mode(std::string_view text, std::string_view what = "autoreset_mode");
 
 /// A sampler whose policy is the caller; see the file comment.
@@ -106,7 +111,10 @@ class vector_env {
   [[nodiscard]] std::optional<std::span<const std::uint32_t>> receive(std::chrono::nanoseconds timeout);
 
   /// Hands the batch in hand back: the groups step with the actions (and
-  /// commands) in its rows. Throws usage_error if no batch is in hand.
+  /// commands) in its rows. Throws usage_error if no batch is in hand, or
+  /// (autoreset_mode::disabled) if an env of the batch ended its episode
+  /// and its command neither resets nor holds it; the batch then stays in
+  /// hand.
   void send();
 
   /// True between receive() returning ids and send().
@@ -150,6 +158,9 @@ class vector_env {
   class handoff;
 
   void build(std::uint64_t seed);
+  /// send() with autoreset_mode::disabled: throws usage_error naming the
+  /// first env of the batch in hand that would step past its episode's end.
+  void check_no_step_after_end() const;
   /// close() without marking the env closed. `wait_for_envs`: join the run
   /// however long its envs take (start() needs them back); else abandon it
   /// at the stop deadline (close()).

@@ -38,6 +38,12 @@
 /// observation and the next step_all() starts the new episode (reward 0,
 /// flags 0, the action ignored). The learners use the default (same-step).
 ///
+/// No auto-reset (set_autoreset(false), what Gymnasium calls DISABLED): 4.
+/// is skipped; an env whose episode ended keeps its rows (flags set, the
+/// last observation) until the caller's `reset` command starts the next
+/// episode. Stepping it before that steps an env past its episode's end:
+/// the caller must not (actors::vector_env refuses to).
+///
 /// With finite checks on (the default), a step whose reward or any element
 /// of an active row's observation is NaN or infinite is a failure of that
 /// env (errors::non_finite_reward / non_finite_observation), as if step()
@@ -104,6 +110,9 @@ class env_slice {
   /// Next-step auto-reset on or off (the default); see the file comment.
   void set_next_step_autoreset(bool on) noexcept { next_step_autoreset_ = on; }
 
+  /// Auto-reset on (the default) or off; see the file comment.
+  void set_autoreset(bool on) noexcept { autoreset_ = on; }
+
   /// Starts a new episode in every env; see the file comment. If env i's
   /// reset throws, stops there and throws env_failed(i, errors::reset_failed).
   void reset_all();
@@ -149,6 +158,7 @@ class env_slice {
   std::vector<std::uint8_t> was_active_;  // scratch, one per row of the widest env
   bool check_finite_ = true;
   bool next_step_autoreset_ = false;
+  bool autoreset_ = true;
 };
 
 }  // namespace coral::envs
