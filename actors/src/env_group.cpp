@@ -40,9 +40,15 @@ void env_group::handle_failure(const envs::env_failed& e) {
   failures_.fetch_add(1, std::memory_order_relaxed);
   if (failures_by_env_.empty()) failures_by_env_.resize(slice_.size());
   const auto n = ++failures_by_env_[e.index()];
-  const auto logged = logged_failures_->fetch_add(1, std::memory_order_relaxed);
-  if (logged < max_logged_env_failures) log_->warn(fmt::runtime(errors::env_reset), env_index, name_, n, e.what());
-  if (logged + 1 == max_logged_env_failures) log_->warn(fmt::runtime(errors::env_failures_unlogged), logged + 1);
+  {
+    std::lock_guard lock(failure_log_->mutex);  // failures are rare: no contention worth a lock-free path
+    if (failure_log_->logged < max_logged_env_failures) {
+      log_->warn(fmt::runtime(errors::env_reset), env_index, name_, n, e.what());
+      if (++failure_log_->logged == max_logged_env_failures) {
+        log_->warn(fmt::runtime(errors::env_failures_unlogged), max_logged_env_failures);
+      }
+    }
+  }
   recover(e.index());
 }
 

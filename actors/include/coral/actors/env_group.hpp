@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,15 @@ namespace coral::actors {
 /// 32,000 lines in under 2 s.
 inline constexpr std::uint64_t max_logged_env_failures = 20;
 
+/// The failure lines a run has logged, shared by its groups: the lines and
+/// the last one's note that the rest are counted are written under its
+/// mutex, so that the note comes last (a line claimed by one group could be
+/// written after another group's note).
+struct env_failure_log {
+  std::mutex mutex;
+  std::uint64_t logged = 0;
+};
+
 class alignas(64) env_group {
  public:
   /// `first_env` is the global index of the slice's first env (for messages).
@@ -61,7 +71,7 @@ class alignas(64) env_group {
   /// Counts the failures this group logs against `logged`, shared by the
   /// run's groups, so that a run logs at most max_logged_env_failures
   /// (see there). Before run() only.
-  void share_failure_log(std::atomic<std::uint64_t>& logged) noexcept { logged_failures_ = &logged; }
+  void share_failure_log(env_failure_log& log) noexcept { failure_log_ = &log; }
   /// Env failures survived under the reset policy.
   [[nodiscard]] std::uint64_t env_failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
   /// Steps the group has completed (a snapshot; any thread).
@@ -91,8 +101,8 @@ class alignas(64) env_group {
   env_error_policy on_error_;
   std::atomic<std::uint64_t> failures_{0};
   std::vector<std::uint64_t> failures_by_env_;  // the run() coroutine's own
-  std::atomic<std::uint64_t> own_logged_failures_{0};
-  std::atomic<std::uint64_t>* logged_failures_ = &own_logged_failures_;
+  env_failure_log own_failure_log_;
+  env_failure_log* failure_log_ = &own_failure_log_;
   std::atomic<std::uint64_t> steps_{0};
   enum class phase : std::uint8_t { starting, stepping, announcing, waiting, finished };
   std::atomic<phase> phase_{phase::starting};

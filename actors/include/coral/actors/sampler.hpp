@@ -123,7 +123,7 @@ class sampler {
   envs::space action_space_;
   std::shared_ptr<envs::env_batch> batch_;
   std::vector<std::unique_ptr<channel<ready_msg>>> ready_;
-  std::atomic<std::uint64_t> logged_env_failures_{0};  // every group's env_reset lines (max_logged_env_failures)
+  env_failure_log logged_env_failures_;  // every group's env_reset lines (max_logged_env_failures)
   std::vector<std::unique_ptr<env_group>> groups_;
   std::vector<std::unique_ptr<inference_batcher>> batchers_;  ///< one per shard, from spawn()
   std::unique_ptr<step_budget> budget_;                       ///< the shards' max_env_steps, from spawn()
