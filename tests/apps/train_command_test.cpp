@@ -104,7 +104,8 @@ TEST_CASE("a test-only algorithm registered from the test file gets flags, confi
                         "--checkpoint-dir", (dir / "ckpt").string()}),
                   out, err) == 0);
   CHECK(algorithm_lines(dir / "flag" / "config.toml") ==
-        std::vector<std::string>{"horizon = 32", "update-steps = 1", "step-ms = 0", "same-data = 0", "fail-update = 0"});
+        std::vector<std::string>{"horizon = 32", "update-steps = 1", "step-ms = 0", "same-data = 0", "fail-update = 0",
+                                 "stop-before-step = 0"});
   CHECK(run_cli(with({"--epochs", "2"}), out, err) == 1);
   CHECK(err == "error: --epochs: PPO only; --algo count does not take it\n");
   // Its check and its memory estimate, by name.

@@ -48,6 +48,9 @@ struct count_options {
   std::uint64_t same_data = 0;
   /// The learner throws at this update (0: never).
   std::uint64_t fail_update = 0;
+  /// Before step k (from 1) of its first update, the learner asks the run to
+  /// stop, as SIGINT does (0: never): a stop that lands inside an update.
+  std::uint64_t stop_before_step = 0;
 };
 
 class count_steps final : public training::algorithm,
@@ -89,6 +92,7 @@ class count_steps final : public training::algorithm,
           if (updates_ == shape_.fail_update) throw error(fmt::format("count: failed at update {}", updates_));
           run.activity().begin(updates_, shape_.update_steps);
           for (std::uint64_t k = 0; k < shape_.update_steps; ++k) {
+            if (updates_ == 1 && k + 1 == shape_.stop_before_step) run.end(std::nullopt);
             if (shape_.step_ms != 0) std::this_thread::sleep_for(std::chrono::milliseconds(shape_.step_ms));
             if (!run.activity().step()) break;
           }
@@ -199,7 +203,9 @@ inline training::algorithm_descriptor count_steps_descriptor(std::string name = 
               training::field<count_options>("same-data", "1: update for ever on the first data",
                                              [](count_options& o) -> std::uint64_t& { return o.same_data; }),
               training::field<count_options>("fail-update", "the learner throws at this update (0: never)",
-                                             [](count_options& o) -> std::uint64_t& { return o.fail_update; })};
+                                             [](count_options& o) -> std::uint64_t& { return o.fail_update; }),
+              training::field<count_options>("stop-before-step", "a stop before this step of the first update (0: none)",
+                                             [](count_options& o) -> std::uint64_t& { return o.stop_before_step; })};
   d.check = [](const training::train_options& o) {
     const auto h = training::options_of<count_options>(o).horizon;
     if (h == 0) training::detail::out_of_range("--horizon", h, "must be at least 1");

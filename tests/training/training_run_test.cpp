@@ -5,7 +5,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -187,7 +186,8 @@ namespace {
 
 /// A run of "count" whose first update is `steps` steps of `step_ms` each,
 /// stopped as SIGINT stops it once the learner is in the update and has
-/// taken `taken` of its steps.
+/// taken `taken` of its steps (the learner asks for the stop there itself:
+/// the moment is the event, not a guess of a polling thread).
 struct stopped_update {
   train_result result;
   std::string progress;
@@ -198,16 +198,12 @@ stopped_update stop_in_update(const fs::path& dir, std::uint64_t steps, std::uin
   auto& shape = options_of<test::count_options>(o);
   shape.update_steps = steps;
   shape.step_ms = step_ms;
+  shape.stop_before_step = taken + 1;
   o.checkpoint_dir = (dir / "ckpt").string();
   std::ostringstream progress;
   training_run run(o, progress);
-  std::thread stopper([&run, taken] {
-    while (!run.activity().busy() || run.activity().steps() < taken) std::this_thread::sleep_for(1ms);
-    run.end(std::nullopt);
-  });
   stopped_update out;
   out.result = run.run();
-  stopper.join();
   out.progress = progress.str();
   out.steps = run.activity().steps();
   return out;
@@ -227,8 +223,9 @@ TEST_CASE("a stop in the middle of a long update ends it at a step, checkpoint w
 
 TEST_CASE("a stop waits for a learner step longer than the stop deadline, and says so", "[training][training_run][stop]") {
   coral::test::watchdog dog("a step past the stop deadline", 120s);
-  // Steps of 10.5 s: the 10 s deadline passes inside the first.
-  const auto s = stop_in_update(fresh_path("training-run-long-step"), 2, 10500, 0);
+  // Steps of 12 s, the stop asked as the first begins: the 10 s deadline
+  // passes inside it.
+  const auto s = stop_in_update(fresh_path("training-run-long-step"), 2, 12000, 0);
   INFO(s.progress);
   CHECK(s.result.interrupted);
   const auto waits = coral::training::errors::stop_waits_for_learner;
@@ -256,15 +253,20 @@ TEST_CASE("no checkpoint after a failure of the learner itself; one that cannot 
   e.sampler.env = "faulty";
   e.sampler.env_args = {{"env", "0"}, {"throw_step", "2000"}};
   e.checkpoint_dir = (dir / "gone").string();
+  // At the first metrics row (after the first update), long before the fault.
+  bool removed = false;
+  e.on_metrics_row = [&dir, &removed](std::string_view, std::string_view) {
+    if (!removed) {
+      fs::remove_all(dir / "gone");
+      std::ofstream(dir / "gone") << "a file where the directory was";
+      removed = true;
+    }
+    return true;
+  };
   std::ostringstream lost;
   training_run run(e, lost, lost);
-  std::thread remover([&run, &dir] {
-    while (run.activity().begun() == 0) std::this_thread::sleep_for(1ms);
-    fs::remove_all(dir / "gone");
-    std::ofstream(dir / "gone") << "a file where the directory was";
-  });
   CHECK_THROWS_WITH(run.run(), Catch::Contains("injected fault: step 2000"));
-  remover.join();
+  REQUIRE(removed);
   INFO(lost.str());
   CHECK(holds_format(lost.str(), coral::training::errors::checkpoint_after_failure_failed));
 }
