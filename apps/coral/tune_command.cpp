@@ -228,8 +228,15 @@ void run_tune(std::ostream& out, tune_flags& f) {
   // directory that cannot be written or a full filesystem is refused now,
   // not after minutes of measuring.
   const auto temporary = path + ".tmp";
-  if (std::filesystem::is_directory(path)) {
+  // The rename would replace whatever is there: only a regular file (or
+  // nothing) may be (`--out /dev/null` as root would replace the device).
+  std::error_code ec_status;
+  const auto st = std::filesystem::status(path, ec_status);
+  if (std::filesystem::is_directory(st)) {
     throw config_error(fmt::format(fmt::runtime(errors::tune_unwritable), path, "it is a directory"));
+  }
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    throw config_error(fmt::format(fmt::runtime(errors::tune_unwritable), path, "it is not a regular file"));
   }
   if (const auto why = write_whole(temporary, std::string(probe_bytes, '#'))) {
     throw config_error(fmt::format(fmt::runtime(errors::tune_unwritable), path, *why));

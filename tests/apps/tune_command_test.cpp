@@ -179,6 +179,14 @@ TEST_CASE("coral tune whose --out cannot be written after the sweep prints the c
                    fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), (dir / "taken").string(),
                                "it is a directory") +
                    "\n");
+  // A device: the rename would replace it (as root, /dev/null itself).
+  CHECK(run_cli({"tune", "--env", "noop", "--out", "/dev/null"}, out, err) == 1);
+  CHECK(err == "error: " +
+                   fmt::format(fmt::runtime(coral::cli::errors::tune_unwritable), "/dev/null",
+                               "it is not a regular file") +
+                   "\n");
+  CHECK(fs::is_character_file("/dev/null"));
+  CHECK_FALSE(fs::exists("/dev/null.tmp"));
   // A directory made where the file goes while the sweep runs: the rename
   // fails at the end, and the sweep's result comes out on stdout.
   coral::test::invocation inv;
