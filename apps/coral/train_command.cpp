@@ -14,6 +14,7 @@
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
 #include "coral/flag_checks.hpp"
+#include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/errors.hpp"
@@ -193,6 +194,10 @@ void run_train(std::ostream& out, std::ostream& err, train_flags& f, const given
   }
   o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
+  if (!learners::torch_linked() && learners::needs_torch(o)) {
+    if (hooks.hand_over) hooks.hand_over();
+    throw config_error(fmt::format(fmt::runtime(learners::errors::torch_not_linked), fmt::format("--algo {}", o.algo)));
+  }
 #ifdef CORAL_HAVE_MPI
   // A rank waits at most --stall-seconds (at least 10 s) for the others, at the start too.
   if (f.distributed) o.remote = distributed::over(distributed::mpi_transport::start(distributed::bridge::silence_limit(o)));
