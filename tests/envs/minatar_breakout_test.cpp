@@ -32,7 +32,8 @@ breakout::state ball_landing(int paddle, bool bricks) {
 
 }  // namespace
 
-TEST_CASE("breakout starts with three rows of bricks and the ball heading down from a side", "[envs][minatar][breakout]") {
+TEST_CASE("breakout starts with three rows of bricks and the ball heading down from a side",
+          "[envs][minatar][breakout]") {
   breakout_game g;
   const auto& s = g.now();
   CHECK(s.bricks[0] == 0);
@@ -139,7 +140,8 @@ TEST_CASE("a ball that misses the paddle ends the game", "[envs][minatar][breako
   CHECK(g.h.batch.truncated()[0] == 0);
 }
 
-TEST_CASE("when every brick is gone, three rows come back as the ball reaches the bottom", "[envs][minatar][breakout]") {
+TEST_CASE("when every brick is gone, three rows come back as the ball reaches the bottom",
+          "[envs][minatar][breakout]") {
   breakout_game g;
   const auto s = ball_landing(3, false);  // no bricks
   g.rules().set_state(s);

@@ -153,7 +153,9 @@ TEST_CASE("the same seed and actions give the same MinAtar trajectory", "[envs][
       coral::rng actions(coral::env_seed{4, 4});
       h.slice.reset_all();
       for (int t = 0; t < 300; ++t) {
-        for (std::size_t r = 0; r < 2; ++r) h.batch.discrete_actions()(r, 0) = static_cast<std::int32_t>(actions.below(6));
+        for (std::size_t r = 0; r < 2; ++r) {
+          h.batch.discrete_actions()(r, 0) = static_cast<std::int32_t>(actions.below(6));
+        }
         h.slice.step_all();
         for (std::size_t r = 0; r < 2; ++r) {
           const auto o = h.obs(r);

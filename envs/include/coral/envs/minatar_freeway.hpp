@@ -29,9 +29,10 @@
 /// cell behind the car, wrapping around, shows its direction).
 /// Minimal actions: no-op, up, down.
 ///
-/// Random policy (sticky 0.1, 10,000 episodes): return 0.01, 2,501 steps
-/// (BENCHMARKS.md). MinAtar's published DQN (with replay) reaches a return
-/// of about 55 after 5M frames (Young & Tian 2019, figure 2; README).
+/// Random policy (sticky 0.1, 10,000 episodes): return 0.13, 2,501 steps
+/// (BENCHMARKS.md). MinAtar's published results at 5M frames (moving average of 100
+/// episodes, 30 runs): DQN about 50, AC(0.8) about 47 (Young & Tian 2019; the learning curves
+/// in MinAtar's README).
 
 #include <array>
 #include <cstdint>
@@ -49,8 +50,8 @@ class freeway {
   static constexpr std::string_view name = "minatar/freeway";
   /// One-line description.
   static constexpr std::string_view description =
-      "MinAtar Freeway (Young & Tian 2019): channels chicken, car, trail of a car of period 1..5; random policy 0.01 "
-      "return, 2501 steps (time limit); published DQN about 55 at 5M frames";
+      "MinAtar Freeway (Young & Tian 2019): channels chicken, car, trail of a car of period 1..5; random policy 0.13 "
+      "return, 2501 steps (time limit); published DQN about 50, AC(0.8) about 47 at 5M frames";
   /// Number of observation channels.
   static constexpr std::size_t channels = 7;
   /// The minimal action set.

@@ -56,11 +56,12 @@
 /// 0 .. oxygen · 10 / 200 − 1), 8 diver gauge (row 9, columns 9 − divers .. 8),
 /// 9 diver. Minimal actions: all six.
 ///
-/// Random policy (sticky 0.1, ramping, 10,000 episodes): return 0.08,
-/// 59 steps (BENCHMARKS.md). MinAtar's published DQN (with replay) reaches a
-/// return of about 20 after 5M frames with MinAtar before 1.0.11, whose
+/// Random policy (sticky 0.1, ramping, 10,000 episodes): return 0.09,
+/// 30 steps (BENCHMARKS.md). MinAtar's published results at 5M frames (moving average of 100
+/// episodes, 30 runs): DQN about 20, AC(0.8) about 15 with MinAtar before 1.0.11, whose
 /// oxygen gauge flashed full just before running out; later versions, and
-/// this one, do not (Young & Tian 2019, figure 2; README).
+/// this one, do not (Young & Tian 2019; the learning curves
+/// in MinAtar's README).
 
 #include <array>
 #include <cstdint>
@@ -79,7 +80,8 @@ class seaquest {
   /// One-line description.
   static constexpr std::string_view description =
       "MinAtar Seaquest (Young & Tian 2019): channels sub front, sub back, bullet, trail, enemy bullet, fish, enemy "
-      "sub, oxygen, divers aboard, diver; random policy 0.08 return, 59 steps; published DQN about 20 at 5M frames";
+      "sub, oxygen, divers aboard, diver; random policy 0.09 return, 30 steps; "
+      "published DQN about 20, AC(0.8) about 15 at 5M frames";
   /// Number of observation channels.
   static constexpr std::size_t channels = 10;
   /// The minimal action set: all six.
