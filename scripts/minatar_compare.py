@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Compare coral's MinAtar games with the original Python MinAtar under a
 uniform random policy: mean return and mean episode length with standard
-errors, a two-sample chi-square test on the return distribution and a
-two-sample Kolmogorov-Smirnov distance on the lengths.
+errors, a two-sample chi-square test on the return distribution and the
+quantiles of the episode lengths on both sides.
 
-Not part of the tests (CI cannot fetch MinAtar). Needs python3 with numpy,
+Not part of the tests (CI cannot fetch MinAtar). Needs a python3 with numpy
+(Debian: /usr/bin/python3 with python3-numpy),
 a MinAtar checkout (https://github.com/kenjyoung/MinAtar) and coral's
 `minatar_episodes` driver (cmake --build --preset release --target minatar_episodes).
 
