@@ -123,6 +123,55 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
+/// Copies the records of `files`, in order, that a run resuming from
+/// `resumed_steps` keeps into `into`, which it creates and syncs: the file's
+/// first record (a file_version of its own), then every Event up to those
+/// steps (a text summary only below them). A file's records end at the
+/// first that is cut short or fails its CRC. Returns the steps of the last
+/// metrics row kept, if any. Throws config_error (errors::dir_unusable).
+std::optional<std::uint64_t> keep_records(const fs::path& dir, const std::vector<fs::path>& files, const fs::path& into,
+                                          std::uint64_t resumed_steps) {
+  const auto name = files.back().filename().string();
+  const int fd = ::open(into.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) refuse(dir, fmt::format("cannot rewrite {}: {}", name, std::strerror(errno)));
+  auto fail = [&](const std::string& why) {
+    ::close(fd);
+    std::error_code ignored;
+    fs::remove(into, ignored);
+    refuse(dir, why);
+  };
+  std::optional<std::uint64_t> last_row;
+  std::string out = tfevents::frame(tfevents::version_event(now_seconds()));
+  auto flush = [&] {
+    if (!write_all(fd, out)) fail(fmt::format("cannot rewrite {}: {}", name, std::strerror(errno)));
+    out.clear();
+  };
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(fmt::format("cannot read {}: {}", file.filename().string(), std::strerror(errno)));
+    std::string data;
+    while (tfevents::read_record(in, data)) {
+      const auto kind = tfevents::inspect(data);
+      if (!kind) break;  // not an Event: nothing after it is trusted either
+      if (kind->opens_file || kind->step < 0) continue;
+      const auto step = static_cast<std::uint64_t>(kind->step);
+      if (kind->text ? step >= resumed_steps : step > resumed_steps) continue;
+      if (!kind->text) last_row = step;
+      out += tfevents::frame(data);
+      if (out.size() >= (std::size_t{1} << 20)) flush();
+    }
+  }
+  flush();
+  if (::fsync(fd) != 0) fail(fmt::format("cannot rewrite {}: {}", name, std::strerror(errno)));
+  if (::close(fd) != 0) {
+    const int why = errno;
+    std::error_code ignored;
+    fs::remove(into, ignored);
+    refuse(dir, fmt::format("cannot rewrite {}: {}", name, std::strerror(why)));
+  }
+  return last_row;
+}
+
 /// `v` as TensorBoard's simple_value holds it: past a float's range, an
 /// infinity (a plain conversion is undefined there).
 float to_float(double v) {
@@ -164,38 +213,9 @@ tensorboard_file::tensorboard_file(const std::string& run_dir, std::string_view 
   std::error_code ec;
   fs::remove(temporary, ec);  // a killed resume's
   const auto old = event_files(dir);
-  std::string kept;  // framed records
   if (append && !old.empty()) {
-    bool opened = false;
-    for (const auto& file : old) {
-      std::ifstream in(file, std::ios::binary);
-      if (!in) refuse(dir, fmt::format("cannot read {}: {}", file.filename().string(), std::strerror(errno)));
-      std::string data;
-      while (tfevents::read_record(in, data)) {
-        const auto kind = tfevents::inspect(data);
-        if (!kind) break;  // not an Event: nothing after it is trusted either
-        const bool keep = kind->opens_file ? !opened
-                          : kind->step < 0 ? false
-                          : kind->text     ? static_cast<std::uint64_t>(kind->step) < resumed_steps
-                                           : static_cast<std::uint64_t>(kind->step) <= resumed_steps;
-        if (!keep) continue;
-        opened = opened || kind->opens_file;
-        if (!kind->opens_file && !kind->text) last_step_ = static_cast<std::uint64_t>(kind->step);
-        kept += tfevents::frame(data);
-      }
-    }
-    if (!opened) kept.insert(0, tfevents::frame(tfevents::version_event(now_seconds())));
     file_ = old.back();
-    {
-      const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) refuse(dir, fmt::format("cannot rewrite {}: {}", file_.filename().string(), std::strerror(errno)));
-      const bool written = write_all(fd, kept) && ::fsync(fd) == 0;
-      const int why = errno;
-      if (::close(fd) != 0 || !written) {
-        fs::remove(temporary, ec);
-        refuse(dir, fmt::format("cannot rewrite {}: {}", file_.filename().string(), std::strerror(written ? errno : why)));
-      }
-    }
+    last_step_ = keep_records(dir, old, temporary, resumed_steps);
     fs::rename(temporary, file_, ec);
     if (ec) {
       std::error_code ignored;
