@@ -38,4 +38,11 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
     "learner sample over the run (--replay-ratio {} x (--total-steps {} - --learning-starts {})); the learner "
     "would wait for batches that are never filled";
 
+/// The fused engine (fused::actor_critic) given a recurrent network: its --lstm width.
+inline constexpr std::string_view fused_needs_mlp =
+    "fused engine: the actor-critic with --lstm {} is not supported yet (the MLP one is)";
+/// A fused pass over more rows than its buffers hold: the rows, the most.
+inline constexpr std::string_view fused_too_many_rows =
+    "fused engine: a pass of {} rows, more than the {} its buffers were made for";
+
 }  // namespace coral::learners::errors
