@@ -18,25 +18,25 @@ namespace coral::learners::detail {
 
 /// Scales the gradients of `params` so that their joint 2-norm is at most
 /// `max_norm`, as torch::nn::utils::clip_grad_norm_ does, in one pass over
-/// the floats rather than a few operators per tensor. Returns the norm before.
+/// the floats rather than a few operators per tensor: the fused engine's
+/// square_sum and scale() (coral/learners/fused/optim.hpp), so that both
+/// backends clip to the bit alike. Returns the norm before.
 inline double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
-  double sum = 0;
+  fused::square_sum squares;
   for (const auto& p : params) {
     if (!p.grad().defined()) continue;
     const auto g = p.grad().contiguous();
-    const float* gp = g.data_ptr<float>();
-    for (std::int64_t j = 0; j < g.numel(); ++j) sum += static_cast<double>(gp[j]) * static_cast<double>(gp[j]);
+    squares.add({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
   }
-  const double norm = std::sqrt(sum);
+  const double norm = std::sqrt(squares.total());
   const double coef = max_norm / (norm + 1e-6);
   if (coef < 1.0) {
     for (const auto& p : params) {
       if (!p.grad().defined()) continue;
       auto g = p.grad();
       if (g.is_contiguous()) {
-        float* gp = g.data_ptr<float>();
-        for (std::int64_t j = 0; j < g.numel(); ++j) gp[j] = static_cast<float>(static_cast<double>(gp[j]) * coef);
+        fused::scale({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())}, coef);
       } else {
         g.mul_(coef);
       }

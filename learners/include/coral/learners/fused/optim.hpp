@@ -12,10 +12,31 @@
 
 namespace coral::learners::fused {
 
+/// A sum of squares of floats, in double, fed one span or many: element i
+/// of the whole stream goes to partial sum i mod 8, the partial sums added
+/// in order at the end. Any split of the same floats into spans gives the
+/// same bits, so the torch learners' clipping (per tensor) and the fused
+/// engine's (one flat buffer) agree exactly; eight independent sums
+/// vectorise where one serial sum waits on each addition.
+class square_sum {
+ public:
+  /// Adds the squares of `values`.
+  void add(std::span<const float> values) noexcept;
+  /// The sum so far.
+  [[nodiscard]] double total() const noexcept;
+
+ private:
+  double lanes_[8] = {};
+  std::size_t count_ = 0;
+};
+
+/// values[i] = float(double(values[i]) × coef): clipping's scaling.
+void scale(std::span<float> values, double coef) noexcept;
+
 /// Scales `grads` so that their 2-norm is at most `max_norm`, as
-/// torch::nn::utils::clip_grad_norm_ does: the norm summed in double,
-/// coef = max_norm / (norm + 1e-6), applied (in double, rounded to float)
-/// only when below 1. Returns the norm before.
+/// torch::nn::utils::clip_grad_norm_ does: the norm from a square_sum,
+/// coef = max_norm / (norm + 1e-6), applied by scale() only when below 1.
+/// Returns the norm before.
 double clip_grad_norm(std::span<float> grads, double max_norm) noexcept;
 
 /// Adam's update of `n` floats at step `step` (1 for the first): the
