@@ -4,7 +4,7 @@
 // fused::q_network, the same random batch, then the Q-values, the targets'
 // TD errors, the loss, every parameter's gradient and the parameters after
 // clipping (torch's own clip_grad_norm_, as the learner calls it) and Adam,
-// over two updates, double DQN and not. Tolerances as fused_oracle_test.cpp's.
+// over two updates, double DQN and not. The tolerance: fused_oracle_support.hpp's.
 
 #include "../../learners/src/actor_critic.hpp"
 #include "../../learners/src/adam.hpp"
@@ -22,32 +22,14 @@
 #include "coral/core/rng.hpp"
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/fused/q_network.hpp"
+#include "fused_oracle_support.hpp"
 
 namespace fused = coral::learners::fused;
 namespace twin = coral::learners::detail;
+using coral::test::floats_of;
+using coral::test::require_close;
 
 namespace {
-
-// |a − b| ≤ 1e-5 max(|a|, |b|) + 1e-5 × the block's largest magnitude
-// (fused_oracle_test.cpp says why the floor).
-void require_near(std::span<const float> got, std::span<const float> want, const std::string& what) {
-  REQUIRE(got.size() == want.size());
-  double scale = 0;
-  for (const float w : want) scale = std::max(scale, static_cast<double>(std::fabs(w)));
-  std::size_t bad = got.size();
-  for (std::size_t i = 0; i < got.size() && bad == got.size(); ++i) {
-    const double a = got[i], b = want[i];
-    if (!(std::fabs(a - b) <= 1e-5 * std::max(std::fabs(a), std::fabs(b)) + 1e-5 * scale)) bad = i;
-  }
-  INFO(what << ": element " << bad << " of " << got.size()
-            << (bad < got.size() ? ": fused " + std::to_string(got[bad]) + ", torch " + std::to_string(want[bad]) : ""));
-  CHECK(bad == got.size());
-}
-
-std::vector<float> floats_of(const torch::Tensor& t) {
-  const auto c = t.detach().contiguous();
-  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
-}
 
 struct dqn_shape {
   std::string name;
@@ -135,14 +117,14 @@ TEST_CASE("the fused DQN update computes what the torch DQN learner's does, to 1
     loss.backward();
 
     const auto stats = fused::dqn_loss_gradients(net, batch, config, td);
-    require_near(net.q_values(obs.data(), B), floats_of(q_all.narrow(0, 0, b)), "Q-values");
-    require_near(td, floats_of((y - q).abs()), "TD errors");
+    require_close(net.q_values(obs.data(), B), floats_of(q_all.narrow(0, 0, b)), "Q-values");
+    require_close(td, floats_of((y - q).abs()), "TD errors");
     CHECK(std::fabs(stats.td_loss - loss.item<double>()) <= 1e-5 * std::fabs(loss.item<double>()) + 1e-7);
     CHECK(std::fabs(stats.mean_q - q.mean().item<double>()) <= 1e-5 * std::fabs(q.mean().item<double>()) + 1e-6);
     std::size_t at = 0, index = 0;
     for (const auto& p : online->parameters()) {
       const auto n = static_cast<std::size_t>(p.numel());
-      require_near(net.gradients().subspan(at, n), floats_of(p.grad()), "gradient of parameter " + std::to_string(index++));
+      require_close(net.gradients().subspan(at, n), floats_of(p.grad()), "gradient of parameter " + std::to_string(index++));
       at += n;
     }
     // Each side's own clipping and Adam.
@@ -150,7 +132,7 @@ TEST_CASE("the fused DQN update computes what the torch DQN learner's does, to 1
     engine_adam.step(net.parameters(), net.gradients(), config.learning_rate);
     torch::nn::utils::clip_grad_norm_(online->parameters(), config.max_grad_norm);
     torch_adam.step(online->parameters(), config.learning_rate);
-    require_near(net.parameters(), twin::flatten(online->parameters()), "parameters after clipping and Adam");
+    require_close(net.parameters(), twin::flatten(online->parameters()), "parameters after clipping and Adam");
   }
 }
 
