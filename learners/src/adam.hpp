@@ -11,31 +11,32 @@
 #include <torch/torch.h>
 
 #include "coral/core/error.hpp"
+#include "coral/learners/fused/optim.hpp"
 #include "coral/learners/ppo_learner.hpp"
 
 namespace coral::learners::detail {
 
 /// Scales the gradients of `params` so that their joint 2-norm is at most
 /// `max_norm`, as torch::nn::utils::clip_grad_norm_ does, in one pass over
-/// the floats rather than a few operators per tensor. Returns the norm before.
+/// the floats rather than a few operators per tensor: the fused engine's
+/// square_sum and scale() (coral/learners/fused/optim.hpp), so that both
+/// backends clip to the bit alike. Returns the norm before.
 inline double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
-  double sum = 0;
+  fused::square_sum squares;
   for (const auto& p : params) {
     if (!p.grad().defined()) continue;
     const auto g = p.grad().contiguous();
-    const float* gp = g.data_ptr<float>();
-    for (std::int64_t j = 0; j < g.numel(); ++j) sum += static_cast<double>(gp[j]) * static_cast<double>(gp[j]);
+    squares.add({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())});
   }
-  const double norm = std::sqrt(sum);
+  const double norm = std::sqrt(squares.total());
   const double coef = max_norm / (norm + 1e-6);
   if (coef < 1.0) {
     for (const auto& p : params) {
       if (!p.grad().defined()) continue;
       auto g = p.grad();
       if (g.is_contiguous()) {
-        float* gp = g.data_ptr<float>();
-        for (std::int64_t j = 0; j < g.numel(); ++j) gp[j] = static_cast<float>(static_cast<double>(gp[j]) * coef);
+        fused::scale({g.data_ptr<float>(), static_cast<std::size_t>(g.numel())}, coef);
       } else {
         g.mul_(coef);
       }
@@ -66,27 +67,14 @@ struct flat_adam {
   void step(const std::vector<torch::Tensor>& params, double lr) {
     torch::NoGradGuard no_grad;
     ++steps;
-    constexpr float b1 = 0.9f;
-    constexpr float b2 = 0.999f;
-    const double c1 = 1.0 - std::pow(0.9, static_cast<double>(steps));
-    const double c2 = 1.0 - std::pow(0.999, static_cast<double>(steps));
-    const auto step_size = static_cast<float>(lr / c1);
-    const auto inv_c2 = static_cast<float>(1.0 / c2);
-    const auto eps = static_cast<float>(epsilon);
     for (std::size_t i = 0; i < params.size(); ++i) {
       auto p = params[i];
       if (!p.grad().defined()) continue;
       const auto g = p.grad().contiguous();
-      float* pp = p.data_ptr<float>();
-      const float* gp = g.data_ptr<float>();
-      float* mp = m[i].data_ptr<float>();
-      float* vp = v[i].data_ptr<float>();
-      const auto n = static_cast<std::size_t>(p.numel());
-      for (std::size_t j = 0; j < n; ++j) {
-        mp[j] = b1 * mp[j] + (1.0f - b1) * gp[j];
-        vp[j] = b2 * vp[j] + (1.0f - b2) * gp[j] * gp[j];
-        pp[j] -= step_size * mp[j] / (std::sqrt(vp[j] * inv_c2) + eps);
-      }
+      // The fused engine's update (coral/learners/fused/optim.hpp): one
+      // arithmetic for both backends.
+      fused::adam_update(p.data_ptr<float>(), g.data_ptr<float>(), m[i].data_ptr<float>(), v[i].data_ptr<float>(),
+                         static_cast<std::size_t>(p.numel()), steps, lr, epsilon);
     }
   }
 

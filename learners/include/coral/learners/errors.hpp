@@ -42,5 +42,11 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
 /// what was made. (The `coral` command hands such runs to coral-torch first.)
 inline constexpr std::string_view torch_not_linked =
     "{} needs libtorch, and this program is linked without coral::learners_torch";
+/// The fused engine (fused::actor_critic) given a recurrent network: its --lstm width.
+inline constexpr std::string_view fused_needs_mlp =
+    "fused engine: the actor-critic with --lstm {} is not supported yet (the MLP one is)";
+/// A fused pass over more rows than its buffers hold: the rows, the most.
+inline constexpr std::string_view fused_too_many_rows =
+    "fused engine: a pass of {} rows, more than the {} its buffers were made for";
 
 }  // namespace coral::learners::errors

@@ -1,0 +1,218 @@
+// The PPO minibatch step on both network backends, side by side in one
+// process (issue 55): the torch learner's minibatch body (learners/src/
+// ppo_torch.cpp's, operator for operator: index_select of the minibatch
+// from the update's tensors, forward, loss, backward, clip_grad_norm,
+// flat_adam) against fused::ppo_step (the rows gathered into contiguous
+// buffers, then forward, loss, backward, clipping and Adam by hand).
+//
+// Shapes: HalfCheetah as configs/halfcheetah-ppo.toml trains it (17
+// observations, 6 Gaussian actions, 64x64, minibatches of 64) and
+// `coral train`'s default CartPole (4 observations, Discrete 2, 64x64,
+// minibatches of 256). OpenBLAS as the `coral` command sets it up
+// (set_up_blas(): this CPU's kernels, one thread), one torch thread.
+//
+// The fused step's arithmetic rate, as a fraction of OpenBLAS's sgemm on
+// 512x512x512 measured in the same run: FLOPs counted as the products'
+// 2·m·n·k (forward; the weights' gradients; the inputs' gradients of every
+// layer but the first) plus 10 per parameter for clipping and Adam; the
+// elementwise rest (tanh, softmax, the loss) is not counted.
+//
+// Each time: the median over 15 repetitions of the mean over a batch of
+// steps (at least 20 ms each), after a warm-up.
+//
+// Build and run: cmake --build build/release --target fused_ppo_bench &&
+//                build/release/bench/learners/fused_ppo_bench
+
+#include "../../learners/src/actor_critic.hpp"
+#include "../../learners/src/adam.hpp"
+#include "../../learners/src/ppo_torch_loss.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "coral/core/rng.hpp"
+#include "coral/learners/blas_core.hpp"
+#include "coral/learners/fused/actor_critic.hpp"
+#include "coral/learners/fused/optim.hpp"
+#include "coral/learners/fused/ppo.hpp"
+#include "coral/learners/network.hpp"
+
+namespace {
+
+namespace fused = coral::learners::fused;
+namespace twin = coral::learners::detail;
+using coral::learners::network_spec;
+using coral::learners::ppo_config;
+
+template <class F>
+double seconds_per_call(F&& f) {
+  for (int i = 0; i < 20; ++i) f();  // warm-up
+  std::vector<double> reps;
+  for (int r = 0; r < 15; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t n = 0;
+    double elapsed = 0;
+    do {
+      f();
+      ++n;
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } while (elapsed < 0.02);
+    reps.push_back(elapsed / static_cast<double>(n));
+  }
+  std::sort(reps.begin(), reps.end());
+  return reps[reps.size() / 2];
+}
+
+struct shape {
+  std::string name;
+  std::size_t in;
+  std::vector<std::int32_t> nvec;
+  std::size_t continuous;
+  std::size_t rows;
+  double entropy_coef;
+};
+
+double step_flops(const network_spec& spec, std::size_t rows) {
+  double flops = 0;
+  const std::size_t heads = [&] {
+    std::size_t n = spec.continuous_dim();
+    for (auto v : spec.nvec) n += static_cast<std::size_t>(v);
+    return n;
+  }();
+  for (const std::size_t out : {heads, std::size_t{1}}) {
+    std::size_t width = spec.input_dim();
+    std::vector<std::size_t> widths(spec.hidden);
+    widths.push_back(out);
+    bool first = true;
+    for (auto w : widths) {
+      const double mnk = static_cast<double>(rows) * static_cast<double>(width) * static_cast<double>(w);
+      flops += 2 * mnk * (first ? 2 : 3);  // forward, d weight, d input (not for the first layer)
+      first = false;
+      width = w;
+    }
+  }
+  return flops + 10.0 * static_cast<double>(fused::actor_critic::parameter_count(spec));
+}
+
+}  // namespace
+
+int main() {
+  coral::learners::set_up_blas();
+  coral::learners::use_one_torch_thread();
+  std::printf("OpenBLAS kernels: %s, %d thread(s)\n", coral::learners::blas_core_in_use().c_str(),
+              coral::learners::blas_threads_in_use());
+  std::vector<float> a(512 * 512, 0.5f), b(512 * 512, 0.25f), c(512 * 512);
+  const double sgemm_s = seconds_per_call([&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 512, 512, 512, 1.0f, a.data(), 512, b.data(), 512, 0.0f,
+                c.data(), 512);
+  });
+  const double sgemm_rate = 2.0 * 512 * 512 * 512 / sgemm_s;
+  std::printf("sgemm 512x512x512: %.0f us, %.1f GFLOP/s\n\n", sgemm_s * 1e6, sgemm_rate * 1e-9);
+  std::printf("%-50s %12s %12s %8s %10s %10s\n", "shape (one minibatch step)", "torch us", "fused us", "ratio",
+              "fused GF/s", "of sgemm");
+
+  const std::vector<shape> shapes{
+      {"halfcheetah: 17 -> 64x64 -> 6 Gaussian, 64 rows", 17, {}, 6, 64, 0.0},
+      {"cartpole: 4 -> 64x64 -> Discrete 2, 256 rows", 4, {2}, 0, 256, 0.01},
+  };
+  for (const auto& s : shapes) {
+    network_spec spec;
+    spec.raw_obs_dim = s.in;
+    spec.nvec = s.nvec;
+    spec.low.assign(s.continuous, -1.0f);
+    spec.high.assign(s.continuous, 1.0f);
+    spec.hidden = {64, 64};
+    ppo_config config;
+    config.entropy_coef = s.entropy_coef;
+    config.learning_rate = 3e-4;
+    const std::size_t rows = s.rows, batches = 32, N = rows * batches;
+    const auto D = static_cast<std::int64_t>(spec.input_dim());
+    const auto heads = static_cast<std::int64_t>(spec.nvec.size());
+    const auto C = static_cast<std::int64_t>(spec.continuous_dim());
+
+    // An update's data: N rows at random, minibatches of `rows` drawn in a shuffled order.
+    coral::rng gen(1);
+    auto normals = [&](std::size_t n) {
+      std::vector<float> v(n);
+      for (auto& x : v) x = static_cast<float>(gen.normal());
+      return v;
+    };
+    auto obs = normals(N * spec.input_dim()), cont = normals(N * spec.continuous_dim()), logp = normals(N),
+         values = normals(N), adv = normals(N), ret = normals(N);
+    for (auto& l : logp) l = -std::abs(l) * static_cast<float>(C + 1);
+    std::vector<std::int32_t> disc;
+    for (std::size_t r = 0; r < N; ++r) {
+      for (auto n : spec.nvec) disc.push_back(static_cast<std::int32_t>(gen.below(static_cast<std::uint64_t>(n))));
+    }
+    std::vector<std::int64_t> order(N);
+    for (std::size_t i = 0; i < N; ++i) order[i] = static_cast<std::int64_t>(i);
+    for (std::size_t i = N; i > 1; --i) std::swap(order[i - 1], order[gen.below(i)]);
+    const auto weights = fused::init_orthogonal(spec, 1);
+
+    // torch: the update's tensors, then the minibatch body per step.
+    twin::actor_critic net(spec);
+    twin::load(*net, weights);
+    twin::flat_adam torch_adam(net->ordered(), config.adam_epsilon);
+    const auto obs_t = torch::from_blob(obs.data(), {static_cast<std::int64_t>(N), D});
+    const auto disc_t = heads > 0 ? torch::from_blob(disc.data(), {static_cast<std::int64_t>(N), heads}, torch::kInt32)
+                                        .to(torch::kInt64)
+                                  : torch::zeros({static_cast<std::int64_t>(N), 0}, torch::kInt64);
+    const auto cont_t = C > 0 ? torch::from_blob(cont.data(), {static_cast<std::int64_t>(N), C})
+                              : torch::zeros({static_cast<std::int64_t>(N), 0});
+    const auto logp_t = torch::from_blob(logp.data(), {static_cast<std::int64_t>(N)});
+    const auto val_t = torch::from_blob(values.data(), {static_cast<std::int64_t>(N)});
+    const auto adv_t = torch::from_blob(adv.data(), {static_cast<std::int64_t>(N)});
+    const auto ret_t = torch::from_blob(ret.data(), {static_cast<std::int64_t>(N)});
+    std::size_t next = 0;
+    const double torch_s = seconds_per_call([&] {
+      const auto idx = torch::from_blob(order.data() + (next++ % batches) * rows, {static_cast<std::int64_t>(rows)},
+                                        torch::kInt64);
+      const auto& c = config;
+      const auto l = twin::ppo_loss(*net, obs_t.index_select(0, idx), disc_t.index_select(0, idx),
+                                    cont_t.index_select(0, idx), logp_t.index_select(0, idx),
+                                    val_t.index_select(0, idx), adv_t.index_select(0, idx),
+                                    ret_t.index_select(0, idx), c);
+      net->zero_grad();
+      l.loss.backward();
+      twin::clip_grad_norm(net->ordered(), c.max_grad_norm);
+      torch_adam.step(net->ordered(), c.learning_rate);
+    });
+
+    // fused: gather the minibatch's rows, then one call.
+    fused::actor_critic engine(spec, rows);
+    std::copy(weights.begin(), weights.end(), engine.parameters().begin());
+    fused::adam engine_adam(weights.size(), config.adam_epsilon);
+    fused::ppo_workspace work(rows);
+    std::vector<float> mb_obs(rows * spec.input_dim()), mb_cont(rows * spec.continuous_dim()), mb_logp(rows),
+        mb_val(rows), mb_adv(rows), mb_ret(rows);
+    std::vector<std::int32_t> mb_disc(rows * spec.nvec.size());
+    next = 0;
+    const double fused_s = seconds_per_call([&] {
+      const std::int64_t* idx = order.data() + (next++ % batches) * rows;
+      const std::size_t d = spec.input_dim(), h = spec.nvec.size(), cd = spec.continuous_dim();
+      for (std::size_t j = 0; j < rows; ++j) {
+        const auto i = static_cast<std::size_t>(idx[j]);
+        std::copy_n(obs.data() + i * d, d, mb_obs.data() + j * d);
+        std::copy_n(disc.data() + i * h, h, mb_disc.data() + j * h);
+        std::copy_n(cont.data() + i * cd, cd, mb_cont.data() + j * cd);
+        mb_logp[j] = logp[i];
+        mb_val[j] = values[i];
+        mb_adv[j] = adv[i];
+        mb_ret[j] = ret[i];
+      }
+      const fused::ppo_minibatch batch{rows, mb_obs, mb_disc, mb_cont, mb_logp, mb_val, mb_adv, mb_ret};
+      fused::ppo_step(engine, engine_adam, work, batch, config, config.learning_rate);
+    });
+    const double rate = step_flops(spec, rows) / fused_s;
+    std::printf("%-50s %12.1f %12.1f %7.1fx %10.1f %9.0f%%\n", s.name.c_str(), torch_s * 1e6, fused_s * 1e6,
+                torch_s / fused_s, rate * 1e-9, 100.0 * rate / sgemm_rate);
+  }
+  return 0;
+}

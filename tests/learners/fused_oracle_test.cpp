@@ -1,0 +1,252 @@
+// The fused engine against its torch twin, the oracle: the same flat
+// weights in both, the same random minibatch, then the forward outputs,
+// the PPO loss and its parts, every parameter's gradient, and clipping plus
+// Adam steps compared, for each head kind and several widths and minibatch
+// sizes. The torch side is ppo_torch.cpp's minibatch body
+// (learners/src/ppo_torch_loss.hpp has it operator for operator) on
+// learners/src/actor_critic.hpp's network, adam.hpp's clip_grad_norm and
+// flat_adam.
+
+#include "../../learners/src/actor_critic.hpp"
+#include "../../learners/src/adam.hpp"
+#include "../../learners/src/ppo_torch_loss.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// Torch first: its logging header defines a CHECK macro of its own, which
+// must give way to Catch2's.
+#undef CHECK
+#include <catch2/catch.hpp>
+
+#include "coral/core/rng.hpp"
+#include "coral/learners/fused/actor_critic.hpp"
+#include "coral/learners/fused/optim.hpp"
+#include "coral/learners/fused/ppo.hpp"
+#include "coral/learners/network.hpp"
+#include "coral/learners/ppo_learner.hpp"
+#include "fused_oracle_support.hpp"
+
+namespace fused = coral::learners::fused;
+using coral::test::floats_of;
+using coral::test::require_close;
+namespace twin = coral::learners::detail;
+using coral::learners::network_spec;
+using coral::learners::ppo_config;
+
+namespace {
+
+struct oracle_shape {
+  std::string name;
+  std::size_t in;
+  std::vector<std::int32_t> nvec;
+  std::size_t continuous;
+  std::vector<std::size_t> hidden;
+  std::size_t rows;
+  bool clip_value_loss;
+  bool normalize_advantages;
+};
+
+network_spec spec_of(const oracle_shape& s) {
+  network_spec spec;
+  spec.raw_obs_dim = s.in;
+  spec.nvec = s.nvec;
+  spec.low.assign(s.continuous, -1.0f);
+  spec.high.assign(s.continuous, 1.0f);
+  spec.hidden = s.hidden;
+  return spec;
+}
+
+void require_close(double got, double want, const std::string& what) {
+  INFO(what << ": fused " << got << ", torch " << want);
+  CHECK(std::fabs(got - want) <= 1e-5 * std::max(std::fabs(got), std::fabs(want)) + 1e-7);
+}
+
+
+// The torch update's minibatch body: the loss's parts, after backward.
+struct torch_pass {
+  torch::Tensor out, logp, entropy, value;
+  double loss, policy_loss, value_loss, entropy_mean, approx_kl, clip_fraction;
+};
+
+torch_pass run_torch(twin::actor_critic& net, const fused::ppo_minibatch& b, const ppo_config& c,
+                     const network_spec& spec) {
+  const auto B = static_cast<std::int64_t>(b.rows);
+  const auto D = static_cast<std::int64_t>(spec.input_dim());
+  auto f = [](std::span<const float> s) { return const_cast<float*>(s.data()); };
+  const auto x = torch::from_blob(f(b.observations), {B, D}, torch::kFloat32);
+  const auto heads = static_cast<std::int64_t>(spec.nvec.size());
+  const auto disc = heads > 0 ? torch::from_blob(const_cast<std::int32_t*>(b.discrete_actions.data()), {B, heads},
+                                                 torch::kInt32)
+                                    .to(torch::kInt64)
+                              : torch::zeros({B, 0}, torch::kInt64);
+  const auto C = static_cast<std::int64_t>(spec.continuous_dim());
+  const auto cont = C > 0 ? torch::from_blob(f(b.continuous_actions), {B, C}, torch::kFloat32)
+                          : torch::zeros({B, 0}, torch::kFloat32);
+  const auto old_logp = torch::from_blob(f(b.log_probs), {B}, torch::kFloat32);
+  const auto old_v = torch::from_blob(f(b.values), {B}, torch::kFloat32);
+  const auto adv = torch::from_blob(f(b.advantages), {B}, torch::kFloat32);
+  const auto ret = torch::from_blob(f(b.returns), {B}, torch::kFloat32);
+
+  const auto l = twin::ppo_loss(*net, x, disc, cont, old_logp, old_v, adv, ret, c);
+  net->zero_grad();
+  l.loss.backward();
+  torch::NoGradGuard no_grad;
+  torch_pass p;
+  p.out = l.actor_out;
+  p.logp = l.log_prob;
+  p.entropy = l.entropy;
+  p.value = l.value;
+  p.loss = l.loss.item<double>();
+  p.policy_loss = l.policy.item<double>();
+  p.value_loss = l.value_loss.item<double>();
+  p.entropy_mean = l.mean_entropy.item<double>();
+  p.approx_kl = ((l.ratio - 1) - l.log_ratio).mean().item<double>();
+  p.clip_fraction = ((l.ratio - 1.0).abs() > c.clip).to(torch::kFloat32).mean().item<double>();
+  return p;
+}
+
+std::vector<float> torch_gradients(const twin::actor_critic& net) {
+  std::vector<float> g;
+  for (const auto& p : net->ordered()) {
+    const auto v = floats_of(p.grad());
+    g.insert(g.end(), v.begin(), v.end());
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("the fused PPO step computes what the torch learner's minibatch body does, to 1e-5",
+          "[learners][fused][oracle]") {
+  const auto shape = GENERATE(values<oracle_shape>({
+      {"cartpole: one categorical head, 64x64, 256 rows", 4, {2}, 0, {64, 64}, 256, true, true},
+      {"cartpole: 7 rows, value loss unclipped", 4, {2}, 0, {64, 64}, 7, false, true},
+      {"MultiDiscrete: three heads, one layer of 32", 10, {3, 4, 2}, 0, {32}, 7, true, true},
+      {"Gaussian: halfcheetah's shape, 64 rows", 17, {}, 6, {64, 64}, 64, true, true},
+      {"Gaussian: 256 rows, advantages as given", 17, {}, 6, {64, 64}, 256, false, false},
+      {"mixed: a categorical head and two Gaussians, 16x16x16", 5, {3}, 2, {16, 16, 16}, 7, true, true},
+      {"mixed: one row (advantages as given: one row has no std)", 5, {4, 2}, 3, {16, 16, 16}, 1, true, false},
+  }));
+  INFO(shape.name);
+  const auto spec = spec_of(shape);
+  const std::size_t rows = shape.rows;
+  coral::rng gen(std::hash<std::string>{}(shape.name) % 1000);
+  auto normals = [&](std::size_t n, double scale) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(scale * gen.normal());
+    return v;
+  };
+
+  // The same weights in both: the fused initialiser's, moved off its
+  // symmetries (nonzero biases and log std, larger heads).
+  auto weights = fused::init_orthogonal(spec, 7);
+  for (auto& w : weights) w += static_cast<float>(0.1 * gen.normal());
+  twin::actor_critic net(spec);
+  REQUIRE(twin::flatten(*net).size() == weights.size());
+  twin::load(*net, weights);
+  fused::actor_critic engine(spec, rows);
+  std::copy(weights.begin(), weights.end(), engine.parameters().begin());
+
+  // Observations and actions at random; old log probabilities and values
+  // near the network's own, so that some ratios and values are clipped and
+  // some are not.
+  auto obs = normals(rows * spec.input_dim(), 1.0);
+  std::vector<std::int32_t> disc;
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (auto n : spec.nvec) disc.push_back(static_cast<std::int32_t>(gen.below(static_cast<std::uint64_t>(n))));
+  }
+  auto cont = normals(rows * spec.continuous_dim(), 1.0);
+  engine.forward(obs.data(), rows);
+  engine.log_prob_entropy(disc.data(), cont.data());
+  auto logp = normals(rows, 0.3);
+  auto values = normals(rows, 0.3);
+  for (std::size_t r = 0; r < rows; ++r) {
+    logp[r] += engine.log_probs()[r];
+    values[r] += engine.values()[r];
+  }
+  auto adv = normals(rows, 1.0);
+  auto ret = normals(rows, 1.0);
+  const fused::ppo_minibatch batch{rows, obs, disc, cont, logp, values, adv, ret};
+
+  ppo_config config;
+  config.clip = 0.2;
+  config.clip_value_loss = shape.clip_value_loss;
+  config.normalize_advantages = shape.normalize_advantages;
+  config.entropy_coef = 0.01;
+  config.value_coef = 0.5;
+  config.max_grad_norm = 0.5;
+  const double lr = 3e-4;
+
+  fused::adam engine_adam(weights.size(), config.adam_epsilon);
+  twin::flat_adam torch_adam(net->ordered(), config.adam_epsilon);
+  fused::ppo_workspace work(rows);
+  // Two steps: the second from the first's weights and Adam moments.
+  for (int step = 1; step <= 2; ++step) {
+    INFO("step " << step);
+    const auto want = run_torch(net, batch, config, spec);
+    const auto got = fused::ppo_loss_gradients(engine, work, batch, config);
+
+    require_close(engine.actor_out(), floats_of(want.out), "actor output");
+    require_close(engine.values(), floats_of(want.value), "values");
+    require_close(engine.log_probs(), floats_of(want.logp), "log probabilities");
+    require_close(engine.entropies(), floats_of(want.entropy), "entropies");
+    require_close(got.loss, want.loss, "loss");
+    require_close(got.policy_loss, want.policy_loss, "policy loss");
+    require_close(got.value_loss, want.value_loss, "value loss");
+    require_close(got.entropy, want.entropy_mean, "entropy");
+    require_close(got.approx_kl, want.approx_kl, "approx kl");
+    require_close(got.clip_fraction, want.clip_fraction, "clip fraction");  // torch's mean is a float
+
+    // Every parameter's gradient, tensor by tensor in ordered() order.
+    const auto torch_grads = torch_gradients(net);
+    std::size_t at = 0, index = 0;
+    for (const auto& p : net->ordered()) {
+      const auto n = static_cast<std::size_t>(p.numel());
+      require_close(std::span<const float>(engine.gradients()).subspan(at, n),
+                    std::span<const float>(torch_grads).subspan(at, n), "gradient of parameter " + std::to_string(index));
+      at += n;
+      ++index;
+    }
+    REQUIRE(at == engine.gradients().size());
+
+    // Clipping and Adam on each side's own gradients.
+    const double engine_norm = fused::clip_grad_norm(engine.gradients(), config.max_grad_norm);
+    const double torch_norm = twin::clip_grad_norm(net->ordered(), config.max_grad_norm);
+    require_close(engine_norm, torch_norm, "gradient norm");
+    engine_adam.step(engine.parameters(), engine.gradients(), lr);
+    torch_adam.step(net->ordered(), lr);
+    require_close(engine.parameters(), twin::flatten(*net), "parameters after clipping and Adam");
+  }
+}
+
+TEST_CASE("ppo_step is ppo_loss_gradients, clipping and Adam, in one call", "[learners][fused]") {
+  const oracle_shape shape{"", 4, {2}, 1, {8}, 5, true, true};
+  const auto spec = spec_of(shape);
+  coral::rng gen(9);
+  auto normals = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(gen.normal());
+    return v;
+  };
+  auto obs = normals(5 * 4), cont = normals(5), logp = normals(5), values = normals(5), adv = normals(5),
+       ret = normals(5);
+  std::vector<std::int32_t> disc{0, 1, 1, 0, 1};
+  const fused::ppo_minibatch batch{5, obs, disc, cont, logp, values, adv, ret};
+  const auto weights = fused::init_orthogonal(spec, 1);
+  fused::actor_critic a(spec, 5), b(spec, 5);
+  std::copy(weights.begin(), weights.end(), a.parameters().begin());
+  std::copy(weights.begin(), weights.end(), b.parameters().begin());
+  fused::adam adam_a(weights.size(), 1e-5), adam_b(weights.size(), 1e-5);
+  fused::ppo_workspace work(5);
+  ppo_config config;
+  const auto stats = fused::ppo_step(a, adam_a, work, batch, config, 1e-3);
+  fused::ppo_loss_gradients(b, work, batch, config);
+  CHECK(stats.grad_norm == fused::clip_grad_norm(b.gradients(), config.max_grad_norm));
+  adam_b.step(b.parameters(), b.gradients(), 1e-3);
+  CHECK(std::equal(a.parameters().begin(), a.parameters().end(), b.parameters().begin()));
+  CHECK(adam_a.steps == 1);
+}
