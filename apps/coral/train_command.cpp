@@ -251,6 +251,11 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, cons
                                  "mean return over the last 100 episodes that counts as solved (default: the env's)");
   cmd->add_flag("--keep-going", f->keep_going, "do not stop when solved; run --total-steps");
   cmd->add_option("--hidden", o.hidden, "hidden layer widths, e.g. --hidden 64 64")->capture_default_str();
+  cmd->add_option("--backend", o.backend,
+                  "what computes the updates: fused (coral's CPU engine, where it has the network; torch otherwise) "
+                  "or torch (the libtorch twin)")
+      ->check(CLI::IsMember({"fused", "torch"}))
+      ->capture_default_str();
   auto algorithm_flags = add_algorithm_flags(*cmd);
   cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end, on SIGINT, and every "
                                                         "--checkpoint-every steps)")

@@ -10,6 +10,7 @@
 #include "coral/core/error.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
+#include "ppo_shared.hpp"
 
 namespace coral::learners {
 namespace {
@@ -39,7 +40,9 @@ bool torch_linked() noexcept { return torch_backend() != nullptr; }
 
 ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
                          std::uint64_t total_steps)
-    : impl_(require_torch_backend("ppo_learner").ppo(spec, config, seed, total_steps)) {}
+    : impl_(config.backend == network_backend::fused && detail::fused_ppo_supports(spec)
+                ? detail::make_fused_ppo(spec, config, seed, total_steps)
+                : require_torch_backend("ppo_learner").ppo(spec, config, seed, total_steps)) {}
 ppo_learner::~ppo_learner() = default;
 training::update_stats ppo_learner::update(const training::rollout_segment& segment, std::uint64_t version,
                                            training::learner_activity* activity) {

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/errors.hpp"
 #include "coral/learners/errors.hpp"
 #include "flat_layout.hpp"
 
@@ -49,6 +50,12 @@ network_spec network_spec::from_spaces(const envs::space& observation, const env
     throw config_error(fmt::format(fmt::runtime(errors::unsupported_action_space), action.to_string()));
   }
   return spec;
+}
+
+network_backend parse_backend(std::string_view text) {
+  if (text == "fused") return network_backend::fused;
+  if (text == "torch") return network_backend::torch;
+  throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--backend", text, "fused, torch"));
 }
 
 std::size_t network_spec::logits_dim() const noexcept {

@@ -22,6 +22,7 @@
 #include "coral/training/option_checks.hpp"
 #include "coral/distributed/segment_wire.hpp"
 #include "memory_math.hpp"
+#include "ppo_shared.hpp"
 
 namespace coral::learners {
 namespace {
@@ -35,7 +36,7 @@ class ppo final : public algorithm, public distribution_part {
         p_(options_of<ppo_options>(o)),
         sampler_(&s),
         spec_(make_spec(o, s)),
-        learner_(spec_, p_.ppo, o.sampler.seed, o.total_steps) {}
+        learner_(spec_, config_of(o), o.sampler.seed, o.total_steps) {}
 
   // The reward scaler's state is in the checkpoint only when it is on: a run
   // with it does not resume a run without it, nor the other way round.
@@ -92,8 +93,11 @@ class ppo final : public algorithm, public distribution_part {
   void close() noexcept override { assembler_->close(); }
 
   std::string describe_setup() const override {
-    return fmt::format("horizon {}, max policy lag {}, {} parameters{}{}{}", p_.horizon, p_.max_policy_lag,
-                       parameter_count(spec_), spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
+    return fmt::format("horizon {}, max policy lag {}, {} parameters on the {} backend{}{}{}", p_.horizon,
+                       p_.max_policy_lag, parameter_count(spec_),
+                       config_of(options_).backend == network_backend::fused && detail::fused_ppo_supports(spec_)
+                           ? "fused"
+                           : "torch", spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
                        spec_.normalize_observations ? ", obs norm" : "",
                        p_.ppo.scale_rewards ? ", reward scale" : "");
   }
@@ -180,6 +184,13 @@ class ppo final : public algorithm, public distribution_part {
   }
 
  private:
+  /// PPO's config with the run's backend.
+  static ppo_config config_of(const train_options& o) {
+    auto c = options_of<ppo_options>(o).ppo;
+    c.backend = parse_backend(o.backend);
+    return c;
+  }
+
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
     const auto& p = options_of<ppo_options>(o);
     auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, p.frames);
@@ -319,7 +330,10 @@ void register_ppo() {
   d.check = check_ppo_options;
   d.memory = add_ppo_memory;
   d.make = plugin<ppo>();
-  d.needs_torch = always_torch;
+  // The fused engine has the MLP actor-critic; the recurrent one is torch's.
+  d.needs_torch = [](const train_options& o) {
+    return parse_backend(o.backend) == network_backend::torch || options_of<O>(o).lstm > 0;
+  };
   register_algorithm(std::move(d));
 }
 

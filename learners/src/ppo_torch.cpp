@@ -11,23 +11,13 @@
 #include "actor_critic.hpp"
 #include "adam.hpp"
 #include "learner_backends.hpp"
+#include "ppo_shared.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/rng.hpp"
 #include "coral/training/reward_scaler.hpp"
 #include "coral/training/running_moments.hpp"
 
 namespace coral::learners {
-namespace {
-
-/// splitmix64: one word of state, so a checkpoint holds it exactly.
-std::uint64_t next_random(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 struct torch_ppo_state {
   torch_ppo_state(const network_spec& s, const ppo_config& c, std::uint64_t seed, std::uint64_t total)
@@ -119,14 +109,7 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   training::update_stats out;
   const auto started = std::chrono::steady_clock::now();
 
-  // Policy lag of the data.
-  double lag_sum = 0;
-  for (auto pv : seg.policy_versions) {
-    const std::uint64_t lag = version > pv ? version - pv : 0;
-    lag_sum += static_cast<double>(lag);
-    out.max_policy_lag = std::max(out.max_policy_lag, lag);
-  }
-  out.mean_policy_lag = lag_sum / static_cast<double>(N);
+  detail::policy_lag(seg, version, out);
 
   const bool recurrent = s.spec.lstm > 0;
   const auto H = static_cast<std::int64_t>(s.spec.lstm);
@@ -188,19 +171,7 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
             static_cast<float>(c.gamma) * fv.data_ptr<float>()[j];
       }
     }
-    for (std::int64_t r = 0; r < R; ++r) {
-      double gae = 0;
-      for (std::int64_t t = T - 1; t >= 0; --t) {
-        const auto i = static_cast<std::size_t>(r * T + t);
-        const bool ended = seg.terminated[i] != 0 || seg.truncated[i] != 0;
-        const double next_value = t == T - 1 ? bootstrap[static_cast<std::size_t>(r)] : seg.values[i + 1];
-        const double not_done = ended ? 0.0 : 1.0;
-        const double delta = rewards[i] + c.gamma * next_value * not_done - seg.values[i];
-        gae = delta + c.gamma * c.gae_lambda * not_done * gae;
-        advantages[i] = static_cast<float>(gae);
-        returns[i] = static_cast<float>(gae + seg.values[i]);
-      }
-    }
+    detail::gae(seg, rewards, bootstrap, c.gamma, c.gae_lambda, advantages, returns);
   }
   const auto adv_all = torch::from_blob(advantages.data(), {N}, torch::kFloat32);
   const auto ret_all = torch::from_blob(returns.data(), {N}, torch::kFloat32);
@@ -216,11 +187,7 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
                                                   {N, static_cast<std::int64_t>(seg.continuous_dim)}, torch::kFloat32)
                                : torch::zeros({N, 0}, torch::kFloat32);
 
-  double lr = c.learning_rate;
-  if (c.anneal_lr && s.total_steps > 0) {
-    const double done = static_cast<double>(s.env_steps) / static_cast<double>(s.total_steps);
-    lr = c.learning_rate * std::max(0.0, 1.0 - done);
-  }
+  const double lr = detail::annealed_rate(c, s.env_steps, s.total_steps);
   out.learning_rate = lr;
 
   const auto mb = std::min<std::int64_t>(static_cast<std::int64_t>(std::max<std::size_t>(c.minibatch_size, 1)), N);
@@ -235,11 +202,7 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   if (activity != nullptr) activity->begin(s.updates + 1, c.epochs * batches_per_epoch);
   bool stopping = false;  // a stop ends the update at a minibatch boundary (learner_activity)
   for (std::size_t epoch = 0; epoch < c.epochs && !stopping; ++epoch) {
-    std::iota(order.begin(), order.end(), 0);
-    for (std::size_t i = order.size(); i > 1; --i) {  // Fisher-Yates with our own generator
-      const auto j = static_cast<std::size_t>(next_random(s.rng) % i);
-      std::swap(order[i - 1], order[j]);
-    }
+    detail::shuffle(order, s.rng);
     const bool last_epoch = epoch + 1 == c.epochs;
     double kl_sum = 0, clip_sum = 0, pl_sum = 0, vl_sum = 0, ent_sum = 0;
     std::int64_t batches = 0;
@@ -338,12 +301,7 @@ training::learner_state torch_ppo::state() const {
 
 void torch_ppo::restore(const training::learner_state& st) {
   auto& s = *impl_;
-  if (!s.block.empty() && st.observation_moments.empty()) {
-    throw usage_error("ppo_learner: the checkpoint has no observation normaliser (it was written without --obs-norm)");
-  }
-  if (s.scaler && st.reward_scaling.empty()) {
-    throw usage_error("ppo_learner: the checkpoint has no reward scaler (it was written without --reward-scale)");
-  }
+  detail::check_ppo_state(st, !s.block.empty(), s.scaler.has_value());
   detail::load(*s.net, st.parameters);
   if (!s.block.empty()) {
     s.moments.load(st.observation_moments);

@@ -24,23 +24,7 @@ void use_one_torch_thread() {
       // pool's size does not matter to it.
       log::get("learners")->debug("torch inter-op threads already set; left as they are");
     }
-    // OpenBLAS's kernels: the `coral` command has OpenBLAS choose again
-    // first thing in main() where it chose its generic ones (blas_core.hpp).
-    // Here, with threads running, that is no longer safe: a host program
-    // (Python, an app of the user's) is told what to set instead.
-    if (const char* better = blas_core_to_ask_for(); better != nullptr) {
-      log::get("learners")->warn(
-          "OpenBLAS does not know this CPU and runs its generic SSE3 kernels (Prescott): updates are slower. "
-          "Set OPENBLAS_CORETYPE={} before the process starts (the coral command does this itself)",
-          better);
-    } else if (const std::string core = blas_core_in_use(); !core.empty()) {
-      const char* chosen = std::getenv("OPENBLAS_CORETYPE");
-      const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
-      log::get("learners")->debug("OpenBLAS runs its {} kernels on {} thread(s) (OPENBLAS_CORETYPE {}, "
-                                  "OPENBLAS_NUM_THREADS {})",
-                                  core, blas_threads_in_use(), chosen != nullptr ? chosen : "unset",
-                                  threads != nullptr ? threads : "unset");
-    }
+    report_blas_setup();
   });
 }
 

@@ -29,6 +29,7 @@ bool needs_torch(const training::train_options& o) {
 
 void validate(const training::train_options& o) {
   register_builtin_algorithms();
+  (void)parse_backend(o.backend);
   training::training_run::validate(o);
 }
 

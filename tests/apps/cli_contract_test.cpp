@@ -591,8 +591,9 @@ TEST_CASE("an empty string in a config file is the flag's empty value, not a fla
 TEST_CASE("`coral` hands a run that needs libtorch to coral-torch, and names what is missing when it cannot",
           "[apps][cli][contract][torch]") {
   // A copy of the torch-free `coral` alone in a directory: nothing to hand
-  // the run to. Beside it, a directory named coral-torch: there, but not a
-  // program. `--help` and a refused flag need neither.
+  // a torch run to. Beside it, a directory named coral-torch: there, but not
+  // a program. `--help`, a refused flag and a run on the fused engine need
+  // neither.
   const auto dir = fresh_dir("cli-contract-hand-over");
   const auto lone = dir / "lone";
   const auto broken = dir / "broken";
@@ -608,13 +609,13 @@ TEST_CASE("`coral` hands a run that needs libtorch to coral-torch, and names wha
     inv.cwd = dir.string();
     return coral::test::run_children({inv}, 1, child_limit).front();
   };
-  const auto missing = run(lone / "bin" / "coral", {"train", "--no-run-dir", "--total-steps", "2048"});
+  const auto missing = run(lone / "bin" / "coral", {"train", "--no-run-dir", "--total-steps", "2048", "--backend", "torch"});
   CHECK(missing.exit_code == rejected);
   CHECK(missing.err == error_line(text(cm::torch_program_missing,
                                        fmt::format("{} and {}", (lone / "bin" / "coral-torch").string(),
                                                    (lone / "libexec" / "coral" / "coral-torch").string()))));
   CHECK(missing.out.empty());
-  const auto unstartable = run(broken / "bin" / "coral", {"train", "--no-run-dir", "--total-steps", "2048"});
+  const auto unstartable = run(broken / "bin" / "coral", {"train", "--no-run-dir", "--total-steps", "2048", "--lstm", "8"});
   CHECK(unstartable.exit_code == rejected);
   CHECK(unstartable.err ==
         error_line(text(cm::torch_program_failed, (broken / "bin" / "coral-torch").string(), "Permission denied")));
@@ -624,10 +625,18 @@ TEST_CASE("`coral` hands a run that needs libtorch to coral-torch, and names wha
   const auto refused = run(lone / "bin" / "coral", {"train", "--seed", "-1"});
   CHECK(refused.exit_code == rejected);
   CHECK(refused.err.find("--seed") != std::string::npos);
-  // The real one, beside its coral-torch: the run trains there, in this process.
-  const auto handed = run(CORAL_BINARY, {"train", "--no-run-dir", "--total-steps", "2048", "--seed", "3"});
+  // The default run is the fused engine's: the lone coral trains it itself.
+  const auto fused = run(lone / "bin" / "coral", {"train", "--no-run-dir", "--total-steps", "2048", "--seed", "3"});
+  INFO(fused.err);
+  CHECK(fused.exit_code == ok);
+  CHECK(fused.out.find("on the fused backend") != std::string::npos);
+  CHECK(last_line(fused.out).find(R"("algo":"ppo")") != std::string::npos);
+  // The real one, beside its coral-torch: a torch run trains there, in this process.
+  const auto handed =
+      run(CORAL_BINARY, {"train", "--no-run-dir", "--total-steps", "2048", "--seed", "3", "--backend", "torch"});
   INFO(handed.err);
   CHECK(handed.exit_code == ok);
+  CHECK(handed.out.find("on the torch backend") != std::string::npos);
   CHECK(last_line(handed.out).find(R"("algo":"ppo")") != std::string::npos);
   fs::remove_all(dir);
 }

@@ -323,9 +323,10 @@ TEST_CASE("faults injected with the faulty env are reported by the env that caus
 TEST_CASE("a PPO update longer than --stall-seconds is busy, not stalled: the run ends with its checkpoint",
           "[apps][signals][train][stall]") {
   const auto dir = fresh_dir("signals-busy-update");
-  // 4096 samples a segment in minibatches of 32, 60 epochs: 7,680 minibatch
-  // steps an update (seconds), while env steps wait for it (lag 0).
-  const auto r = run_to_end({"train", "--horizon", "512", "--epochs", "60", "--minibatch-size", "32",
+  // 4096 samples a segment in minibatches of 32, 400 epochs: 51,200
+  // minibatch steps an update (seconds, on the fused engine too), while env
+  // steps wait for it (lag 0).
+  const auto r = run_to_end({"train", "--horizon", "512", "--epochs", "400", "--minibatch-size", "32",
                              "--max-policy-lag", "0", "--stall-seconds", "0.25", "--total-steps", "8192",
                              "--keep-going", "--checkpoint-dir", "ck", "--no-run-dir", "--progress-seconds", "0"},
                             dir, 300s);

@@ -34,14 +34,15 @@ namespace {
 
 using coral::test::run_cli;
 
-/// The lines of `file` from the first algorithm setting on (after `hidden`).
+/// The lines of `file` from the first algorithm setting on (after `backend`,
+/// the last of the settings every run has).
 std::vector<std::string> algorithm_lines(const fs::path& file) {
   std::ifstream in(file);
   std::vector<std::string> lines;
-  bool after_hidden = false;
+  bool after_common = false;
   for (std::string line; std::getline(in, line);) {
-    if (after_hidden) lines.push_back(line);
-    if (line.starts_with("hidden = ")) after_hidden = true;
+    if (after_common) lines.push_back(line);
+    if (line.starts_with("backend = ")) after_common = true;
   }
   return lines;
 }

@@ -153,12 +153,16 @@ TEST_CASE("a learner made where the torch learners are not linked names what nee
   spec.raw_obs_dim = 4;
   spec.nvec = {2};
   CHECK_FALSE(torch_linked());
-  CHECK_THROWS_WITH(ppo_learner(spec, ppo_config{}, 1, 1000), fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "ppo_learner"));
+  ppo_config on_torch;
+  on_torch.backend = network_backend::torch;
+  CHECK_THROWS_WITH(ppo_learner(spec, on_torch, 1, 1000),
+                    fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "ppo_learner"));
+  CHECK_NOTHROW(ppo_learner(spec, ppo_config{}, 1, 1000));  // the fused engine has this network
   CHECK_THROWS_WITH(dqn_learner(spec, dqn_config{}, 1), fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "dqn_learner"));
   spec.lstm = 8;
   CHECK_THROWS_WITH(r2d2_learner(spec, dqn_config{}, r2d2_config{}, 1),
                     fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "r2d2_learner"));
   provide_torch_backend(linked);
   CHECK(torch_linked());
-  CHECK_NOTHROW(ppo_learner(spec, ppo_config{}, 1, 1000));
+  CHECK_NOTHROW(ppo_learner(spec, ppo_config{}, 1, 1000));  // with --lstm: the torch twin
 }

@@ -85,7 +85,7 @@ def test_a_list_goes_to_a_list_flag_and_is_refused_by_a_single_value_flag(capsys
     # "argument not expected: 2", naming no flag.
     result = coral.train(hidden=[16, 8], total_steps=1000, no_run_dir=True)
     assert result["env_steps"] == 1000
-    assert ", 459 parameters," in capsys.readouterr().out
+    assert ", 459 parameters on the " in capsys.readouterr().out
     with pytest.raises(ValueError, match="^--seed: "):
         coral.train(seed=[1, 2], total_steps=1000, no_run_dir=True, verbose=False)
     with pytest.raises(ValueError, match="^--hidden: '' is not a whole number$"):

@@ -142,6 +142,7 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
   line("topology", json::quote(actors::to_string(o.sampler.topo)));
   line("total-steps", std::to_string(o.total_steps));
   line("hidden", fmt::format("[{}]", fmt::join(o.hidden, ", ")));
+  line("backend", json::quote(o.backend));
   const auto d = find_algorithm(o.algo);
   const auto filled = with_algorithm_defaults(o);
   for (const auto& f : d->fields) {

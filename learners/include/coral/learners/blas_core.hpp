@@ -80,6 +80,13 @@ bool blas_threads_chosen();
 /// thread count afterwards, 0 without OpenBLAS.
 int use_one_blas_thread();
 
+/// Once per process, what the learners' products run on: where OpenBLAS
+/// runs its generic kernels and the user did not choose, a warning that says
+/// what to set before the process starts (a host program: the `coral`
+/// command does it itself); otherwise a debug line naming the kernels and
+/// threads. Each backend calls it when its learner is made.
+void report_blas_setup();
+
 /// OpenBLAS as coral runs it: choose_blas_core(), then use_one_blas_thread().
 /// For main() (or a static initialiser) before other threads exist.
 void set_up_blas();

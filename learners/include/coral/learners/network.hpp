@@ -15,6 +15,15 @@
 
 namespace coral::learners {
 
+/// What computes a learner's updates (train_options::backend).
+enum class network_backend {
+  fused,  ///< coral's CPU engine (coral/learners/fused/), where it has the network
+  torch,  ///< the libtorch twin (coral::learners_torch)
+};
+
+/// "fused" or "torch"; config_error (naming --backend) for anything else.
+[[nodiscard]] network_backend parse_backend(std::string_view text);
+
 /// Everything that fixes the network's parameter layout.
 ///
 /// The network sees `frames` stacked observations (the newest last; see

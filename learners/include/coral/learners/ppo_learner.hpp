@@ -34,6 +34,9 @@ struct ppo_config {
   /// Divide the rewards trained on by a running std of the discounted return
   /// (reward_scaler; `--reward-scale`).
   bool scale_rewards = false;
+  /// The fused engine where it has the network (not yet with an LSTM),
+  /// else the torch twin.
+  network_backend backend = network_backend::fused;
 };
 
 /// PPO with GAE, the clipped surrogate, an (optionally clipped) value loss,

@@ -31,6 +31,10 @@ struct train_options {
   std::any algo_options;
   /// Hidden layer widths; 64 wide costs about 4x with the reference BLAS (BENCHMARKS.md).
   std::vector<std::size_t> hidden{32, 32};
+  /// What computes the network's updates: "fused" (coral's CPU engine,
+  /// where it has the network; the torch twin otherwise) or "torch" (the
+  /// libtorch twin). Checkpoints move between them unchanged.
+  std::string backend = "fused";
   std::uint64_t total_steps = 500'000; ///< env steps to run at most
   std::optional<double> target_return; ///< default: the env's solved_return()
   bool stop_when_solved = true;
