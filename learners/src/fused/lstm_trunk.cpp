@@ -22,10 +22,8 @@
 namespace coral::learners::fused {
 lstm_trunk::lstm_trunk(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t width, std::size_t offset,
                        std::size_t max_rows, std::size_t max_steps)
-    : in_(in),
-      width_(width),
+    : width_(width),
       features_(hidden.empty() ? in : hidden.back()),
-      offset_(offset),
       max_rows_(max_rows),
       max_steps_(max_steps),
       encoded_(!hidden.empty()) {

@@ -52,7 +52,7 @@ class lstm_trunk {
   void backward(const float* params, float* grads, const float* d_hs, const float* d_cs) noexcept;
 
  private:
-  std::size_t in_, width_, features_, offset_, count_, max_rows_, max_steps_;
+  std::size_t width_, features_, count_, max_rows_, max_steps_;
   std::size_t w_ih_, w_hh_, b_ih_, b_hh_;  // offsets into the flat buffer
   bool encoded_;                           // hidden layers present
   mlp encoder_;
