@@ -49,7 +49,6 @@ std::unique_ptr<actors::policy> make_bench_policy(const std::string& name, const
   }
   if (name == "mlp") {
 #ifdef CORAL_HAVE_TRAIN
-    learners::use_one_torch_thread();
     const auto spec = learners::network_spec::from_spaces(s.observation_space(), s.action_space(), {32, 32}, 1);
     return std::make_unique<learners::mlp_policy>(spec, rows, seed);
 #else

@@ -44,7 +44,21 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 struct run_hooks {
   /// `coral train`: training::train_options::on_metrics_row.
   std::function<bool(std::string_view header, std::string_view row)> on_metrics_row;
+  /// `coral train` in a program without the libtorch learners, for a run
+  /// that needs them, once every flag is checked: hands the run to a
+  /// program that has them (the `coral` command: hand_over_to_torch(),
+  /// which does not return). Empty: the run is refused (errors::torch_not_linked).
+  std::function<void()> hand_over;
 };
+
+/// Replaces this process by coral-torch (the `coral` command with the
+/// libtorch learners) with the same arguments: found beside this program, or
+/// in ../libexec/coral/ from it. SIGINT, SIGTERM and SIGHUP are blocked
+/// first, so that one arriving now stays pending for coral-torch, which
+/// stops its run at once (interrupts.hpp); one that already arrived is
+/// raised again for it. Throws config_error (errors::torch_program_missing,
+/// errors::torch_program_failed) if it cannot.
+[[noreturn]] void hand_over_to_torch(const char* const* argv);
 
 /// run() with hooks.
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err, const run_hooks& hooks);

@@ -82,4 +82,11 @@ inline constexpr std::string_view tune_unwritable = "--out: cannot write '{}': {
 /// The sweep's config, printed when --out could not be written: the file.
 inline constexpr std::string_view tune_written_here = "could not write {}; the config it would hold:\n";
 
+/// A run that needs libtorch, from a `coral` without it, and no coral-torch
+/// to hand it to: the paths looked at.
+inline constexpr std::string_view torch_program_missing =
+    "this run needs the libtorch learners, which this coral hands to coral-torch; none found at {}";
+/// execv() of coral-torch failed: its path and the system's reason.
+inline constexpr std::string_view torch_program_failed = "could not start {}: {}";
+
 }  // namespace coral::cli::errors

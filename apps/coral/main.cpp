@@ -17,5 +17,10 @@ int main(int argc, char** argv) {
   // (learners/blas_core.hpp).
   coral::learners::set_up_blas();
 #endif
-  return coral::cli::run(argc, argv, std::cout, std::cerr);
+  coral::cli::run_hooks hooks;
+#if defined(CORAL_HAVE_TRAIN) && !defined(CORAL_TORCH_PROGRAM)
+  // `coral` links no libtorch: a run that needs it continues in coral-torch.
+  hooks.hand_over = [argv] { coral::cli::hand_over_to_torch(argv); };
+#endif
+  return coral::cli::run(argc, argv, std::cout, std::cerr, hooks);
 }

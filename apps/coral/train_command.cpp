@@ -14,6 +14,7 @@
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
 #include "coral/flag_checks.hpp"
+#include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/errors.hpp"
@@ -40,6 +41,7 @@ struct train_flags {
   bool keep_going = false;
   std::string run_dir;       // default: runs/<env>-<algo>-<topology>-seed<seed>
   bool no_run_dir = false;
+  bool no_tensorboard = false;
   bool distributed = false;
 };
 
@@ -191,8 +193,13 @@ void run_train(std::ostream& out, std::ostream& err, train_flags& f, const given
     o.run_dir = run_dir_given ? f.run_dir
                               : fmt::format("runs/{}-{}-{}-seed{}", o.sampler.env, o.algo, f.sampler.topology, o.sampler.seed);
   }
+  o.tensorboard = !f.no_tensorboard;
   o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
+  if (!learners::torch_linked() && learners::needs_torch(o)) {
+    if (hooks.hand_over) hooks.hand_over();
+    throw config_error(fmt::format(fmt::runtime(learners::errors::torch_not_linked), fmt::format("--algo {}", o.algo)));
+  }
 #ifdef CORAL_HAVE_MPI
   // A rank waits at most --stall-seconds (at least 10 s) for the others, at the start too.
   if (f.distributed) o.remote = distributed::over(distributed::mpi_transport::start(distributed::bridge::silence_limit(o)));
@@ -254,9 +261,12 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, cons
   cmd->add_option("--keep-checkpoints", o.keep_checkpoints, "checkpoints kept, the newest (0: all)")->capture_default_str();
   cmd->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
   auto* run_dir = cmd->add_option("--run-dir", f->run_dir,
-                                  "metrics.csv and learning_curve.png go here (default runs/<env>-<algo>-<topology>-seed<S>)")
+                                  "metrics.csv, learning_curve.png and a TensorBoard event file go here (default "
+                                  "runs/<env>-<algo>-<topology>-seed<S>)")
                       ->check(non_empty("a directory name"));
   cmd->add_flag("--no-run-dir", f->no_run_dir, "write no metrics files");
+  cmd->add_flag("--no-tensorboard", f->no_tensorboard,
+                "write no TensorBoard event file (events.out.tfevents.*) in the run dir");
   cmd->add_option("--progress-seconds", o.progress_seconds, "seconds between progress lines (0: none; at most a day)")
       ->check(at_most(max_progress_seconds))
       ->capture_default_str();

@@ -1,6 +1,6 @@
 // The PPO minibatch step on both network backends, side by side in one
 // process (issue 55): the torch learner's minibatch body (learners/src/
-// ppo_learner.cpp's, operator for operator: index_select of the minibatch
+// ppo_torch.cpp's, operator for operator: index_select of the minibatch
 // from the update's tensors, forward, loss, backward, clip_grad_norm,
 // flat_adam) against fused::ppo_step (the rows gathered into contiguous
 // buffers, then forward, loss, backward, clipping and Adam by hand).

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace coral {
@@ -30,6 +31,16 @@ extern "C" void on_signal(int signo) {
   // A full pipe drops the byte: the count already says a signal came.
   [[maybe_unused]] const auto n = ::write(pipe_fds[1], &byte, 1);
   errno = saved_errno;
+}
+
+/// SIGINT, SIGTERM and SIGHUP: the signals that ask for a stop.
+sigset_t stop_signals() noexcept {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
 }
 
 /// The registry of scopes and the watcher thread. Leaked on purpose: a
@@ -71,6 +82,10 @@ class registry {
     ::sigaction(SIGINT, &sa, &old_int_);
     ::sigaction(SIGTERM, &sa, &old_term_);
     ::sigaction(SIGHUP, &sa, &old_hup_);
+    // A program started with them blocked (the `coral` command hands a run
+    // to coral-torch so) takes one that is pending now.
+    const auto stops = stop_signals();
+    ::pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
   }
 
   void uninstall() {
@@ -80,6 +95,11 @@ class registry {
   }
 
   void watch() {
+    // The handler runs on the threads that use coral, never here: a thread
+    // that blocks them before an exec (hand_over_to_torch) then keeps a stop
+    // pending for the program it starts.
+    const auto stops = stop_signals();
+    ::pthread_sigmask(SIG_BLOCK, &stops, nullptr);
     for (;;) {
       unsigned char signo = 0;
       const auto n = ::read(pipe_fds[0], &signo, 1);

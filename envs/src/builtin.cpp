@@ -5,6 +5,11 @@
 #include "coral/envs/delay.hpp"
 #include "coral/envs/faulty.hpp"
 #include "coral/envs/memory.hpp"
+#include "coral/envs/minatar_asterix.hpp"
+#include "coral/envs/minatar_breakout.hpp"
+#include "coral/envs/minatar_freeway.hpp"
+#include "coral/envs/minatar_seaquest.hpp"
+#include "coral/envs/minatar_space_invaders.hpp"
 #ifdef CORAL_WITH_MUJOCO
 #include "coral/envs/ant.hpp"
 #include "coral/envs/halfcheetah.hpp"
@@ -50,6 +55,11 @@ void register_builtin_envs(registry& r) {
   r.add(spec_of<noop>());
   r.add(spec_of<delay>());
   r.add(spec_of<faulty>());
+  r.add(spec_of<minatar_asterix>());
+  r.add(spec_of<minatar_breakout>());
+  r.add(spec_of<minatar_freeway>());
+  r.add(spec_of<minatar_seaquest>());
+  r.add(spec_of<minatar_space_invaders>());
 #ifdef CORAL_WITH_MUJOCO
   r.add(spec_of<halfcheetah>());
   r.add(spec_of<hopper>());

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "coral/learners/network.hpp"
+#include "learner_backends.hpp"
 #include "dense.hpp"
 
 namespace coral::learners::detail {
@@ -97,5 +98,14 @@ void load(const std::vector<torch::Tensor>& params, std::span<const float> weigh
 std::vector<float> flatten(const actor_critic_impl& net);
 /// Copies flat weights into `net` (sizes must match; usage_error otherwise).
 void load(actor_critic_impl& net, std::span<const float> weights);
+
+/// The torch backends (ppo_torch.cpp, dqn_torch.cpp, r2d2_torch.cpp);
+/// torch_backend.cpp hands them to the learners' front ends.
+std::unique_ptr<ppo_learner::backend> make_torch_ppo(const network_spec& spec, const ppo_config& config,
+                                                     std::uint64_t seed, std::uint64_t total_steps);
+std::unique_ptr<dqn_learner::backend> make_torch_dqn(const network_spec& spec, const dqn_config& config,
+                                                     std::uint64_t seed);
+std::unique_ptr<r2d2_learner::backend> make_torch_r2d2(const network_spec& spec, const dqn_config& dqn,
+                                                       const r2d2_config& config, std::uint64_t seed);
 
 }  // namespace coral::learners::detail

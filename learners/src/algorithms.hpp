@@ -16,14 +16,15 @@ void register_dqn();
 /// `--algo r2d2` (r2d2.cpp).
 void register_r2d2();
 
-/// The factory of a torch learner's plug-in `Plugin`: torch on one thread
-/// (the sampling side has the other cores), then `Plugin(options, sampler)`.
+/// The factory of the plug-in `Plugin`: `Plugin(options, sampler)`.
 template <class Plugin>
-training::algorithm_factory torch_plugin() {
+training::algorithm_factory plugin() {
   return [](const training::train_options& o, actors::sampler& s) -> std::unique_ptr<training::algorithm> {
-    use_one_torch_thread();
     return std::make_unique<Plugin>(o, s);
   };
 }
+
+/// A descriptor's needs_torch for an algorithm whose learner is torch's alone.
+inline bool always_torch(const training::train_options&) { return true; }
 
 }  // namespace coral::learners

@@ -333,7 +333,8 @@ void register_dqn() {
   d.fields = detail::q_fields<dqn_config>([](dqn_config& o) -> dqn_config& { return o; }, "transitions", true);
   d.check = check_dqn_options;
   d.memory = add_dqn_memory;
-  d.make = torch_plugin<dqn>();
+  d.make = plugin<dqn>();
+  d.needs_torch = always_torch;
   register_algorithm(std::move(d));
 }
 

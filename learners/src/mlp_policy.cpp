@@ -1,6 +1,6 @@
-// The acting side of the built-in actor-critic: the torch twin's weights
-// copied into plain dense layers and LSTM cells (dense.hpp), acting on
-// batch rows without torch.
+// The acting side of the built-in actor-critic: the learner's flat weights
+// (flat_layout.hpp) read into plain dense layers and LSTM cells (dense.hpp),
+// acting on batch rows without torch.
 
 #include "coral/learners/mlp_policy.hpp"
 
@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "actor_critic.hpp"
 #include "dense.hpp"
+#include "flat_layout.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/rng.hpp"
 #include "coral/learners/blas_core.hpp"
@@ -23,51 +23,25 @@
 
 namespace coral::learners {
 
-namespace detail {
-
-void copy_trunk(dense_trunk& out, const recurrent_trunk_impl& trunk) {
-  copy_dense(out.encoder, trunk.encoder);
-  const auto& l = *trunk.lstm;
-  const auto wih = l.weight_ih.detach().contiguous(), whh = l.weight_hh.detach().contiguous();
-  const auto bih = l.bias_ih.detach().contiguous(), bhh = l.bias_hh.detach().contiguous();
-  out.cell.load(static_cast<std::size_t>(wih.size(1)), static_cast<std::size_t>(whh.size(1)), wih.data_ptr<float>(),
-                whh.data_ptr<float>(), bih.data_ptr<float>(), bhh.data_ptr<float>());
-}
-
-void copy_dense(dense_mlp& out, const torch::nn::Sequential& seq) {
-  std::size_t n = 0;
-  for (const auto& m : seq->children()) {
-    if (const auto* linear = m->as<torch::nn::Linear>()) {
-      if (out.layers.size() <= n) out.layers.emplace_back();
-      const auto w = linear->weight.detach().contiguous();
-      const auto b = linear->bias.detach().contiguous();
-      out.layers[n++].load(static_cast<std::size_t>(w.size(1)), static_cast<std::size_t>(w.size(0)),
-                           w.data_ptr<float>(), b.data_ptr<float>());
-    }
-  }
-}
-
-}  // namespace detail
 
 struct mlp_policy::impl {
   impl(const network_spec& s, std::size_t rows, std::uint64_t seed)
-      : spec(s), net(s), stack(rows, s.raw_obs_dim, s.frames) {
-    net->eval();
+      : spec(s), stack(rows, s.raw_obs_dim, s.frames) {
     rngs.reserve(rows);
     // A stream family of its own: envs draw from (seed, env index), and a
     // policy stream equal to its env's would correlate actions with what
     // the env drew (a one-step env was "solved" by the untrained policy).
     constexpr std::uint64_t policy_salt = 0x706F6C6963792D31ULL;  // "policy-1"
     for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(coral::env_seed{seed ^ policy_salt, r});
-    refresh();
-    const std::size_t w = std::max({actor.widest(), critic.widest(), trunk.encoder.widest()});
+    // Zeros until the learner publishes its weights (it does before sampling starts).
+    kernels.load(std::vector<float>(detail::actor_critic_parameter_count(s), 0.0f), s, "mlp_policy");
+    const std::size_t w = std::max({kernels.actor.widest(), kernels.critic.widest(), kernels.trunk.encoder.widest()});
     state.assign(rows * s.state_dim(), 0.0f);
     states_before.assign(rows * s.state_dim(), 0.0f);
     gates.resize(4 * s.lstm);
     scratch_a.resize(w);
     scratch_b.resize(w);
-    log_std.resize(s.continuous_dim());
-    samples.resize(rows * s.continuous_dim());
+        samples.resize(rows * s.continuous_dim());
     if (s.normalize_observations) {
       // The identity until the learner publishes its moments.
       normalizer.assign(2 * s.input_dim(), 0.0f);
@@ -75,25 +49,11 @@ struct mlp_policy::impl {
       normalized.resize(s.input_dim());
     }
   }
-  /// Copies the torch parameters into the dense kernels.
-  void refresh() {
-    detail::copy_dense(actor, net->actor);
-    detail::copy_dense(critic, net->critic);
-    if (spec.lstm > 0) detail::copy_trunk(trunk, *net->trunk);
-    if (spec.continuous_dim() > 0) {
-      const auto ls = net->log_std.detach().contiguous();
-      log_std.assign(ls.data_ptr<float>(), ls.data_ptr<float>() + ls.numel());
-    }
-  }
   network_spec spec;
-  detail::actor_critic net;  // the parameter layout; the kernels below are copies
-  detail::dense_mlp actor;
-  detail::dense_mlp critic;
-  detail::dense_trunk trunk;          // with an LSTM
+  detail::actor_critic_kernels kernels;  // actor, critic, trunk (with an LSTM), log_std
   std::vector<float> state;           // rows × state_dim: each row's h then c now
   std::vector<float> states_before;   // rows × state_dim: what the row's last act() started from
   std::vector<float> gates;           // 4 × lstm scratch
-  std::vector<float> log_std;
   std::vector<float> samples;     // rows × continuous_dim: the unclipped Gaussian samples
   std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
   std::vector<float> normalized;  // one normalised input row
@@ -117,10 +77,9 @@ void mlp_policy::load_weights(std::span<const float> weights) {
   if (weights.size() < block) {
     throw usage_error(fmt::format("mlp_policy: {} weights given, the normaliser alone has {}", weights.size(), block));
   }
-  detail::load(*m.net, weights.first(weights.size() - block));
+  m.kernels.load(weights.first(weights.size() - block), m.spec, "mlp_policy");
   const auto tail = weights.last(block);
   std::copy(tail.begin(), tail.end(), m.normalizer.begin());
-  m.refresh();
 }
 
 std::span<const float> mlp_policy::sampled_actions() const noexcept { return impl_->samples; }
@@ -154,11 +113,11 @@ void mlp_policy::act(const actors::policy_rows& rows) {
         float* c = h + H;
         if (restart) std::fill(h, h + 2 * H, 0.0f);
         std::copy(h, h + 2 * H, m.states_before.begin() + static_cast<std::ptrdiff_t>(r * 2 * H));
-        m.trunk.step(x, h, c, m.scratch_a.data(), m.scratch_b.data(), m.gates.data());
+        m.kernels.trunk.step(x, h, c, m.scratch_a.data(), m.scratch_b.data(), m.gates.data());
         x = h;
       }
-      if (!rows.values.empty()) rows.values[r] = *m.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
-      const float* row_out = m.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());
+      if (!rows.values.empty()) rows.values[r] = *m.kernels.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
+      const float* row_out = m.kernels.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());
 
       auto& rng = m.rngs[r];
       double logp = 0;
@@ -191,13 +150,13 @@ void mlp_policy::act(const actors::policy_rows& rows) {
       float* sample = m.samples.data() + static_cast<std::size_t>(r) * cont;
       for (std::size_t c = 0; c < cont; ++c) {
         const double mean = row_out[offset + c];
-        const double sd = std::exp(static_cast<double>(m.log_std[c]));
+        const double sd = std::exp(static_cast<double>(m.kernels.log_std[c]));
         sample[c] = static_cast<float>(m.deterministic ? mean : mean + sd * rng.normal());
         // The env gets the sample clipped to its bounds; the log probability
         // is the unclipped sample's, which is what the learner scores.
         continuous[c] = std::clamp(sample[c], m.spec.low[c], m.spec.high[c]);
         const double z = (static_cast<double>(sample[c]) - mean) / sd;
-        logp += -0.5 * z * z - static_cast<double>(m.log_std[c]) - half_log_2pi;
+        logp += -0.5 * z * z - static_cast<double>(m.kernels.log_std[c]) - half_log_2pi;
       }
       if (!rows.log_probs.empty()) rows.log_probs[r] = static_cast<float>(logp);
     }

@@ -1,5 +1,5 @@
 // network_spec: a built-in network's shape from the env's spaces, its
-// parameter count and signature, and torch's thread count.
+// parameter count and signature (torch-free).
 
 #include "coral/learners/network.hpp"
 
@@ -11,11 +11,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "actor_critic.hpp"
 #include "coral/core/error.hpp"
-#include "coral/core/logging.hpp"
-#include "coral/learners/blas_core.hpp"
 #include "coral/learners/errors.hpp"
+#include "flat_layout.hpp"
 
 namespace coral::learners {
 namespace {
@@ -59,45 +57,7 @@ std::size_t network_spec::logits_dim() const noexcept {
   return n;
 }
 
-void use_one_torch_thread() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    torch::set_num_threads(1);
-    try {
-      torch::set_num_interop_threads(1);
-    } catch (const c10::Error&) {
-      // Torch refuses once its inter-op pool has started (a host program ran
-      // inter-op work first). coral never submits inter-op work, so the
-      // pool's size does not matter to it.
-      log::get("learners")->debug("torch inter-op threads already set; left as they are");
-    }
-    // OpenBLAS's kernels: the `coral` command has OpenBLAS choose again
-    // first thing in main() where it chose its generic ones (blas_core.hpp).
-    // Here, with threads running, that is no longer safe: a host program
-    // (Python, an app of the user's) is told what to set instead.
-    if (const char* better = blas_core_to_ask_for(); better != nullptr) {
-      log::get("learners")->warn(
-          "OpenBLAS does not know this CPU and runs its generic SSE3 kernels (Prescott): updates are slower. "
-          "Set OPENBLAS_CORETYPE={} before the process starts (the coral command does this itself)",
-          better);
-    } else if (const std::string core = blas_core_in_use(); !core.empty()) {
-      const char* chosen = std::getenv("OPENBLAS_CORETYPE");
-      const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
-      log::get("learners")->debug("OpenBLAS runs its {} kernels on {} thread(s) (OPENBLAS_CORETYPE {}, "
-                                  "OPENBLAS_NUM_THREADS {})",
-                                  core, blas_threads_in_use(), chosen != nullptr ? chosen : "unset",
-                                  threads != nullptr ? threads : "unset");
-    }
-  });
-}
-
-std::size_t parameter_count(const network_spec& spec) {
-  torch::NoGradGuard no_grad;
-  detail::actor_critic net(spec);
-  std::size_t n = 0;
-  for (const auto& p : net->ordered()) n += static_cast<std::size_t>(p.numel());
-  return n;
-}
+std::size_t parameter_count(const network_spec& spec) { return detail::actor_critic_parameter_count(spec); }
 
 std::size_t published_weight_count(const network_spec& spec) {
   return parameter_count(spec) + (spec.normalize_observations ? 2 * spec.input_dim() : 0);

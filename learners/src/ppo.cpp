@@ -318,7 +318,8 @@ void register_ppo() {
   };
   d.check = check_ppo_options;
   d.memory = add_ppo_memory;
-  d.make = torch_plugin<ppo>();
+  d.make = plugin<ppo>();
+  d.needs_torch = always_torch;
   register_algorithm(std::move(d));
 }
 

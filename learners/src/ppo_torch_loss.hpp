@@ -1,6 +1,6 @@
 #pragma once
 // Private: PPO's minibatch loss in torch operators, as the torch learner's
-// minibatch body (ppo_learner.cpp) computes it: the clipped surrogate (the
+// minibatch body (ppo_torch.cpp) computes it: the clipped surrogate (the
 // larger of the two terms), the value loss (clipped as configured), the
 // entropy bonus, advantages normalised per minibatch. The fused engine's
 // oracle test and benchmark run it as the torch side; only torch

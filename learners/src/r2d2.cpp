@@ -446,7 +446,8 @@ void register_r2d2() {
                                    [](O& o) -> double& { return o.sequences.rescale_epsilon; }), 0, 1));
   d.check = check_r2d2_options;
   d.memory = add_r2d2_memory;
-  d.make = torch_plugin<r2d2>();
+  d.make = plugin<r2d2>();
+  d.needs_torch = always_torch;
   register_algorithm(std::move(d));
 }
 

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "algorithms.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/training_run.hpp"
 
 namespace coral::learners {
@@ -18,6 +19,12 @@ void register_builtin_algorithms() {
     register_dqn();
     register_r2d2();
   });
+}
+
+bool needs_torch(const training::train_options& o) {
+  register_builtin_algorithms();
+  const auto d = training::find_algorithm(o.algo);
+  return d != nullptr && d->needs_torch && d->needs_torch(o);
 }
 
 void validate(const training::train_options& o) {

@@ -131,11 +131,13 @@ TEST_CASE("an unknown env or an action outside the action space is a clear error
 #ifdef CORAL_WITH_MUJOCO
   CHECK(r.err ==
         "error: unknown env 'cartpol' (known: ant, bandit, cartpole, delay, faulty, halfcheetah, hopper, humanoid, "
-        "inverted_pendulum, memory, noop, password, race, repeat_first, repeat_previous, squared, stochastic, "
+        "inverted_pendulum, memory, minatar/asterix, minatar/breakout, minatar/freeway, minatar/seaquest, "
+        "minatar/space_invaders, noop, password, race, repeat_first, repeat_previous, squared, stochastic, "
         "walker2d)\n");
 #else
   CHECK(r.err ==
-        "error: unknown env 'cartpol' (known: bandit, cartpole, delay, faulty, memory, noop, password, race, "
+        "error: unknown env 'cartpol' (known: bandit, cartpole, delay, faulty, memory, minatar/asterix, "
+        "minatar/breakout, minatar/freeway, minatar/seaquest, minatar/space_invaders, noop, password, race, "
         "repeat_first, repeat_previous, squared, stochastic)\n");
 #endif
   r = run({"envs", "rollout", "--env", "cartpole", "--steps", "2", "--actions", "0,2"});

@@ -22,6 +22,7 @@
 #include "child_process.hpp"
 #include "coral/cli.hpp"
 #include "coral/training/errors.hpp"
+#include "../support/event_file_reader.hpp"
 #include "../support/scratch_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -449,7 +450,7 @@ TEST_CASE("two runs never share a run or checkpoint directory: the second is ref
   fs::remove_all(dir);
 }
 
-TEST_CASE("SIGKILL then --resume: metrics.csv keeps no row past the checkpoint, env steps only grow",
+TEST_CASE("SIGKILL then --resume: metrics.csv and the event file keep no row past the checkpoint, env steps only grow",
           "[apps][signals][train][metrics]") {
   const auto dir = fresh_dir("signals-metrics-resume");
   coral::test::child c(coral_with({"train", "--total-steps", "100000000", "--keep-going", "--checkpoint-dir", "ck",
@@ -474,15 +475,26 @@ TEST_CASE("SIGKILL then --resume: metrics.csv keeps no row past the checkpoint, 
   std::getline(csv, line);
   long long previous = -1;
   std::size_t rows = 0;
+  std::vector<std::int64_t> distinct_steps;  // what the event file holds: one row per env step
   while (std::getline(csv, line)) {
     const auto first = line.find(',');
     const auto steps = std::stoll(line.substr(first + 1, line.find(',', first + 1) - first - 1));
     INFO(line);
     CHECK(steps >= previous);
+    if (steps > previous) distinct_steps.push_back(steps);
     previous = steps;
     ++rows;
   }
   CHECK(rows >= 2);
+  // The TensorBoard event file: one, every record whole (whatever the kill
+  // cut), its rows the same lineage as metrics.csv's.
+  const auto files = coral::test::tfevents::event_files_in(dir / "run");
+  REQUIRE(files.size() == 1);
+  std::vector<std::int64_t> event_steps;
+  for (const auto& e : coral::test::tfevents::read_event_file(files.front())) {
+    if (!e.values.empty() && !e.values.front().plugin_name) event_steps.push_back(e.step);
+  }
+  CHECK(event_steps == distinct_steps);
   fs::remove_all(dir);
 }
 

@@ -126,6 +126,38 @@ TEST_CASE("a test-only algorithm registered from the test file gets flags, confi
   CHECK(last_line(out).find(R"("env_steps":4096)") != std::string::npos);
 }
 
+TEST_CASE("coral train writes a TensorBoard event file in its run dir unless --no-tensorboard or its config key",
+          "[apps][train_command][tensorboard]") {
+  coral::training::register_algorithm(coral::test::count_steps_descriptor());
+  struct unregister {
+    ~unregister() { coral::training::unregister_algorithm("count"); }
+  } at_end;
+  const auto dir = fresh_path("train-command-tensorboard");
+  auto run = [&](const std::string& name, std::vector<std::string> more) {
+    std::vector<std::string> args{"train", "--algo", "count", "--executor", "single", "--progress-seconds", "0",
+                                  "--total-steps", "1024", "--run-dir", (dir / name).string()};
+    args.insert(args.end(), more.begin(), more.end());
+    std::string out, err;
+    REQUIRE(run_cli(args, out, err) == 0);
+    return dir / name;
+  };
+  auto event_files = [](const fs::path& run_dir) {
+    std::size_t n = 0;
+    for (const auto& entry : fs::directory_iterator(run_dir)) {
+      n += entry.path().filename().string().starts_with("events.out.tfevents.") ? 1 : 0;
+    }
+    return n;
+  };
+  CHECK(event_files(run("default", {})) == 1);
+  CHECK(event_files(run("flag", {"--no-tensorboard"})) == 0);
+  const auto file = dir / "off.toml";
+  fs::create_directories(dir);
+  std::ofstream(file) << "[train]\nno-tensorboard = true\n";
+  CHECK(event_files(run("config", {"--config", file.string()})) == 0);
+  CHECK(fs::exists(dir / "config" / "metrics.csv"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("coral train rejects an unknown --algo and ends a run with one JSON line", "[apps][train_command]") {
   std::string out, err;
   CHECK(run_cli({"train", "--algo", "a2c"}, out, err) == 1);

@@ -1,5 +1,5 @@
 // The fused Q-network and DQN update against the torch learner's
-// (learners/src/dqn_learner.cpp): the same flat weights in an online and a
+// (learners/src/dqn_torch.cpp): the same flat weights in an online and a
 // target torch MLP (make_mlp, as the learner builds them) and in
 // fused::q_network, the same random batch, then the Q-values, the targets'
 // TD errors, the loss, every parameter's gradient and the parameters after

@@ -2,7 +2,7 @@
 // weights in both, the same random minibatch, then the forward outputs,
 // the PPO loss and its parts, every parameter's gradient, and clipping plus
 // Adam steps compared, for each head kind and several widths and minibatch
-// sizes. The torch side is ppo_learner.cpp's minibatch body
+// sizes. The torch side is ppo_torch.cpp's minibatch body
 // (learners/src/ppo_torch_loss.hpp has it operator for operator) on
 // learners/src/actor_critic.hpp's network, adam.hpp's clip_grad_norm and
 // flat_adam.

@@ -20,6 +20,7 @@
 #include "coral/learners/train.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
+#include "../../learners/src/learner_backends.hpp"
 
 using namespace coral::learners;
 using namespace coral::training;
@@ -139,4 +140,25 @@ TEST_CASE("the policy's samples are independent of what the envs drew", "[learne
   const double mean = total / (steps * rows);
   CHECK(mean > 0.30);  // 1/3 expected; 4000 episodes: standard error about 0.006
   CHECK(mean < 0.37);
+}
+
+TEST_CASE("a learner made where the torch learners are not linked names what needs them", "[learners][network][errors]") {
+  // The `coral` command links no torch and hands such runs on before they
+  // start; a program that makes a torch learner anyway gets this, not a crash.
+  const auto* linked = torch_backend();
+  REQUIRE(linked != nullptr);  // this test program links coral::learners_torch
+  REQUIRE(torch_linked());
+  provide_torch_backend(nullptr);
+  network_spec spec;
+  spec.raw_obs_dim = 4;
+  spec.nvec = {2};
+  CHECK_FALSE(torch_linked());
+  CHECK_THROWS_WITH(ppo_learner(spec, ppo_config{}, 1, 1000), fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "ppo_learner"));
+  CHECK_THROWS_WITH(dqn_learner(spec, dqn_config{}, 1), fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "dqn_learner"));
+  spec.lstm = 8;
+  CHECK_THROWS_WITH(r2d2_learner(spec, dqn_config{}, r2d2_config{}, 1),
+                    fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "r2d2_learner"));
+  provide_torch_backend(linked);
+  CHECK(torch_linked());
+  CHECK_NOTHROW(ppo_learner(spec, ppo_config{}, 1, 1000));
 }

@@ -120,6 +120,14 @@ def test_train_gets_each_algorithm_s_own_defaults(tmp_path, algo, expected):
         assert settings[key] == value, key
 
 
+def test_train_writes_a_tensorboard_event_file_unless_no_tensorboard(tmp_path):
+    coral.train(total_steps=1000, run_dir=str(tmp_path / "on"), verbose=False)
+    coral.train(total_steps=1000, run_dir=str(tmp_path / "off"), no_tensorboard=True, verbose=False)
+    assert len(list((tmp_path / "on").glob("events.out.tfevents.*"))) == 1
+    assert list((tmp_path / "off").glob("*tfevents*")) == []
+    assert (tmp_path / "off" / "metrics.csv").exists()
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),

@@ -1,5 +1,7 @@
 #include "coral/training/training_run.hpp"
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -9,6 +11,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "../../training/src/tensorboard_file.hpp"
+#include "../support/event_file_reader.hpp"
 #include "../support/watchdog.hpp"
 #include "coral/core/error.hpp"
 #include "coral/training/checkpoint.hpp"
@@ -43,6 +47,15 @@ train_options count_run(std::uint64_t total_steps, executor_mode mode = executor
   return o;
 }
 
+/// count_run(2048) checkpointing into dir/ckpt every 1024 steps, keeping every checkpoint.
+train_options checkpointed_count_run(const fs::path& dir) {
+  auto o = count_run(2048);
+  o.checkpoint_dir = (dir / "ckpt").string();
+  o.checkpoint_every = 1024;
+  o.keep_checkpoints = 0;
+  return o;
+}
+
 /// Whether `text` holds `format` (an errors:: constant) with any values in
 /// its `{}` fields: each fixed part, in order.
 bool holds_format(const std::string& text, std::string_view format) {
@@ -57,6 +70,73 @@ bool holds_format(const std::string& text, std::string_view format) {
     format.remove_prefix(field + 2);
   }
   return true;
+}
+
+/// A metrics.csv: its header, and each row's env steps and fields.
+struct csv_rows {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+};
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string f; std::getline(in, f, ',');) out.push_back(f);
+  return out;
+}
+
+csv_rows read_csv(const fs::path& file) {
+  std::ifstream in(file);
+  csv_rows c;
+  std::string line;
+  std::getline(in, line);
+  c.columns = csv_fields(line);
+  while (std::getline(in, line)) c.rows.push_back(csv_fields(line));
+  return c;
+}
+
+/// The scalar events (metrics rows) of the one event file in `dir`, and
+/// its text summaries.
+struct run_events {
+  std::vector<test::tfevents::event> rows;
+  std::vector<test::tfevents::event> texts;
+};
+
+run_events read_run_events(const fs::path& dir) {
+  const auto files = test::tfevents::event_files_in(dir);
+  REQUIRE(files.size() == 1);
+  const auto events = test::tfevents::read_event_file(files.front());  // every record, both CRCs
+  REQUIRE(!events.empty());
+  CHECK(events.front().file_version == "brain.Event:2");
+  run_events out;
+  for (std::size_t i = 1; i < events.size(); ++i) {
+    CHECK_FALSE(events[i].file_version.has_value());
+    REQUIRE(!events[i].values.empty());
+    (events[i].values[0].plugin_name ? out.texts : out.rows).push_back(events[i]);
+  }
+  return out;
+}
+
+/// Checks that the scalar events are metrics.csv's rows, one per env step
+/// (a row at the steps of the one before it is not repeated): tag, step
+/// and value of every column.
+void check_events_match_csv(const run_events& ev, const csv_rows& csv) {
+  std::vector<const std::vector<std::string>*> distinct;
+  for (const auto& row : csv.rows) {
+    if (distinct.empty() || std::stoull(row[1]) > std::stoull((*distinct.back())[1])) distinct.push_back(&row);
+  }
+  REQUIRE(ev.rows.size() == distinct.size());
+  for (std::size_t r = 0; r < distinct.size(); ++r) {
+    const auto& row = *distinct[r];
+    const auto& e = ev.rows[r];
+    CAPTURE(r, row[1]);
+    CHECK(e.step == std::stoll(row[1]));
+    REQUIRE(e.values.size() == csv.columns.size());
+    for (std::size_t i = 0; i < csv.columns.size(); ++i) {
+      CHECK(e.values[i].tag == training::detail::tensorboard_tag(csv.columns[i]));
+      CHECK(e.values[i].simple_value == std::strtof(row[i].c_str(), nullptr));
+    }
+  }
 }
 
 }  // namespace
@@ -100,10 +180,7 @@ TEST_CASE("a test-only algorithm of one file runs through the training compositi
 TEST_CASE("the composition checkpoints a plug-in's state on its cadence and resumes it", "[training][training_run]") {
   coral::test::watchdog dog("count algorithm checkpoints", 60s);
   const auto dir = fresh_path("training-run-count-resume");
-  auto o = count_run(2048);
-  o.checkpoint_dir = (dir / "ckpt").string();
-  o.checkpoint_every = 1024;
-  o.keep_checkpoints = 0;
+  auto o = checkpointed_count_run(dir);
   std::ostringstream first_progress;
   const auto first = training_run(o, first_progress).run();
   REQUIRE(first.env_steps == 2048);
@@ -122,6 +199,102 @@ TEST_CASE("the composition checkpoints a plug-in's state on its cadence and resu
                                         first.checkpoint, saved.learner.updates)) != std::string::npos);
   CHECK(second.env_steps == 3072);  // counted on from the checkpoint's steps
   CHECK(read_checkpoint(second.checkpoint).learner.env_steps == 3072);
+}
+
+TEST_CASE("a run writes a TensorBoard event file: a scalar per metrics column at each row's env steps, and its "
+          "settings as text",
+          "[training][training_run][tensorboard]") {
+  coral::test::watchdog dog("count algorithm event file", 60s);
+  const auto dir = fresh_path("training-run-tensorboard");
+  auto o = count_run(4096);
+  o.run_dir = (dir / "run").string();
+  std::ostringstream progress;
+  const auto r = training_run(o, progress).run();
+  REQUIRE(r.metrics_written);
+  const auto csv = read_csv(dir / "run" / "metrics.csv");
+  const auto ev = read_run_events(dir / "run");
+  check_events_match_csv(ev, csv);
+  CHECK(ev.rows.back().step == 4096);
+  CHECK(ev.rows.front().values[0].tag == "charts/seconds");
+  CHECK(ev.rows.front().values[4].tag == "charts/mean_return");
+  CHECK(ev.rows.front().values[6].tag == "metrics/counted");
+  // The settings, as config.toml holds them, in a Markdown code block.
+  REQUIRE(ev.texts.size() == 1);
+  CHECK(ev.texts[0].step == 0);
+  const auto& text = ev.texts[0].values.at(0);
+  CHECK(text.tag == "config");
+  CHECK(text.plugin_name == "text");
+  std::ifstream config(dir / "run" / "config.toml");
+  std::string expected;
+  for (std::string line; std::getline(config, line);) {
+    if (!line.starts_with("#")) expected += "    " + line + "\n";
+  }
+  CHECK(text.string_val == std::vector<std::string>{expected});
+  CHECK(expected.find("    algo = \"count\"\n") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a resumed run's event steps continue the killed run's without a gap or a duplicate",
+          "[training][training_run][tensorboard][resume]") {
+  coral::test::watchdog dog("count algorithm event file resumed", 60s);
+  const auto dir = fresh_path("training-run-tensorboard-resume");
+  auto o = checkpointed_count_run(dir);
+  o.run_dir = (dir / "run").string();
+  std::ostringstream progress;
+  const auto first = training_run(o, progress).run();
+  REQUIRE(first.env_steps == 2048);
+  // As if killed after the checkpoint at 1024 steps: the final checkpoint
+  // is not there, the rows up to 2048 are, and a record was cut in half.
+  const auto listing = list_checkpoints(dir / "ckpt");
+  REQUIRE(listing.checkpoints.size() >= 2);
+  fs::remove(listing.checkpoints.front().file);
+  const auto resumed_steps = read_checkpoint(listing.checkpoints[1].file).learner.env_steps;
+  REQUIRE(resumed_steps < 2048);
+  const auto killed = read_run_events(dir / "run");
+  REQUIRE(killed.rows.back().step == 2048);
+  const auto file = test::tfevents::event_files_in(dir / "run").front();
+  const auto bytes = test::read_bytes(file);
+  REQUIRE(bytes.size() > 30);
+  // The head of the file's first record: a length whose CRC holds, its data cut short.
+  std::ofstream(file, std::ios::binary | std::ios::app).write(bytes.data(), 30);
+
+  o.resume = true;
+  o.total_steps = 3072;
+  const auto second = training_run(o, progress).run();
+  REQUIRE(second.env_steps == 3072);
+  CHECK(test::tfevents::event_files_in(dir / "run") == std::vector<fs::path>{file});  // the same file, continued
+  const auto csv = read_csv(dir / "run" / "metrics.csv");
+  const auto ev = read_run_events(dir / "run");  // the cut record is gone: every record reads
+  check_events_match_csv(ev, csv);               // steps only grow, one row each, as metrics.csv's lineage
+  std::size_t kept = 0;
+  while (kept < ev.rows.size() && ev.rows[kept].step <= static_cast<std::int64_t>(resumed_steps)) ++kept;
+  REQUIRE(kept >= 1);
+  REQUIRE(kept < ev.rows.size());
+  for (std::size_t i = 0; i < kept; ++i) {
+    CHECK(ev.rows[i].step == killed.rows[i].step);  // the first run's, as written
+    CHECK(ev.rows[i].values[0].simple_value == killed.rows[i].values[0].simple_value);
+  }
+  CHECK(ev.rows.back().step == 3072);
+  // Each run's settings at the steps it started from.
+  REQUIRE(ev.texts.size() == 2);
+  CHECK(ev.texts[0].step == 0);
+  CHECK(ev.texts[1].step == static_cast<std::int64_t>(resumed_steps));
+  CHECK(ev.texts[1].values.at(0).string_val.at(0).find("    total-steps = 3072\n") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run with tensorboard off writes no event file", "[training][training_run][tensorboard]") {
+  coral::test::watchdog dog("count algorithm without event file", 60s);
+  const auto dir = fresh_path("training-run-no-tensorboard");
+  auto o = count_run(1024);
+  o.run_dir = (dir / "run").string();
+  o.tensorboard = false;
+  std::ostringstream progress;
+  const auto r = training_run(o, progress).run();
+  CHECK(r.metrics_written);
+  CHECK(fs::exists(dir / "run" / "metrics.csv"));
+  CHECK(test::tfevents::event_files_in(dir / "run").empty());
+  fs::remove_all(dir);
 }
 
 TEST_CASE("--algo names only registered algorithms, listing them", "[training][training_run][errors]") {

@@ -34,10 +34,12 @@ std::string text(std::string_view format, Args&&... args) {
 }
 
 /// The longest file name a run writes in its run or checkpoint directory
-/// (`checkpoint-<20 digits>-<k>.ckpt.tmp`, `learning_curve.png`, ...), with room:
-/// the test file is this long, so that a directory whose path leaves no room
-/// for the run's real names is refused at the start, not after training.
-constexpr std::size_t longest_name = 64;
+/// (`events.out.tfevents.<10 digits>.<host, at most 64>.<pid>`,
+/// `checkpoint-<20 digits>-<k>.ckpt.tmp`, `learning_curve.png`, ...), with
+/// room: the test file is this long, so that a directory whose path leaves
+/// no room for the run's real names is refused at the start, not after
+/// training.
+constexpr std::size_t longest_name = 112;
 
 /// Creates `dir` and proves it writable with a test file named as long as
 /// the run's longest, or throws config_error naming `flag`.

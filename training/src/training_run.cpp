@@ -17,6 +17,7 @@
 #include "coral/training/option_checks.hpp"
 #include "run_files.hpp"
 #include "run_guards.hpp"
+#include "tensorboard_file.hpp"
 #include "coral/training/checkpoint_dir.hpp"
 
 namespace coral::training {
@@ -191,9 +192,11 @@ void training_run::report() {
 void training_run::record() {
   std::lock_guard lock(rows_mutex_);
   const bool to_file = metrics_->is_open();
-  if (!to_file && !options_.on_metrics_row) return;
+  const bool to_events = tensorboard_ && tensorboard_->is_open();
+  if (!to_file && !to_events && !options_.on_metrics_row) return;
   const auto row = make_row(row_stream::metrics, metrics_window_);
   if (to_file) metrics_->write_row(row);
+  if (to_events) tensorboard_->write_row(row);
   if (options_.on_metrics_row && !options_.on_metrics_row(metrics_header_, row)) {
     stopped_by_caller_ = true;
     if (runtime_ != nullptr) runtime_->request_stop();
@@ -316,6 +319,13 @@ void training_run::start() {
   sampler_->announce_to(gate_->inbox());
   metrics_header_ = fmt::format("{},{},updates", common_columns, algorithm_->columns());
   metrics_ = std::make_unique<detail::metrics_file>(o.run_dir, metrics_header_, o.resume, start_steps_);
+  if (o.tensorboard && !o.run_dir.empty()) {
+    tensorboard_ = std::make_unique<detail::tensorboard_file>(o.run_dir, metrics_header_, o.resume, start_steps_);
+    // The settings as config.toml has them, as a Markdown code block (indented).
+    std::string settings = "    [train]\n";
+    for (const auto& [key, value] : detail::run_settings(o)) settings += fmt::format("    {} = {}\n", key, value);
+    tensorboard_->write_text("config", settings, start_steps_);
+  }
   if (o.checkpoint_every != 0) next_checkpoint_ = (start_steps_ / o.checkpoint_every + 1) * o.checkpoint_every;
   const auto every = algorithm_->metrics_every();
   next_row_ = every <= 1 ? 0 : (start_steps_ / every + 1) * every;
@@ -496,6 +506,7 @@ train_result training_run::run() {
   result.checkpoint = last_checkpoint_;
   result.resumed_from = resumed_from_;
   result.metrics_written = metrics_->close(*warnings_);
+  if (tensorboard_) (void)tensorboard_->close(*warnings_);
   return result;
 }
 

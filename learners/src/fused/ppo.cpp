@@ -1,6 +1,6 @@
 // PPO's minibatch step on the fused engine (coral/learners/fused/ppo.hpp).
 //
-// The loss, as learners/src/ppo_learner.cpp writes it with torch operators,
+// The loss, as learners/src/ppo_torch.cpp writes it with torch operators,
 // and its gradient with respect to each row's log probability, entropy and
 // value, written out. Where torch takes max(a, b) of two terms, its
 // backward gives the gradient to the larger, and half to each on a tie; the

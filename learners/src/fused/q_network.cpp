@@ -1,6 +1,6 @@
 // DQN's Q-network and update on the fused engine (coral/learners/fused/q_network.hpp).
 //
-// The loss, as learners/src/dqn_learner.cpp writes it with torch operators:
+// The loss, as learners/src/dqn_torch.cpp writes it with torch operators:
 // mean(w × huber(Q(s, a), y)) with w the importance weights divided by
 // their largest (at least 1e-12), y = return + discount × bootstrap from
 // the target (of the online network's best action with double DQN, else of

@@ -91,7 +91,8 @@ class registry {
 };
 
 /// Adds coral's built-in envs (cartpole, bandit, memory, stochastic,
-/// password, squared, race, noop, delay, faulty, and with CORAL_WITH_MUJOCO
+/// password, squared, race, noop, delay, faulty, the MinAtar games of
+/// minatar.hpp, and with CORAL_WITH_MUJOCO
 /// the MuJoCo envs of mujoco.hpp) to `r`. registry::global() calls this.
 void register_builtin_envs(registry& r);
 

@@ -87,9 +87,13 @@ class dqn_learner {
   /// Counts env steps into the state a checkpoint keeps.
   void set_env_steps(std::uint64_t steps) noexcept;
 
+  /// What computes the updates: the torch twin (coral::learners_torch) or
+  /// the fused engine; learners/src/learner_backends.hpp. The methods above
+  /// forward to it.
+  struct backend;
+
  private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  std::unique_ptr<backend> impl_;
 };
 
 }  // namespace coral::learners

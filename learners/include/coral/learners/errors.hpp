@@ -38,6 +38,10 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
     "learner sample over the run (--replay-ratio {} x (--total-steps {} - --learning-starts {})); the learner "
     "would wait for batches that are never filled";
 
+/// A torch learner made in a process without coral::learners_torch linked:
+/// what was made. (The `coral` command hands such runs to coral-torch first.)
+inline constexpr std::string_view torch_not_linked =
+    "{} needs libtorch, and this program is linked without coral::learners_torch";
 /// The fused engine (fused::actor_critic) given a recurrent network: its --lstm width.
 inline constexpr std::string_view fused_needs_mlp =
     "fused engine: the actor-critic with --lstm {} is not supported yet (the MLP one is)";

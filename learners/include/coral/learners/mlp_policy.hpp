@@ -14,9 +14,9 @@ namespace coral::learners {
 
 /// The actor-critic as the inference batcher runs it.
 ///
-/// The network is the learner's torch module (same layout, same flat
-/// weights); load_weights() copies the weights into the module and into
-/// small dense kernels that act() runs row by row on the CPU. At the batch
+/// The network is the learner's (same layout, same flat weights: its torch
+/// twin's parameter order); load_weights() reads the weights into small
+/// dense kernels that act() runs row by row on the CPU. At the batch
 /// sizes a batcher forms (2 to 64 rows), torch's per-operator dispatch and
 /// Debian's reference BLAS cost more than the arithmetic: the kernels are
 /// several times faster, allocate nothing, and use no thread pool, so the
@@ -45,8 +45,9 @@ namespace coral::learners {
 /// Thread safety: one batcher at a time, as for every policy.
 class mlp_policy final : public actors::policy {
  public:
-  /// A policy for `rows` batch rows. Its weights are torch's initial ones
-  /// until load_weights(); the learner publishes its own before sampling.
+  /// A policy for `rows` batch rows. Its weights are zeros (uniform
+  /// actions, zero values) until load_weights(); the learner publishes its
+  /// own before sampling.
   mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed);
   ~mlp_policy() override;
   mlp_policy(const mlp_policy&) = delete;

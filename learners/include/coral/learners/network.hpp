@@ -60,6 +60,7 @@ struct network_spec {
 /// cores: a torch pool of its own would oversubscribe them, and for 64-wide
 /// layers one thread is faster than a parallel region's fork/join anyway.
 /// Later calls do nothing (torch refuses to change inter-op threads twice).
+/// Defined in coral::learners_torch; the torch learners call it when made.
 void use_one_torch_thread();
 
 /// The number of floats in the flat weights of a network of `spec` (its

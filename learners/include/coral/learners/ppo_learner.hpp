@@ -94,9 +94,13 @@ class ppo_learner {
   [[nodiscard]] std::uint64_t env_steps() const noexcept;
   [[nodiscard]] const network_spec& spec() const noexcept;
 
+  /// What computes the updates: the torch twin (coral::learners_torch) or
+  /// the fused engine; learners/src/learner_backends.hpp. The methods above
+  /// forward to it.
+  struct backend;
+
  private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  std::unique_ptr<backend> impl_;
 };
 
 }  // namespace coral::learners

@@ -84,9 +84,13 @@ class r2d2_learner {
   [[nodiscard]] std::vector<float> state_after(std::span<const float> observations, std::span<const std::uint8_t> resets,
                                                std::span<const float> initial) const;
 
+  /// What computes the updates: the torch twin (coral::learners_torch) or
+  /// the fused engine; learners/src/learner_backends.hpp. The methods above
+  /// forward to it.
+  struct backend;
+
  private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
+  std::unique_ptr<backend> impl_;
 };
 
 }  // namespace coral::learners

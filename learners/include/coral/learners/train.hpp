@@ -11,6 +11,15 @@
 
 namespace coral::learners {
 
+/// Whether this program has the torch learners (coral::learners_torch
+/// linked). The `coral` command does not: it hands a run that needs them to
+/// coral-torch, so that what never trains never loads libtorch.
+[[nodiscard]] bool torch_linked() noexcept;
+
+/// Whether a run with `options` needs the torch learners (at present: every
+/// run of a built-in algorithm).
+[[nodiscard]] bool needs_torch(const training::train_options& options);
+
 /// Registers the built-in algorithms' descriptors (once per process; any thread).
 void register_builtin_algorithms();
 

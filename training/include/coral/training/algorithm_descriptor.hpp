@@ -40,6 +40,10 @@ struct algorithm_descriptor {
   std::function<void(actors::memory_estimate&, const train_options&, const actors::env_shape&)> memory;
   /// Builds its plug-in for a run.
   algorithm_factory make;
+  /// Whether a run with these options needs libtorch (a torch learner). A
+  /// program built without it (the `coral` command) hands such a run to one
+  /// built with it before anything starts. Empty: never.
+  std::function<bool(const train_options&)> needs_torch;
 };
 
 /// Makes `--algo d.name` find `d`; replaces an earlier registration of the

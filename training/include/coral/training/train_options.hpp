@@ -39,6 +39,9 @@ struct train_options {
   std::size_t keep_checkpoints = 3;    ///< checkpoints of this run kept, the newest; 0: all
   bool resume = false;
   std::string run_dir;                 ///< empty: no metrics files
+  /// Writes a TensorBoard event file in run_dir beside metrics.csv: each
+  /// metrics row as scalars at its env steps, the run's settings as text.
+  bool tensorboard = true;
   double progress_seconds = 2.0;       ///< progress line period; 0: none
   double stall_seconds = 30.0;         ///< stop a run with no env step and no update for this long; 0: never
   /// Called with the metrics header and each metrics row (metrics.csv's

@@ -47,6 +47,7 @@ namespace coral::training {
 
 namespace detail {
 class metrics_file;
+class tensorboard_file;
 class dir_lock;
 }  // namespace detail
 
@@ -163,6 +164,7 @@ class training_run {
   std::unique_ptr<actors::gate> gate_;
   std::vector<detail::dir_lock> locks_;  // the run and checkpoint directories, held while the run lives
   std::unique_ptr<detail::metrics_file> metrics_;
+  std::unique_ptr<detail::tensorboard_file> tensorboard_;  // null without a run dir or with tensorboard off
   training_stats stats_;
   latest<std::vector<float>> weights_;
   std::optional<double> target_;

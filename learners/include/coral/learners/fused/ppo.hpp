@@ -3,7 +3,7 @@
 /// PPO's minibatch step on the fused engine (torch-free): forward, the
 /// clipped-surrogate loss, backward by hand, gradient-norm clipping and
 /// Adam, with the semantics of the torch learner's minibatch body
-/// (learners/src/ppo_learner.cpp).
+/// (learners/src/ppo_torch.cpp).
 ///
 /// Wiring it into an update: one actor_critic (max_rows = the minibatch
 /// size), one adam over its parameters, one ppo_workspace; for each

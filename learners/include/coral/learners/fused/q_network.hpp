@@ -2,7 +2,7 @@
 /// \file
 /// DQN's Q-network and its update on the fused engine (torch-free): an MLP
 /// obs → hidden (tanh) → one value per action, an online and a target copy,
-/// and the update of learners/src/dqn_learner.cpp (double DQN or not, the
+/// and the update of learners/src/dqn_torch.cpp (double DQN or not, the
 /// Huber loss weighted by importance weights scaled to a largest of 1,
 /// gradient-norm clipping, Adam).
 ///

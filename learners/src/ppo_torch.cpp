@@ -10,6 +10,7 @@
 
 #include "actor_critic.hpp"
 #include "adam.hpp"
+#include "learner_backends.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/rng.hpp"
 #include "coral/training/reward_scaler.hpp"
@@ -28,8 +29,8 @@ std::uint64_t next_random(std::uint64_t& state) {
 
 }  // namespace
 
-struct ppo_learner::impl {
-  impl(const network_spec& s, const ppo_config& c, std::uint64_t seed, std::uint64_t total)
+struct torch_ppo_state {
+  torch_ppo_state(const network_spec& s, const ppo_config& c, std::uint64_t seed, std::uint64_t total)
       : spec(s), config(c), total_steps(total), rng(seed ^ 0x5EEDULL) {
     // The initial weights depend on the seed alone: torch's generator is
     // used for the initialisation only (sampling and shuffling use ours).
@@ -63,22 +64,34 @@ struct ppo_learner::impl {
   std::optional<training::reward_scaler> scaler = config.scale_rewards ? std::optional<training::reward_scaler>(config.gamma) : std::nullopt;
 };
 
-ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
-                         std::uint64_t total_steps)
-    : impl_(std::make_unique<impl>(spec, config, seed, total_steps)) {}
+/// The torch twin's updates (learner_backends.hpp).
+class torch_ppo final : public ppo_learner::backend {
+ public:
+  torch_ppo(const network_spec& spec, const ppo_config& config, std::uint64_t seed, std::uint64_t total_steps) : impl_(std::make_unique<torch_ppo_state>(spec, config, seed, total_steps)) {}
+  training::update_stats update(const training::rollout_segment& segment, std::uint64_t version,
+                                training::learner_activity* activity) override;
+  std::vector<float> weights() const override;
+  std::vector<float> values(std::span<const float> observations) const override;
+  training::learner_state state() const override;
+  void restore(const training::learner_state& s) override;
+  std::uint64_t updates() const noexcept override;
+  std::uint64_t env_steps() const noexcept override;
+  const network_spec& spec() const noexcept override;
+ private:
+  std::unique_ptr<torch_ppo_state> impl_;
+};
 
-ppo_learner::~ppo_learner() = default;
 
-std::uint64_t ppo_learner::updates() const noexcept { return impl_->updates; }
-std::uint64_t ppo_learner::env_steps() const noexcept { return impl_->env_steps; }
-const network_spec& ppo_learner::spec() const noexcept { return impl_->spec; }
-std::vector<float> ppo_learner::weights() const {
+std::uint64_t torch_ppo::updates() const noexcept { return impl_->updates; }
+std::uint64_t torch_ppo::env_steps() const noexcept { return impl_->env_steps; }
+const network_spec& torch_ppo::spec() const noexcept { return impl_->spec; }
+std::vector<float> torch_ppo::weights() const {
   auto w = detail::flatten(*impl_->net);
   w.insert(w.end(), impl_->block.begin(), impl_->block.end());
   return w;
 }
 
-std::vector<float> ppo_learner::values(std::span<const float> observations) const {
+std::vector<float> torch_ppo::values(std::span<const float> observations) const {
   auto& s = *impl_;
   const auto D = s.spec.input_dim();
   if (D == 0 || observations.size() % D != 0) {
@@ -95,7 +108,7 @@ std::vector<float> ppo_learner::values(std::span<const float> observations) cons
   return {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()};
 }
 
-training::update_stats ppo_learner::update(const training::rollout_segment& seg, std::uint64_t version,
+training::update_stats torch_ppo::update(const training::rollout_segment& seg, std::uint64_t version,
                                            training::learner_activity* activity) {
   auto& s = *impl_;
   const auto& c = s.config;
@@ -310,7 +323,7 @@ training::update_stats ppo_learner::update(const training::rollout_segment& seg,
   return out;
 }
 
-training::learner_state ppo_learner::state() const {
+training::learner_state torch_ppo::state() const {
   training::learner_state st;
   st.parameters = detail::flatten(*impl_->net);  // the normaliser's block is derived from observation_moments
   impl_->adam->save(st.adam_m, st.adam_v);
@@ -323,7 +336,7 @@ training::learner_state ppo_learner::state() const {
   return st;
 }
 
-void ppo_learner::restore(const training::learner_state& st) {
+void torch_ppo::restore(const training::learner_state& st) {
   auto& s = *impl_;
   if (!s.block.empty() && st.observation_moments.empty()) {
     throw usage_error("ppo_learner: the checkpoint has no observation normaliser (it was written without --obs-norm)");
@@ -342,5 +355,13 @@ void ppo_learner::restore(const training::learner_state& st) {
   s.env_steps = st.env_steps;
   s.rng = st.rng;
 }
+
+namespace detail {
+
+std::unique_ptr<ppo_learner::backend> make_torch_ppo(const network_spec& spec, const ppo_config& config, std::uint64_t seed, std::uint64_t total_steps) {
+  return std::make_unique<torch_ppo>(spec, config, seed, total_steps);
+}
+
+}  // namespace detail
 
 }  // namespace coral::learners

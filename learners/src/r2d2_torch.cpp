@@ -1,8 +1,7 @@
-// R2D2's learner and acting policy (see r2d2.hpp). Torch stays in this file.
+// R2D2's learner, the torch twin (see r2d2.hpp; learner_backends.hpp).
 
 #include "coral/learners/r2d2.hpp"
 #include "coral/learners/r2d2_learner.hpp"
-#include "coral/learners/r2d2_policy.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +15,8 @@
 #include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/r2d2_math.hpp"
-#include "dense.hpp"
+#include "flat_layout.hpp"
+#include "learner_backends.hpp"
 
 namespace coral::learners {
 namespace {
@@ -25,14 +25,6 @@ using clock = std::chrono::steady_clock;
 
 double seconds_since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
 
-/// The number of actions of `spec`'s one Discrete action space (config_error otherwise).
-std::size_t action_count(const network_spec& spec) {
-  if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
-    throw config_error(fmt::format(fmt::runtime(errors::r2d2_needs_discrete),
-                                   fmt::format("{} heads and {} Box elements", spec.nvec.size(), spec.continuous_dim())));
-  }
-  return static_cast<std::size_t>(spec.nvec.front());
-}
 
 /// The recurrent Q-network: the trunk (encoder, LSTM) and a linear head of
 /// one Q value per action. Parameters in registration order: trunk, head.
@@ -40,7 +32,7 @@ struct recurrent_q_impl : torch::nn::Module {
   explicit recurrent_q_impl(const network_spec& spec) {
     torch::NoGradGuard no_grad;
     trunk = register_module("trunk", detail::recurrent_trunk(spec.input_dim(), spec.hidden, spec.lstm));
-    head = register_module("head", detail::make_mlp(spec.lstm, {}, action_count(spec), 1.0));
+    head = register_module("head", detail::make_mlp(spec.lstm, {}, detail::r2d2_action_count(spec), 1.0));
   }
   /// Q values [B, T, A] of T slots from (h, c), zeroing the state where `resets`.
   torch::Tensor unroll(const torch::Tensor& obs, const torch::Tensor& resets, const torch::Tensor& h,
@@ -63,18 +55,11 @@ void load(recurrent_q& net, std::span<const float> w, std::string_view owner) {
 
 }  // namespace
 
-std::size_t r2d2_parameter_count(const network_spec& spec) {
-  torch::NoGradGuard no_grad;
-  recurrent_q net(spec);
-  std::size_t n = 0;
-  for (const auto& p : net->parameters()) n += static_cast<std::size_t>(p.numel());
-  return n;
-}
 
 // ---------------------------------------------------------------------------
 
-struct r2d2_learner::impl {
-  impl(const network_spec& s, const dqn_config& d, const r2d2_config& r, std::uint64_t seed)
+struct torch_r2d2_state {
+  torch_r2d2_state(const network_spec& s, const dqn_config& d, const r2d2_config& r, std::uint64_t seed)
       : spec(s), dqn(d), config(r) {
     if (s.lstm == 0) throw usage_error("r2d2_learner: the network has no LSTM");
     torch::manual_seed(seed);
@@ -98,18 +83,32 @@ struct r2d2_learner::impl {
   std::vector<float> bootstrap, targets, mask, td;
 };
 
-r2d2_learner::r2d2_learner(const network_spec& spec, const dqn_config& dqn, const r2d2_config& config,
-                           std::uint64_t seed)
-    : impl_(std::make_unique<impl>(spec, dqn, config, seed)) {}
+/// The torch twin's updates (learner_backends.hpp).
+class torch_r2d2 final : public r2d2_learner::backend {
+ public:
+  torch_r2d2(const network_spec& spec, const dqn_config& dqn, const r2d2_config& config, std::uint64_t seed) : impl_(std::make_unique<torch_r2d2_state>(spec, dqn, config, seed)) {}
+  r2d2_update_stats update(replay::sequence_batch& batch) override;
+  std::vector<float> weights() const override;
+  std::vector<float> target_weights() const override;
+  training::learner_state state() const override;
+  void restore(const training::learner_state& s, std::span<const float> target) override;
+  std::uint64_t updates() const noexcept override;
+  void set_env_steps(std::uint64_t steps) noexcept override;
+  std::vector<float> q_values(std::span<const float> observations,
+                              std::span<const std::uint8_t> resets) const override;
+  std::vector<float> state_after(std::span<const float> observations, std::span<const std::uint8_t> resets,
+                                 std::span<const float> initial) const override;
+ private:
+  std::unique_ptr<torch_r2d2_state> impl_;
+};
 
-r2d2_learner::~r2d2_learner() = default;
 
-std::uint64_t r2d2_learner::updates() const noexcept { return impl_->updates; }
-void r2d2_learner::set_env_steps(std::uint64_t steps) noexcept { impl_->env_steps = steps; }
-std::vector<float> r2d2_learner::weights() const { return flatten(impl_->online); }
-std::vector<float> r2d2_learner::target_weights() const { return flatten(impl_->target); }
+std::uint64_t torch_r2d2::updates() const noexcept { return impl_->updates; }
+void torch_r2d2::set_env_steps(std::uint64_t steps) noexcept { impl_->env_steps = steps; }
+std::vector<float> torch_r2d2::weights() const { return flatten(impl_->online); }
+std::vector<float> torch_r2d2::target_weights() const { return flatten(impl_->target); }
 
-r2d2_update_stats r2d2_learner::update(replay::sequence_batch& b) {
+r2d2_update_stats torch_r2d2::update(replay::sequence_batch& b) {
   auto& s = *impl_;
   const auto& d = s.dqn;
   const auto started = clock::now();
@@ -216,7 +215,7 @@ r2d2_update_stats r2d2_learner::update(replay::sequence_batch& b) {
   return out;
 }
 
-std::vector<float> r2d2_learner::q_values(std::span<const float> observations,
+std::vector<float> torch_r2d2::q_values(std::span<const float> observations,
                                           std::span<const std::uint8_t> resets) const {
   auto& s = *impl_;
   const auto D = static_cast<std::int64_t>(s.spec.input_dim());
@@ -233,7 +232,7 @@ std::vector<float> r2d2_learner::q_values(std::span<const float> observations,
   return {q.data_ptr<float>(), q.data_ptr<float>() + q.numel()};
 }
 
-std::vector<float> r2d2_learner::state_after(std::span<const float> observations, std::span<const std::uint8_t> resets,
+std::vector<float> torch_r2d2::state_after(std::span<const float> observations, std::span<const std::uint8_t> resets,
                                              std::span<const float> initial) const {
   auto& s = *impl_;
   const auto D = static_cast<std::int64_t>(s.spec.input_dim());
@@ -253,11 +252,11 @@ std::vector<float> r2d2_learner::state_after(std::span<const float> observations
   return {hc.data_ptr<float>(), hc.data_ptr<float>() + hc.numel()};
 }
 
-training::learner_state r2d2_learner::state() const {
+training::learner_state torch_r2d2::state() const {
   return detail::q_learner_state(weights(), *impl_->adam, impl_->updates, impl_->env_steps);
 }
 
-void r2d2_learner::restore(const training::learner_state& st, std::span<const float> target) {
+void torch_r2d2::restore(const training::learner_state& st, std::span<const float> target) {
   auto& s = *impl_;
   load(s.online, st.parameters, "r2d2_learner");
   load(s.target, target, "r2d2_learner");
@@ -266,85 +265,12 @@ void r2d2_learner::restore(const training::learner_state& st, std::span<const fl
   s.env_steps = st.env_steps;
 }
 
-// ---------------------------------------------------------------------------
+namespace detail {
 
-struct r2d2_policy::impl {
-  impl(const network_spec& s, std::size_t rows, std::uint64_t seed, const dqn_config& c, std::uint64_t steps_done)
-      : spec(s), net(s), schedule(rows, c.epsilon_base, c.epsilon_alpha, c.exploration_steps, steps_done) {
-    if (s.lstm == 0) throw usage_error("r2d2_policy: the network has no LSTM");
-    actions = action_count(s);
-    net->eval();
-    refresh();
-    constexpr std::uint64_t policy_salt = 0x72326432706F6CULL;  // "r2d2pol"
-    for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(coral::env_seed{seed ^ policy_salt, r});
-    state.assign(rows * s.state_dim(), 0.0f);
-    states_before.assign(rows * s.state_dim(), 0.0f);
-    gates.resize(4 * s.lstm);
-    const std::size_t w = std::max({trunk.encoder.widest(), head.widest(), s.lstm});
-    scratch_a.resize(w);
-    scratch_b.resize(w);
-  }
-  void refresh() {
-    detail::copy_trunk(trunk, *net->trunk);
-    detail::copy_dense(head, net->head);
-  }
-
-  network_spec spec;
-  recurrent_q net;  // the parameter layout; the kernels below are copies
-  detail::dense_trunk trunk;
-  detail::dense_mlp head;
-  std::size_t actions = 0;
-  actors::epsilon_schedule schedule;
-  std::vector<coral::rng> rngs;
-  std::vector<float> state;          // rows × 2H
-  std::vector<float> states_before;  // rows × 2H
-  std::vector<float> gates;
-  std::vector<float> scratch_a;
-  std::vector<float> scratch_b;
-};
-
-r2d2_policy::r2d2_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
-                         std::uint64_t steps_done)
-    : impl_(std::make_unique<impl>(spec, rows, seed, config, steps_done)) {}
-
-r2d2_policy::~r2d2_policy() = default;
-
-void r2d2_policy::load_weights(std::span<const float> weights) {
-  load(impl_->net, weights, "r2d2_policy");
-  impl_->refresh();
+std::unique_ptr<r2d2_learner::backend> make_torch_r2d2(const network_spec& spec, const dqn_config& dqn, const r2d2_config& config, std::uint64_t seed) {
+  return std::make_unique<torch_r2d2>(spec, dqn, config, seed);
 }
 
-std::span<const float> r2d2_policy::recurrent_states() const noexcept { return impl_->states_before; }
-const actors::epsilon_schedule& r2d2_policy::schedule() const noexcept { return impl_->schedule; }
-
-void r2d2_policy::act(const actors::policy_rows& rows) {
-  auto& m = *impl_;
-  auto& batch = rows.batch;
-  const auto term = batch.terminated();
-  const auto trunc = batch.truncated();
-  const auto failed = batch.failed();
-  const std::size_t H = m.spec.lstm;
-  const std::uint64_t steps = m.schedule.steps();  // the whole batch acts at one point of the schedule
-  std::uint64_t acted = 0;
-  for (const auto& range : rows.ranges) {
-    for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
-      float* h = m.state.data() + static_cast<std::size_t>(r) * 2 * H;
-      float* c = h + H;
-      if (term[r] != 0 || trunc[r] != 0 || failed[r] != 0) std::fill(h, h + 2 * H, 0.0f);
-      std::copy(h, h + 2 * H, m.states_before.begin() + static_cast<std::ptrdiff_t>(r * 2 * H));
-      m.trunk.step(batch.observations().row(r).data(), h, c, m.scratch_a.data(), m.scratch_b.data(), m.gates.data());
-      const float* q = m.head.apply(h, m.scratch_a.data(), m.scratch_b.data());
-      const auto best = static_cast<std::size_t>(std::max_element(q, q + m.actions) - q);
-      auto& rng = m.rngs[r];
-      const bool explore = rng.uniform() < m.schedule.epsilon(r, steps);
-      const std::size_t pick = explore ? static_cast<std::size_t>(rng.below(m.actions)) : best;
-      batch.discrete_actions().row(r)[0] = static_cast<std::int32_t>(pick);
-      if (!rows.values.empty()) rows.values[r] = q[best];
-      if (!rows.log_probs.empty()) rows.log_probs[r] = 0.0f;
-      ++acted;
-    }
-  }
-  m.schedule.advance(acted);
-}
+}  // namespace detail
 
 }  // namespace coral::learners

@@ -6,6 +6,7 @@
 
 #include "actor_critic.hpp"
 #include "adam.hpp"
+#include "learner_backends.hpp"
 #include "coral/core/error.hpp"
 
 namespace coral::learners {
@@ -19,8 +20,8 @@ void load(torch::nn::Sequential& net, std::span<const float> weights) {
 
 }  // namespace
 
-struct dqn_learner::impl {
-  impl(const network_spec& spec, const dqn_config& c, std::uint64_t seed) : config(c) {
+struct torch_dqn_state {
+  torch_dqn_state(const network_spec& spec, const dqn_config& c, std::uint64_t seed) : config(c) {
     const auto widths = q_network_widths(spec, "");
     const std::vector<std::size_t> hidden(widths.begin() + 1, widths.end() - 1);
     // The initial weights depend on the seed alone.
@@ -43,17 +44,28 @@ struct dqn_learner::impl {
   std::uint64_t env_steps = 0;
 };
 
-dqn_learner::dqn_learner(const network_spec& spec, const dqn_config& config, std::uint64_t seed)
-    : impl_(std::make_unique<impl>(spec, config, seed)) {}
+/// The torch twin's updates (learner_backends.hpp).
+class torch_dqn final : public dqn_learner::backend {
+ public:
+  torch_dqn(const network_spec& spec, const dqn_config& config, std::uint64_t seed) : impl_(std::make_unique<torch_dqn_state>(spec, config, seed)) {}
+  training::update_stats update(replay::sample_batch& batch) override;
+  std::vector<float> weights() const override;
+  std::vector<float> target_weights() const override;
+  training::learner_state state() const override;
+  void restore(const training::learner_state& s, std::span<const float> target) override;
+  std::uint64_t updates() const noexcept override;
+  void set_env_steps(std::uint64_t steps) noexcept override;
+ private:
+  std::unique_ptr<torch_dqn_state> impl_;
+};
 
-dqn_learner::~dqn_learner() = default;
 
-std::uint64_t dqn_learner::updates() const noexcept { return impl_->updates; }
-void dqn_learner::set_env_steps(std::uint64_t steps) noexcept { impl_->env_steps = steps; }
-std::vector<float> dqn_learner::weights() const { return flatten(impl_->online); }
-std::vector<float> dqn_learner::target_weights() const { return flatten(impl_->target); }
+std::uint64_t torch_dqn::updates() const noexcept { return impl_->updates; }
+void torch_dqn::set_env_steps(std::uint64_t steps) noexcept { impl_->env_steps = steps; }
+std::vector<float> torch_dqn::weights() const { return flatten(impl_->online); }
+std::vector<float> torch_dqn::target_weights() const { return flatten(impl_->target); }
 
-training::update_stats dqn_learner::update(replay::sample_batch& b) {
+training::update_stats torch_dqn::update(replay::sample_batch& b) {
   auto& s = *impl_;
   const auto& c = s.config;
   const auto started = std::chrono::steady_clock::now();
@@ -112,11 +124,11 @@ training::update_stats dqn_learner::update(replay::sample_batch& b) {
   return out;
 }
 
-training::learner_state dqn_learner::state() const {
+training::learner_state torch_dqn::state() const {
   return detail::q_learner_state(weights(), *impl_->adam, impl_->updates, impl_->env_steps);
 }
 
-void dqn_learner::restore(const training::learner_state& st, std::span<const float> target) {
+void torch_dqn::restore(const training::learner_state& st, std::span<const float> target) {
   auto& s = *impl_;
   load(s.online, st.parameters);
   load(s.target, target);
@@ -124,5 +136,13 @@ void dqn_learner::restore(const training::learner_state& st, std::span<const flo
   s.updates = st.updates;
   s.env_steps = st.env_steps;
 }
+
+namespace detail {
+
+std::unique_ptr<dqn_learner::backend> make_torch_dqn(const network_spec& spec, const dqn_config& config, std::uint64_t seed) {
+  return std::make_unique<torch_dqn>(spec, config, seed);
+}
+
+}  // namespace detail
 
 }  // namespace coral::learners

@@ -1,0 +1,97 @@
+// The learners' torch-free front ends, and the table the torch backends
+// fill (learner_backends.hpp).
+
+#include "learner_backends.hpp"
+
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "coral/core/error.hpp"
+#include "coral/learners/errors.hpp"
+#include "coral/learners/train.hpp"
+
+namespace coral::learners {
+namespace {
+
+std::atomic<const torch_learners*>& torch_table() noexcept {
+  static std::atomic<const torch_learners*> table{nullptr};
+  return table;
+}
+
+}  // namespace
+
+const torch_learners* torch_backend() noexcept { return torch_table().load(std::memory_order_acquire); }
+
+void provide_torch_backend(const torch_learners* backend) noexcept {
+  torch_table().store(backend, std::memory_order_release);
+}
+
+const torch_learners& require_torch_backend(std::string_view what) {
+  const auto* b = torch_backend();
+  if (b == nullptr) throw usage_error(fmt::format(fmt::runtime(errors::torch_not_linked), what));
+  return *b;
+}
+
+bool torch_linked() noexcept { return torch_backend() != nullptr; }
+
+// --- PPO ---
+
+ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
+                         std::uint64_t total_steps)
+    : impl_(require_torch_backend("ppo_learner").ppo(spec, config, seed, total_steps)) {}
+ppo_learner::~ppo_learner() = default;
+training::update_stats ppo_learner::update(const training::rollout_segment& segment, std::uint64_t version,
+                                           training::learner_activity* activity) {
+  return impl_->update(segment, version, activity);
+}
+std::vector<float> ppo_learner::weights() const { return impl_->weights(); }
+std::vector<float> ppo_learner::values(std::span<const float> observations) const {
+  return impl_->values(observations);
+}
+training::learner_state ppo_learner::state() const { return impl_->state(); }
+void ppo_learner::restore(const training::learner_state& s) { impl_->restore(s); }
+std::uint64_t ppo_learner::updates() const noexcept { return impl_->updates(); }
+std::uint64_t ppo_learner::env_steps() const noexcept { return impl_->env_steps(); }
+const network_spec& ppo_learner::spec() const noexcept { return impl_->spec(); }
+
+// --- DQN ---
+
+dqn_learner::dqn_learner(const network_spec& spec, const dqn_config& config, std::uint64_t seed)
+    : impl_(require_torch_backend("dqn_learner").dqn(spec, config, seed)) {}
+dqn_learner::~dqn_learner() = default;
+training::update_stats dqn_learner::update(replay::sample_batch& batch) { return impl_->update(batch); }
+std::vector<float> dqn_learner::weights() const { return impl_->weights(); }
+std::vector<float> dqn_learner::target_weights() const { return impl_->target_weights(); }
+training::learner_state dqn_learner::state() const { return impl_->state(); }
+void dqn_learner::restore(const training::learner_state& s, std::span<const float> target) {
+  impl_->restore(s, target);
+}
+std::uint64_t dqn_learner::updates() const noexcept { return impl_->updates(); }
+void dqn_learner::set_env_steps(std::uint64_t steps) noexcept { impl_->set_env_steps(steps); }
+
+// --- R2D2 ---
+
+r2d2_learner::r2d2_learner(const network_spec& spec, const dqn_config& dqn, const r2d2_config& config,
+                           std::uint64_t seed)
+    : impl_(require_torch_backend("r2d2_learner").r2d2(spec, dqn, config, seed)) {}
+r2d2_learner::~r2d2_learner() = default;
+r2d2_update_stats r2d2_learner::update(replay::sequence_batch& batch) { return impl_->update(batch); }
+std::vector<float> r2d2_learner::weights() const { return impl_->weights(); }
+std::vector<float> r2d2_learner::target_weights() const { return impl_->target_weights(); }
+training::learner_state r2d2_learner::state() const { return impl_->state(); }
+void r2d2_learner::restore(const training::learner_state& s, std::span<const float> target) {
+  impl_->restore(s, target);
+}
+std::uint64_t r2d2_learner::updates() const noexcept { return impl_->updates(); }
+void r2d2_learner::set_env_steps(std::uint64_t steps) noexcept { impl_->set_env_steps(steps); }
+std::vector<float> r2d2_learner::q_values(std::span<const float> observations,
+                                          std::span<const std::uint8_t> resets) const {
+  return impl_->q_values(observations, resets);
+}
+std::vector<float> r2d2_learner::state_after(std::span<const float> observations, std::span<const std::uint8_t> resets,
+                                             std::span<const float> initial) const {
+  return impl_->state_after(observations, resets, initial);
+}
+
+}  // namespace coral::learners
