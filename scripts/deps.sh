@@ -12,6 +12,7 @@ packages=(
   libtorch-dev libtomlplusplus-dev gnuplot-nox
   libmujoco-dev  # the MuJoCo envs (CORAL_WITH_MUJOCO, on by default)
   libopenblas0  # takes over libblas.so.3 from the reference BLAS: PPO updates 1.5-3x faster (BENCHMARKS.md)
+  libblas-dev  # cblas.h and libblas.so for the fused network engine (coral::fused), which libopenblas0 then serves
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
   libopenmpi-dev  # coral train --distributed (distributed/)
 )

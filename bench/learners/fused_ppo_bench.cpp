@@ -17,6 +17,12 @@
 // layer but the first) plus 10 per parameter for clipping and Adam; the
 // elementwise rest (tanh, softmax, the loss) is not counted.
 //
+// Then the Q-learners' whole updates, the torch learners' own update()
+// (dqn_learner, r2d2_learner) against fused::dqn_step and fused::r2d2_step
+// on the same batch: DQN at `--algo dqn`'s defaults on CartPole (batches
+// of 128, 4 -> 64x64 -> 2) and R2D2 at configs/cartpole-r2d2.toml's (32
+// sequences of 20 slots, burn-in 10, 4 -> 32x32 -> LSTM 64 -> 2).
+//
 // Each time: the median over 15 repetitions of the mean over a batch of
 // steps (at least 20 ms each), after a warm-up.
 //
@@ -42,7 +48,11 @@
 #include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/fused/optim.hpp"
 #include "coral/learners/fused/ppo.hpp"
+#include "coral/learners/fused/q_network.hpp"
+#include "coral/learners/fused/r2d2.hpp"
 #include "coral/learners/network.hpp"
+#include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/r2d2_learner.hpp"
 
 namespace {
 
@@ -213,6 +223,86 @@ int main() {
     const double rate = step_flops(spec, rows) / fused_s;
     std::printf("%-50s %12.1f %12.1f %7.1fx %10.1f %9.0f%%\n", s.name.c_str(), torch_s * 1e6, fused_s * 1e6,
                 torch_s / fused_s, rate * 1e-9, 100.0 * rate / sgemm_rate);
+  }
+
+  std::printf("\n%-50s %12s %12s %8s\n", "Q-learning update", "torch us", "fused us", "ratio");
+  {
+    coral::learners::network_spec spec;
+    spec.raw_obs_dim = 4;
+    spec.nvec = {2};
+    spec.hidden = {64, 64};
+    coral::learners::dqn_config config;
+    const std::size_t B = config.batch_size;
+    coral::rng gen(2);
+    coral::replay::sample_batch b;
+    b.size = B;
+    for (std::size_t i = 0; i < B * 4; ++i) {
+      b.observations.push_back(static_cast<float>(gen.normal()));
+      b.next_observations.push_back(static_cast<float>(gen.normal()));
+    }
+    for (std::size_t i = 0; i < B; ++i) {
+      b.discrete.push_back(static_cast<std::int32_t>(gen.below(2)));
+      b.returns.push_back(static_cast<float>(gen.normal()));
+      b.discounts.push_back(0.97f);
+      b.weights.push_back(static_cast<float>(0.5 + gen.uniform()));
+    }
+    coral::learners::dqn_learner learner(spec, config, 1);
+    const double torch_s = seconds_per_call([&] { learner.update(b); });
+    const std::vector<std::size_t> widths{4, 64, 64, 2};
+    fused::q_network net(widths, B);
+    const auto w = fused::init_q_network(widths, 1);
+    std::copy(w.begin(), w.end(), net.parameters().begin());
+    net.sync_target();
+    fused::adam optimiser(w.size(), config.adam_epsilon);
+    std::vector<float> td(B);
+    const fused::dqn_batch batch{B, b.observations, b.next_observations, b.discrete, b.returns, b.discounts, b.weights};
+    const double fused_s = seconds_per_call([&] { fused::dqn_step(net, optimiser, batch, config, td); });
+    std::printf("%-50s %12.1f %12.1f %7.1fx\n", "dqn cartpole: 4 -> 64x64 -> 2, 128 transitions", torch_s * 1e6,
+                fused_s * 1e6, torch_s / fused_s);
+  }
+  {
+    coral::learners::network_spec spec;
+    spec.raw_obs_dim = 4;
+    spec.nvec = {2};
+    spec.hidden = {32, 32};
+    spec.lstm = 64;
+    coral::learners::dqn_config dqn;
+    dqn.n_step = 5;
+    dqn.learning_rate = 1e-3;
+    dqn.adam_epsilon = 1e-3;
+    coral::learners::r2d2_config config;
+    config.seq_len = 20;
+    config.burn_in = 10;
+    const std::size_t B = 32, L = 20, H = 64;
+    coral::rng gen(3);
+    coral::replay::sequence_batch b;
+    b.layout.length = L;
+    b.layout.burn_in = 10;
+    b.layout.overlap = 10;
+    b.layout.obs_dim = 4;
+    b.layout.state_dim = 2 * H;
+    b.size = B;
+    for (std::size_t i = 0; i < B * (L + 1) * 4; ++i) b.observations.push_back(static_cast<float>(gen.normal()));
+    for (std::size_t i = 0; i < B * 2 * H; ++i) b.states.push_back(static_cast<float>(0.1 * gen.normal()));
+    for (std::size_t i = 0; i < B * L; ++i) {
+      b.rewards.push_back(1.0f);
+      b.actions.push_back(static_cast<std::int32_t>(gen.below(2)));
+      b.flags.push_back(coral::replay::slot_valid);
+    }
+    for (std::size_t i = 0; i < B; ++i) {
+      b.weights.push_back(static_cast<float>(0.5 + gen.uniform()));
+      b.flags[i * L + 7] |= coral::replay::slot_first;  // an episode start in each burn-in
+    }
+    coral::learners::r2d2_learner learner(spec, dqn, config, 1);
+    const double torch_s = seconds_per_call([&] { learner.update(b); });
+    fused::recurrent_q_network net(spec, B, L);
+    const auto w = learner.weights();
+    std::copy(w.begin(), w.end(), net.parameters().begin());
+    net.sync_target();
+    fused::adam optimiser(w.size(), dqn.adam_epsilon);
+    const double fused_s = seconds_per_call([&] { fused::r2d2_step(net, optimiser, b, dqn, config); });
+    std::printf("%-50s %12.1f %12.1f %7.1fx\n", "r2d2 cartpole: 32 x 20 slots, burn-in 10, LSTM 64", torch_s * 1e6,
+                fused_s * 1e6, torch_s / fused_s);
   }
   return 0;
 }

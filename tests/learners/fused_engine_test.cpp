@@ -1,10 +1,13 @@
 // The fused engine on its own (torch-free, so the sanitizer builds run it
 // too): its PPO gradients against finite differences of its own loss, the
 // orthogonal initialiser, gradient clipping, Adam's vectorised update
-// against its scalar formula, and its refusals. The torch
-// twin as the oracle is fused_oracle_test.cpp.
+// against its scalar formula, the sigmoid kernel against the exact one,
+// the LSTM trunk's gradients against finite differences, the Q-networks'
+// updates within their buffers, and the refusals. The torch twins as the oracle: fused_*oracle_test.cpp.
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -18,6 +21,11 @@
 #include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/fused/optim.hpp"
 #include "coral/learners/fused/ppo.hpp"
+#include "coral/learners/fused/lstm_trunk.hpp"
+#include "coral/learners/fused/q_network.hpp"
+#include "coral/learners/fused/r2d2.hpp"
+#include "coral/replay/sequence.hpp"
+#include "../support/float_ulps.hpp"
 
 namespace fused = coral::learners::fused;
 using coral::learners::network_spec;
@@ -215,4 +223,139 @@ TEST_CASE("square_sum gives the same bits however the floats are split into span
       CHECK(s.total() == want);
     }
   }
+}
+
+TEST_CASE("the fused LSTM trunk's gradients are the finite differences of a loss over its unroll, resets included",
+          "[learners][fused]") {
+  // 3 -> 6 -> LSTM 4, 2 rows of 5 steps, a reset at step 2 of row 1.
+  const std::size_t rows = 2, steps = 5, in = 3, H = 4;
+  fused::lstm_trunk trunk(in, {6}, H, 0, rows, steps);
+  coral::rng gen(31);
+  auto normals = [&](std::size_t n, double scale) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(scale * gen.normal());
+    return v;
+  };
+  auto params = normals(trunk.parameter_count(), 0.5);
+  const auto x = normals(steps * rows * in, 1.0), h0 = normals(rows * H, 0.5), c0 = normals(rows * H, 0.5);
+  const auto gh = normals(steps * rows * H, 1.0), gc = normals(steps * rows * H, 1.0);
+  std::vector<float> keep(steps * rows, 1.0f);
+  keep[2 * rows + 1] = 0.0f;
+  std::vector<float> hs(steps * rows * H), cs(steps * rows * H), grads(params.size());
+  // The loss Σ gh·h + Σ gc·c, in double.
+  auto loss = [&] {
+    trunk.forward(params.data(), x.data(), keep.data(), h0.data(), c0.data(), rows, steps, hs.data(), cs.data(), true);
+    double sum = 0;
+    for (std::size_t i = 0; i < hs.size(); ++i) sum += static_cast<double>(gh[i]) * hs[i] + static_cast<double>(gc[i]) * cs[i];
+    return sum;
+  };
+  loss();
+  trunk.backward(params.data(), grads.data(), gh.data(), gc.data());
+  double scale = 0;
+  for (const float g : grads) scale = std::max(scale, static_cast<double>(std::fabs(g)));
+  constexpr float h = 1e-2f;  // as the PPO check: truncation ~1e-4, rounding ~1e-5
+  for (std::size_t j = 0; j < params.size(); ++j) {
+    const float kept = params[j];
+    params[j] = kept + h;
+    const double up = loss();
+    params[j] = kept - h;
+    const double down = loss();
+    params[j] = kept;
+    const double numeric = (up - down) / (2.0 * h);
+    INFO("parameter " << j << ": analytic " << grads[j] << ", numeric " << numeric);
+    CHECK(std::fabs(numeric - grads[j]) <= 2e-2 * std::max(std::fabs(numeric), std::fabs(double{grads[j]})) + 1e-3 * scale);
+  }
+}
+
+TEST_CASE("the fused DQN and R2D2 updates run within their buffers and give finite losses and priorities",
+          "[learners][fused]") {
+  // The sanitizer builds' coverage of the Q-networks' indexing (their
+  // oracle tests need torch): full batches, the largest shapes made for.
+  coral::rng gen(41);
+  auto normals = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(gen.normal());
+    return v;
+  };
+  const std::vector<std::size_t> widths{4, 8, 8, 3};
+  fused::q_network q(widths, 5);
+  const auto w = fused::init_q_network(widths, 1);
+  std::copy(w.begin(), w.end(), q.parameters().begin());
+  q.sync_target();
+  const auto obs = normals(5 * 4), next = normals(5 * 4), returns = normals(5);
+  const std::vector<float> discounts(5, 0.9f), weights(5, 1.0f);
+  const std::vector<std::int32_t> actions{0, 1, 2, 1, 0};
+  std::vector<float> td(5);
+  fused::adam q_adam(w.size(), 1e-5);
+  const auto dqn_stats = fused::dqn_step(q, q_adam, {5, obs, next, actions, returns, discounts, weights},
+                                         coral::learners::dqn_config{}, td);
+  CHECK(std::isfinite(dqn_stats.td_loss));
+  CHECK(std::all_of(td.begin(), td.end(), [](float v) { return std::isfinite(v) && v >= 0; }));
+
+  auto spec = engine_spec(4, {3}, 0, {8});
+  spec.lstm = 6;
+  const std::size_t B = 3, L = 7;
+  fused::recurrent_q_network r(spec, B, L);
+  const auto rw = normals(r.parameters().size());
+  std::copy(rw.begin(), rw.end(), r.parameters().begin());
+  r.sync_target();
+  coral::replay::sequence_batch b;
+  b.layout.length = L;
+  b.layout.burn_in = 2;
+  b.layout.obs_dim = 4;
+  b.layout.state_dim = 12;
+  b.size = B;
+  b.observations = normals(B * (L + 1) * 4);
+  b.rewards = normals(B * L);
+  b.states = normals(B * 12);
+  b.weights.assign(B, 1.0f);
+  b.flags.assign(B * L, coral::replay::slot_valid);
+  b.flags[3] |= coral::replay::slot_first;
+  b.flags[L + 4] |= coral::replay::slot_terminated;
+  b.flags[2 * L - 1] = 0;  // padding
+  b.actions.assign(B * L, 2);
+  fused::adam r_adam(rw.size(), 1e-5);
+  const auto r2d2_stats = fused::r2d2_step(r, r_adam, b, coral::learners::dqn_config{}, coral::learners::r2d2_config{});
+  CHECK(std::isfinite(r2d2_stats.base.td_loss));
+  REQUIRE(b.priorities.size() == B);
+  CHECK(std::all_of(b.priorities.begin(), b.priorities.end(), [](float v) { return std::isfinite(v) && v >= 0; }));
+  b.size = B + 1;
+  REQUIRE_THROWS_MATCHES(r.loss_gradients(b, coral::learners::dqn_config{}, coral::learners::r2d2_config{}),
+                         coral::usage_error,
+                         Catch::Message(fmt::format(fmt::runtime(coral::learners::errors::fused_too_many_rows),
+                                                    (B + 1) * (L + 1), B * (L + 1))));
+}
+
+TEST_CASE("the fused sigmoid is within 2.5 ulp of the exact one, and the same bits with AVX2 and without",
+          "[learners][fused]") {
+  // Every 61st float bit pattern in [−87, 87] and its negative, and ±0.
+  std::vector<float> xs{0.0f, -0.0f};
+  for (std::uint32_t bits = 0; bits < std::bit_cast<std::uint32_t>(87.0f); bits += 61) {
+    xs.push_back(std::bit_cast<float>(bits));
+    xs.push_back(-std::bit_cast<float>(bits));
+  }
+  auto y = xs;
+  fused::sigmoid_in_place(y.data(), y.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double exact = 1.0 / (1.0 + std::exp(-static_cast<double>(xs[i])));
+    worst = std::max(worst, coral::test::float_ulps(y[i], exact));
+  }
+  CHECK(worst <= 2.5);  // 2.32 measured
+  // The dispatched kernel against its plain twin, at every length of the vector loop's tail.
+  for (std::size_t n = 0; n <= 37; ++n) {
+    std::vector<float> a(xs.begin() + 1000, xs.begin() + 1000 + static_cast<std::ptrdiff_t>(n)), b = a;
+    fused::sigmoid_in_place(a.data(), n);
+    fused::sigmoid_in_place_reference(b.data(), n);
+    CHECK(std::equal(a.begin(), a.end(), b.begin(), [](float p, float q) { return std::bit_cast<std::uint32_t>(p) == std::bit_cast<std::uint32_t>(q); }));
+  }
+  // Beyond ±87 it is 1, or the sigmoid of −87 (1.6e-38: 0 to within any
+  // sum it enters); NaN stays NaN.
+  float special[] = {std::numeric_limits<float>::infinity(), 100.0f, -std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::quiet_NaN()};
+  fused::sigmoid_in_place(special, 4);
+  CHECK(special[0] == 1.0f);
+  CHECK(special[1] == 1.0f);
+  CHECK(special[2] < 2e-38f);
+  CHECK(std::isnan(special[3]));
 }

@@ -20,18 +20,10 @@
 #include "gemm.hpp"
 
 namespace coral::learners::fused {
-namespace {
-
-float sigmoid(float v) noexcept { return 1.0f / (1.0f + std::exp(-v)); }
-
-}  // namespace
-
 lstm_trunk::lstm_trunk(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t width, std::size_t offset,
                        std::size_t max_rows, std::size_t max_steps)
-    : in_(in),
-      width_(width),
+    : width_(width),
       features_(hidden.empty() ? in : hidden.back()),
-      offset_(offset),
       max_rows_(max_rows),
       max_steps_(max_steps),
       encoded_(!hidden.empty()) {
@@ -49,6 +41,8 @@ lstm_trunk::lstm_trunk(std::size_t in, const std::vector<std::size_t>& hidden, s
   count_ = b_hh_ + g - offset;
   const std::size_t n = max_rows * max_steps;
   bias_.resize(g);
+  w_hh_t_.resize(width * g);
+  hh_.resize(max_rows * g);
   gates_.resize(n * g);
   h_in_.resize(n * width);
   c_in_.resize(n * width);
@@ -80,6 +74,13 @@ void lstm_trunk::forward(const float* params, const float* x, const float* keep,
   // The input's part of every step's gates, with both biases.
   for (std::size_t r = 0; r < n; ++r) std::copy_n(bias_.data(), g, gates_.data() + r * g);
   detail::gemm_nt(n, g, features_, features, params + w_ih_, gates_.data(), true);
+  // W_hh transposed once, [H][4H]: a step's product x·W is then OpenBLAS's
+  // faster case (32 x 256 x 64, one thread: 26 us as x·W into a fresh
+  // buffer, 46 us as x·Wᵀ added to the gates, measured on the loaded
+  // 2-core machine).
+  for (std::size_t j = 0; j < g; ++j) {
+    for (std::size_t k = 0; k < H; ++k) w_hh_t_[k * g + j] = params[w_hh_ + j * H + k];
+  }
   for (std::size_t t = 0; t < steps; ++t) {
     const float* h_prev = t == 0 ? h0 : hs + (t - 1) * rows * H;
     const float* c_prev = t == 0 ? c0 : cs + (t - 1) * rows * H;
@@ -93,18 +94,16 @@ void lstm_trunk::forward(const float* params, const float* x, const float* keep,
       }
     }
     float* a = gates_.data() + t * rows * g;
-    detail::gemm_nt(rows, g, H, hi, params + w_hh_, a, true);
+    detail::gemm_nn(rows, g, H, hi, w_hh_t_.data(), hh_.data());
+    for (std::size_t e = 0; e < rows * g; ++e) a[e] += hh_[e];
     float* tc = tanh_c_.data() + t * rows * H;
     float* c = cs + t * rows * H;
     float* h = hs + t * rows * H;
     for (std::size_t b = 0; b < rows; ++b) {
       float* row = a + b * g;
-      for (std::size_t j = 0; j < H; ++j) {
-        row[j] = sigmoid(row[j]);
-        row[H + j] = sigmoid(row[H + j]);
-        row[3 * H + j] = sigmoid(row[3 * H + j]);
-      }
-      tanh_forward(row + 2 * H, H);
+      sigmoid_in_place(row, 2 * H);  // i, f
+      tanh_forward(row + 2 * H, H);  // g
+      sigmoid_in_place(row + 3 * H, H);  // o
       for (std::size_t j = 0; j < H; ++j) c[b * H + j] = row[H + j] * ci[b * H + j] + row[j] * row[2 * H + j];
     }
     std::copy_n(c, rows * H, tc);

@@ -52,7 +52,7 @@ class lstm_trunk {
   void backward(const float* params, float* grads, const float* d_hs, const float* d_cs) noexcept;
 
  private:
-  std::size_t in_, width_, features_, offset_, count_, max_rows_, max_steps_;
+  std::size_t width_, features_, count_, max_rows_, max_steps_;
   std::size_t w_ih_, w_hh_, b_ih_, b_hh_;  // offsets into the flat buffer
   bool encoded_;                           // hidden layers present
   mlp encoder_;
@@ -60,6 +60,8 @@ class lstm_trunk {
   const float* x_ = nullptr;
   const float* keep_ = nullptr;
   std::vector<float> bias_;     // [4H]: bias_ih + bias_hh
+  std::vector<float> w_hh_t_;   // [H][4H]: weight_hh transposed, per forward()
+  std::vector<float> hh_;       // [rows][4H]: a step's h · W_hhᵀ
   std::vector<float> gates_;    // [steps × rows][4H]: activated gates (i, f, g, o)
   std::vector<float> h_in_;     // [steps × rows][H]: the state each step starts from
   std::vector<float> c_in_;
