@@ -28,6 +28,21 @@ void collect_constant(const envs::space& s, std::vector<float>& continuous) {
   }
 }
 
+/// Draws uniformly among the values of one component that `mask` (n bytes)
+/// marks legal. The env guarantees at least one (env_slice checks it).
+std::int32_t draw_legal(coral::rng& r, const std::uint8_t* mask, std::size_t n) {
+  std::uint64_t legal = 0;
+  for (std::size_t k = 0; k < n; ++k) legal += mask[k] != 0 ? 1 : 0;
+  if (legal == 0) return 0;  // only for rows the env does not act on (inactive)
+  std::uint64_t pick = r.below(legal);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (mask[k] == 0) continue;
+    if (pick == 0) return static_cast<std::int32_t>(k);
+    --pick;
+  }
+  return 0;
+}
+
 }  // namespace
 
 random_policy::random_policy(const envs::space& action_space, std::size_t rows, std::uint64_t seed,
@@ -35,7 +50,8 @@ random_policy::random_policy(const envs::space& action_space, std::size_t rows, 
     : action_space_(action_space),
       discrete_n_(action_space.kind() == envs::space_kind::discrete
                       ? static_cast<std::uint64_t>(action_space.nvec().front())
-                      : 0) {
+                      : 0),
+      counts_(envs::discrete_counts(action_space)) {
   rngs_.reserve(rows);
   // A stream apart from the envs' own (seed, index) streams.
   const std::uint64_t policy_seed = seed ^ 0x9e3779b97f4a7c15ULL;
@@ -50,6 +66,22 @@ random_policy::random_policy(const envs::space& action_space, std::size_t rows, 
 void random_policy::act(const policy_rows& rows) {
   auto& discrete = rows.batch.discrete_actions();
   auto& continuous = rows.batch.continuous_actions();
+  if (rows.batch.has_action_masks()) {
+    const auto& masks = rows.batch.action_masks();
+    for (const auto& range : rows.ranges) {
+      for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+        std::int32_t* action = discrete.row(r).data();
+        if (discrete_n_ == 0) envs::sample_action(action_space_, rngs_[r], discrete.row(r), continuous.row(r));
+        const std::uint8_t* mask = masks.row(r).data();
+        for (std::size_t c = 0; c < counts_.size(); ++c) {
+          const auto n = static_cast<std::size_t>(counts_[c]);
+          action[c] = draw_legal(rngs_[r], mask, n);
+          mask += n;
+        }
+      }
+    }
+    return;
+  }
   if (discrete_n_ > 0) {
     // One Discrete(n): the same draw sample_action makes, without walking the space.
     for (const auto& range : rows.ranges) {
@@ -67,7 +99,7 @@ void random_policy::act(const policy_rows& rows) {
 }
 
 constant_policy::constant_policy(const envs::space& action_space)
-    : discrete_(action_space.discrete_size(), 0) {
+    : discrete_(action_space.discrete_size(), 0), counts_(envs::discrete_counts(action_space)) {
   collect_constant(action_space, continuous_);
 }
 
@@ -78,6 +110,14 @@ void constant_policy::act(const policy_rows& rows) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       std::copy(discrete_.begin(), discrete_.end(), discrete.row(r).begin());
       std::copy(continuous_.begin(), continuous_.end(), continuous.row(r).begin());
+      if (!rows.batch.has_action_masks()) continue;
+      const std::uint8_t* mask = rows.batch.action_masks().row(r).data();
+      for (std::size_t c = 0; c < counts_.size(); ++c) {
+        const auto n = static_cast<std::size_t>(counts_[c]);
+        const auto* legal = std::find_if(mask, mask + n, [](std::uint8_t m) { return m != 0; });
+        discrete.row(r)[c] = legal == mask + n ? 0 : static_cast<std::int32_t>(legal - mask);
+        mask += n;
+      }
     }
   }
 }

@@ -2,6 +2,8 @@
 
 #include "coral/envs/bandit.hpp"
 #include "coral/envs/cartpole.hpp"
+#include "coral/envs/connect4.hpp"
+#include "coral/envs/cover.hpp"
 #include "coral/envs/delay.hpp"
 #include "coral/envs/faulty.hpp"
 #include "coral/envs/memory.hpp"
@@ -20,12 +22,14 @@
 #endif
 #include "coral/envs/noop.hpp"
 #include "coral/envs/password.hpp"
+#include "coral/envs/population.hpp"
 #include "coral/envs/race.hpp"
 #include "coral/envs/registry.hpp"
 #include "coral/envs/repeat_first.hpp"
 #include "coral/envs/repeat_previous.hpp"
 #include "coral/envs/squared.hpp"
 #include "coral/envs/stochastic.hpp"
+#include "coral/envs/tictactoe.hpp"
 
 namespace coral::envs {
 namespace {
@@ -52,6 +56,10 @@ void register_builtin_envs(registry& r) {
   r.add(spec_of<password>());
   r.add(spec_of<squared>());
   r.add(spec_of<race>());
+  r.add(spec_of<population>());
+  r.add(spec_of<cover>());
+  r.add(spec_of<tictactoe>());
+  r.add(spec_of<connect4>());
   r.add(spec_of<noop>());
   r.add(spec_of<delay>());
   r.add(spec_of<faulty>());

@@ -1,16 +1,20 @@
 #include "coral/envs/env_batch.hpp"
 
+#include <algorithm>
+
 namespace coral::envs {
 
 env_batch::env_batch(std::size_t rows, const space& observation_space, const space& action_space)
-    : env_batch(rows, observation_space.flat_size(), action_space.discrete_size(), action_space.continuous_size()) {}
+    : env_batch(rows, observation_space.flat_size(), action_space.discrete_size(), action_space.continuous_size(),
+                action_mask_size(action_space)) {}
 
 env_batch::env_batch(std::size_t rows, std::size_t obs_dim, std::size_t discrete_action_dim,
-                     std::size_t continuous_action_dim)
+                     std::size_t continuous_action_dim, std::size_t mask_dim)
     : rows_(rows),
       obs_dim_(obs_dim),
       discrete_dim_(discrete_action_dim),
       continuous_dim_(continuous_action_dim),
+      mask_dim_(mask_dim),
       observations_(rows, obs_dim),
       final_observations_(rows, obs_dim),
       discrete_actions_(rows, discrete_action_dim),
@@ -19,10 +23,14 @@ env_batch::env_batch(std::size_t rows, std::size_t obs_dim, std::size_t discrete
       terminated_(rows, 1),
       truncated_(rows, 1),
       active_(rows, 1),
+      action_masks_(rows, mask_dim),
+      teams_(rows, 1),
       episode_returns_(rows, 1),
       episode_lengths_(rows, 1),
       failed_(rows, 1),
-      commands_(rows, 1) {}
+      commands_(rows, 1) {
+  std::fill_n(action_masks_.data(), rows * mask_dim, std::uint8_t{1});
+}
 
 env_rows env_batch::view(std::size_t first, std::size_t count) noexcept {
   env_rows::parts p;
@@ -37,6 +45,8 @@ env_rows env_batch::view(std::size_t first, std::size_t count) noexcept {
   p.terminated = terminated_.data() + first;
   p.truncated = truncated_.data() + first;
   p.active = active_.data() + first;
+  p.action_masks = action_masks_.data() + first * mask_dim_;
+  p.mask_dim = mask_dim_;
   return env_rows(p);
 }
 

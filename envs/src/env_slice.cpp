@@ -66,6 +66,23 @@ env_slice::env_slice(env_batch& batch, std::size_t first_row, std::vector<std::u
     const std::size_t agents = e.max_agents();
     if (agents == 0) mismatch(i, "max_agents() is 0");
     if (row + agents > batch.rows()) mismatch(i, "its rows run past the end of the batch");
+    if (const std::size_t declared = e.action_mask_size(); declared != 0) {
+      const std::size_t needed = action_mask_size(e.action_space());
+      if (declared != needed || needed != batch.action_mask_dim()) {
+        throw usage_error(fmt::format(fmt::runtime(errors::mask_width), fmt::format("#{}", i), declared,
+                                      e.action_space().to_string(), needed));
+      }
+      batch.declare_action_masks();
+      masked_ = true;
+    }
+    const std::size_t teams = e.team_count();
+    for (std::size_t slot = 0; slot < agents; ++slot) {
+      const std::size_t team = e.team_of(slot);
+      if (team >= teams) {
+        throw usage_error(fmt::format(fmt::runtime(errors::team_out_of_range), fmt::format("#{}", i), slot, team, teams));
+      }
+      batch.teams()[row + slot] = static_cast<std::int32_t>(team);
+    }
     row_offsets_.push_back(row);
     views_.push_back(batch.view(row, agents));
     row += agents;
@@ -73,15 +90,34 @@ env_slice::env_slice(env_batch& batch, std::size_t first_row, std::vector<std::u
   }
   row_count_ = row - first_row;
   was_active_.resize(widest);
+  if (masked_) mask_counts_ = discrete_counts(envs_.front()->action_space());
+}
+
+void env_slice::check_masks(std::size_t i, const env_rows& rows) const {
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    // A row that ended is acted for next in a new episode, whose reset
+    // writes its mask; only rows that play on must have a legal action now.
+    if (rows.active(r) == 0 || (rows.terminated(r) | rows.truncated(r)) != 0) continue;
+    const std::uint8_t* mask = rows.action_mask(r).data();
+    for (std::size_t c = 0; c < mask_counts_.size(); ++c) {
+      const auto n = static_cast<std::size_t>(mask_counts_[c]);
+      std::uint8_t any = 0;
+      for (std::size_t k = 0; k < n; ++k) any |= mask[k];
+      if (any == 0) throw env_failed(i, fmt::format(fmt::runtime(errors::all_actions_masked), r, c));
+      mask += n;
+    }
+  }
 }
 
 void env_slice::reset_env(std::size_t i, const env_rows& rows) {
   std::fill_n(&rows.active(0), rows.size(), std::uint8_t{1});
+  if (masked_) std::fill_n(rows.action_mask(0).data(), rows.size() * rows.action_mask(0).size(), std::uint8_t{1});
   try {
     envs_[i]->reset(rows);
   } catch (const std::exception& e) {
     throw env_failed(i, fmt::format(fmt::runtime(errors::reset_failed), e.what()));
   }
+  if (masked_) check_masks(i, rows);
   if (!check_finite_) return;
   // A first observation is checked like any other: a NaN from reset() would
   // otherwise reach the policy unseen.
@@ -98,12 +134,14 @@ void env_slice::check_values(std::size_t i, const env_rows& rows) const {
   // exits. Only otherwise is the culprit looked for and named.
   bool finite = true;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    finite &= was_active_[r] == 0 || std::isfinite(rows.reward(r));
+    const bool counts = was_active_[r] != 0 || (rows.terminated(r) | rows.truncated(r)) != 0;
+    finite &= !counts || std::isfinite(rows.reward(r));
     finite &= rows.active(r) == 0 || all_finite(rows.observation(r));
   }
   if (finite) return;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    if (was_active_[r] != 0 && !std::isfinite(rows.reward(r))) {
+    const bool counts = was_active_[r] != 0 || (rows.terminated(r) | rows.truncated(r)) != 0;
+    if (counts && !std::isfinite(rows.reward(r))) {
       throw env_failed(i, fmt::format(fmt::runtime(errors::non_finite_reward), rows.reward(r)));
     }
     if (rows.active(r) == 0) continue;
@@ -163,6 +201,13 @@ void env_slice::step_from(std::size_t first_env) {
         lengths[first + r] = 0;
       }
       was_active_[r] = rows.active(r);
+      // An inactive row ends on this step only if the env says so now (a
+      // waiting agent, see env.hpp): what a past step left is cleared first.
+      if (was_active_[r] == 0 && (rows.terminated(r) | rows.truncated(r)) != 0) {
+        rows.reward(r) = 0.0F;
+        rows.terminated(r) = 0;
+        rows.truncated(r) = 0;
+      }
       // Only after a failure is there anything to clear: an unconditional
       // store would make the column's cache line, shared by the groups on
       // other threads, bounce on every step.
@@ -176,18 +221,18 @@ void env_slice::step_from(std::size_t first_env) {
       throw env_failed(i, e.what());
     }
     if (check_finite_) check_values(i, rows);
+    if (masked_) check_masks(i, rows);
 
     bool live = false;
     for (std::size_t r = 0; r < n; ++r) {
-      if (was_active_[r] == 0) {
+      const bool ended = (rows.terminated(r) | rows.truncated(r)) != 0;
+      if (was_active_[r] == 0 && !ended) {
         rows.reward(r) = 0.0F;
-        rows.terminated(r) = 0;
-        rows.truncated(r) = 0;
         live = live || rows.active(r) != 0;
         continue;
       }
       returns[first + r] += rows.reward(r);
-      lengths[first + r] += 1;
+      lengths[first + r] += was_active_[r];
       if ((rows.terminated(r) | rows.truncated(r)) != 0) {
         std::memcpy(batch_->final_observations().row(first + r).data(), rows.observation(r).data(),
                     obs_dim * sizeof(float));

@@ -358,6 +358,35 @@ bool contains_action(const space& s, std::span<const std::int32_t> discrete, std
   return contains_action_from(s, ints, floats);
 }
 
+namespace {
+void collect_counts(const space& s, std::vector<std::int32_t>& counts) {
+  switch (s.kind()) {
+    case space_kind::box:
+      return;
+    case space_kind::discrete:
+    case space_kind::multi_discrete:
+      counts.insert(counts.end(), s.nvec().begin(), s.nvec().end());
+      return;
+    case space_kind::dict:
+    case space_kind::tuple:
+      for (const auto& c : s.children()) collect_counts(c, counts);
+      return;
+  }
+}
+}  // namespace
+
+std::vector<std::int32_t> discrete_counts(const space& s) {
+  std::vector<std::int32_t> counts;
+  collect_counts(s, counts);
+  return counts;
+}
+
+std::size_t action_mask_size(const space& s) {
+  std::size_t total = 0;
+  for (const auto n : discrete_counts(s)) total += static_cast<std::size_t>(n);
+  return total;
+}
+
 void sample_action(const space& s, rng& r, std::span<std::int32_t> discrete, std::span<float> continuous) {
   check_width("sample_action (discrete part)", s.discrete_size(), discrete.size());
   check_width("sample_action (continuous part)", s.continuous_size(), continuous.size());

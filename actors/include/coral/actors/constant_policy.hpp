@@ -12,7 +12,9 @@
 namespace coral::actors {
 
 /// The same action for every row: every discrete component 0, every Box
-/// element the point of its bounds nearest 0.
+/// element the point of its bounds nearest 0. With action masks
+/// (env_batch::has_action_masks()) each discrete component is instead its
+/// lowest legal value.
 class constant_policy final : public policy {
  public:
   explicit constant_policy(const envs::space& action_space);
@@ -23,6 +25,7 @@ class constant_policy final : public policy {
 
  private:
   std::vector<std::int32_t> discrete_;
+  std::vector<std::int32_t> counts_;  ///< envs::discrete_counts() of the action space
   std::vector<float> continuous_;
 };
 

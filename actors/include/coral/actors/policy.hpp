@@ -10,7 +10,10 @@
 /// mode the groups in a batch are whichever finished first. A network policy
 /// gathers them into its own input tensor; the torch-free ones work in place.
 
+#include <cstddef>
+#include <cstdint>
 #include <span>
+#include <utility>
 
 #include "coral/actors/messages.hpp"
 #include "coral/envs/env_batch.hpp"
@@ -19,11 +22,28 @@ namespace coral::actors {
 
 /// What a policy is handed: the batch, the rows to act on, and optional
 /// per-row outputs (indexed by batch row) for learners that need them.
+///
+/// Besides observations, a row carries what the env says about the action
+/// to take (envs/env.hpp): `active` (an inactive row's action is ignored),
+/// its action mask (one byte per value of each discrete component, 1 =
+/// legal; all 1 unless masked()) and its slot's team id. A policy that
+/// ignores masks still works: the env handles the illegal actions it gets.
 struct policy_rows {
   envs::env_batch& batch;
   std::span<const row_range> ranges;
   std::span<float> log_probs;  ///< empty, or one per batch row
   std::span<float> values;     ///< empty, or one per batch row
+
+  /// True when the env masks actions (a mask row may hold a 0).
+  [[nodiscard]] bool masked() const noexcept { return batch.has_action_masks(); }
+  /// The action mask of batch row `row`, width batch.action_mask_dim().
+  [[nodiscard]] std::span<const std::uint8_t> action_mask(std::size_t row) const noexcept {
+    return std::as_const(batch).action_masks().row(row);
+  }
+  /// 1 if batch row `row` holds an agent in play.
+  [[nodiscard]] bool active(std::size_t row) const noexcept { return std::as_const(batch).active()[row] != 0; }
+  /// The team id of batch row `row`'s slot.
+  [[nodiscard]] std::int32_t team(std::size_t row) const noexcept { return std::as_const(batch).teams()[row]; }
 };
 
 /// Chooses actions. Called by one batcher at a time, on its executor (by

@@ -20,7 +20,8 @@
 ///   state of the MDP) and `truncated` (it was cut short, e.g. by a time
 ///   limit). Both may be set. For multi-agent envs it also updates
 ///   `active(i)` for the next step. Rows that were inactive are cleared by
-///   the caller after step() (reward 0, flags 0) whatever the env wrote.
+///   the caller after step() (reward 0, flags 0) unless the env ended them
+///   (a waiting agent, below).
 ///
 /// An env never resets itself inside step(): auto-reset (see env_slice) is
 /// done by the caller, which keeps the final observation available.
@@ -35,6 +36,52 @@
 /// inactive; if it stays active, its next step starts a new episode for that
 /// slot (a respawn). The env's episode is over when, after a step, no row is
 /// both active and not ended.
+///
+/// A waiting agent (turn-based games): a row that was inactive for a step
+/// because its agent waits for its turn may still end on that step: if the
+/// env sets its `terminated` or `truncated`, the caller keeps that row's
+/// reward and flags (instead of clearing them) and counts the reward in the
+/// slot's episode return, not a step in its length. This is how the player
+/// who did not move learns the outcome of a game the other one ended: the
+/// outcome belongs to that slot's last acted step. Inactive rows that do not
+/// end are cleared as above. (Rows inactive before a step have their reward
+/// and flags cleared by the caller before step(), so a stale flag never
+/// counts as a new ending.)
+///
+/// ## Action masks
+///
+/// An env whose action space has Discrete or MultiDiscrete leaves may
+/// declare which of their values are legal, per row and step, by returning
+/// action_mask_size(action_space()) from action_mask_size() (0, the default,
+/// means "no mask": every value is legal). The mask row of a slot is one byte
+/// per value of every int32 component of the action row, in leaf order:
+/// Discrete(n) takes n bytes (byte k for action k), MultiDiscrete(nvec) takes
+/// nvec[0] + nvec[1] + ... bytes, component after component; Box leaves take
+/// none. 1 = legal, 0 = illegal. This is a factored mask (each component is
+/// masked on its own, as each gets its own head), not a mask over the
+/// product of the components, which would grow multiplicatively.
+///
+/// The caller fills every mask row with 1 before reset(); the env writes the
+/// mask of every row that is active after reset() and after step() (for the
+/// action it takes next), and may leave other rows alone. An active row
+/// whose mask leaves some component without a legal value is a fault of the
+/// env, reported like a non-finite observation (errors::all_actions_masked,
+/// naming the row). A policy that ignores masks still works: the env then
+/// sees illegal actions and handles them as its documentation says.
+///
+/// Gymnasium puts the mask in the observation, under an `action_mask` key
+/// of a Dict space; Python envs written that way are mapped onto this
+/// column (python/), and a C++ env may do both.
+///
+/// ## Teams
+///
+/// Slots may belong to teams: team_count() teams, numbered from 0, and slot
+/// i belongs to team_of(i) for the life of the env (a single-agent env has
+/// one team, 0). The batch carries a row's team id in its `teams` column,
+/// written once when the env is bound to its rows; a team id outside
+/// [0, team_count()) is refused there (errors::team_out_of_range). Which
+/// team a learner trains and which play as frozen opponents is the policy's
+/// business, not the env's.
 ///
 /// ## Randomness
 ///
@@ -77,6 +124,8 @@ class env_rows {
     std::uint8_t* terminated = nullptr;
     std::uint8_t* truncated = nullptr;
     std::uint8_t* active = nullptr;
+    std::uint8_t* action_masks = nullptr;  ///< row-major, stride mask_dim
+    std::size_t mask_dim = 0;
   };
 
   /// A view over the given parts.
@@ -108,6 +157,12 @@ class env_rows {
   [[nodiscard]] std::uint8_t& truncated(std::size_t i = 0) const noexcept { return p_.truncated[i]; }
   /// 1 if agent slot i is in play (its observation is valid, its next action is used).
   [[nodiscard]] std::uint8_t& active(std::size_t i = 0) const noexcept { return p_.active[i]; }
+  /// Agent slot i's action-mask row (1 = legal), width action_mask_size()
+  /// of the action space; see the file comment. Empty for a space without
+  /// discrete leaves.
+  [[nodiscard]] std::span<std::uint8_t> action_mask(std::size_t i = 0) const noexcept {
+    return {p_.action_masks + i * p_.mask_dim, p_.mask_dim};
+  }
 
  private:
   parts p_;
@@ -135,6 +190,17 @@ class env {
 
   /// Number of rows (agent slots) this env owns; fixed for its life.
   [[nodiscard]] virtual std::size_t max_agents() const noexcept { return 1; }
+
+  /// 0 if the env does not mask actions; otherwise action_mask_size(action_space()),
+  /// and the env writes the mask rows (see the file comment). Any other
+  /// value is refused when the env is bound to its rows (errors::mask_width).
+  [[nodiscard]] virtual std::size_t action_mask_size() const noexcept { return 0; }
+
+  /// Number of teams the slots belong to (see the file comment); at least 1.
+  [[nodiscard]] virtual std::size_t team_count() const noexcept { return 1; }
+
+  /// The team of agent slot `slot` (< max_agents()), in [0, team_count()).
+  [[nodiscard]] virtual std::size_t team_of(std::size_t /*slot*/) const noexcept { return 0; }
 
   /// The best expected return per episode (per agent), if known.
   [[nodiscard]] virtual std::optional<double> optimal_return() const noexcept { return std::nullopt; }

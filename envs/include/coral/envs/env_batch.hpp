@@ -18,6 +18,8 @@
 /// | terminated           | uint8   | 1                            | env        |
 /// | truncated            | uint8   | 1                            | env        |
 /// | active               | uint8   | 1                            | env        |
+/// | action_masks         | uint8   | mask_dim (action_mask_size)  | env (1s if it does not mask) |
+/// | teams                | int32   | 1                            | env_slice, once (env::team_of) |
 /// | final_observations   | float   | obs_dim                      | env_slice  |
 /// | episode_returns      | float   | 1                            | env_slice  |
 /// | episode_lengths      | int32   | 1                            | env_slice  |
@@ -61,9 +63,10 @@ class env_batch {
   /// A batch of `rows` rows for envs with these spaces.
   env_batch(std::size_t rows, const space& observation_space, const space& action_space);
 
-  /// A batch of `rows` rows with explicit widths.
+  /// A batch of `rows` rows with explicit widths (`mask_dim`: the width of
+  /// an action-mask row, envs::action_mask_size() of the action space).
   env_batch(std::size_t rows, std::size_t obs_dim, std::size_t discrete_action_dim,
-            std::size_t continuous_action_dim);
+            std::size_t continuous_action_dim, std::size_t mask_dim = 0);
 
   /// Number of rows.
   [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
@@ -73,6 +76,14 @@ class env_batch {
   [[nodiscard]] std::size_t discrete_action_dim() const noexcept { return discrete_dim_; }
   /// Width of the float part of an action row.
   [[nodiscard]] std::size_t continuous_action_dim() const noexcept { return continuous_dim_; }
+  /// Width of an action-mask row (bytes); see env.hpp, "Action masks".
+  [[nodiscard]] std::size_t action_mask_dim() const noexcept { return mask_dim_; }
+  /// True once an env bound to this batch declared an action mask
+  /// (env::action_mask_size() != 0): only then can a mask row hold a 0.
+  /// Set when the envs are bound (env_slice's constructor), before any step.
+  [[nodiscard]] bool has_action_masks() const noexcept { return has_masks_; }
+  /// Marks the batch as masked; called by env_slice.
+  void declare_action_masks() noexcept { has_masks_ = true; }
 
   /// Observations, rows × obs_dim.
   [[nodiscard]] slab<float>& observations() noexcept { return observations_; }
@@ -107,6 +118,16 @@ class env_batch {
   [[nodiscard]] std::span<std::uint8_t> active() noexcept { return active_.block(0, rows()); }
   /// Active mask (0 or 1), one per row.
   [[nodiscard]] std::span<const std::uint8_t> active() const noexcept { return active_.block(0, rows()); }
+  /// Action masks, rows × action_mask_dim(): 1 = legal. All 1 for envs that
+  /// do not mask. Read by policies for the rows they act on.
+  [[nodiscard]] slab<std::uint8_t>& action_masks() noexcept { return action_masks_; }
+  /// Action masks, rows × action_mask_dim().
+  [[nodiscard]] const slab<std::uint8_t>& action_masks() const noexcept { return action_masks_; }
+  /// Team id of each row's slot (env::team_of), written when the envs are
+  /// bound and constant after; 0 for single-agent envs.
+  [[nodiscard]] std::span<std::int32_t> teams() noexcept { return teams_.block(0, rows()); }
+  /// See teams().
+  [[nodiscard]] std::span<const std::int32_t> teams() const noexcept { return teams_.block(0, rows()); }
   /// Episode returns (running, then final on the step that ends an episode).
   [[nodiscard]] std::span<float> episode_returns() noexcept { return episode_returns_.block(0, rows()); }
   /// Episode returns (running, then final on the step that ends an episode).
@@ -143,6 +164,8 @@ class env_batch {
   std::size_t obs_dim_;
   std::size_t discrete_dim_;
   std::size_t continuous_dim_;
+  std::size_t mask_dim_;
+  bool has_masks_ = false;
   slab<float> observations_;
   slab<float> final_observations_;
   slab<std::int32_t> discrete_actions_;
@@ -151,6 +174,8 @@ class env_batch {
   slab<std::uint8_t> terminated_;
   slab<std::uint8_t> truncated_;
   slab<std::uint8_t> active_;
+  slab<std::uint8_t> action_masks_;
+  slab<std::int32_t> teams_;
   slab<float> episode_returns_;
   slab<std::int32_t> episode_lengths_;
   slab<std::uint8_t> failed_;

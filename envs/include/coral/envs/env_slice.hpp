@@ -15,10 +15,18 @@
 ///     still set), the running episode_return and episode_length restart at 0.
 ///     The mask `was_active` is taken from `active` as the policy saw it.
 ///  2. env::step(R) applies the actions in R's action rows.
-///  3. For each row with was_active = 0: reward, terminated and truncated are
-///     set to 0. For each row with was_active = 1: episode_return += reward,
+///  3. For each row with was_active = 0 that the env did not end: reward,
+///     terminated and truncated are 0 (a row with was_active = 0 gets its
+///     reward and flags cleared before 2., so only what the env writes now
+///     counts). A row with was_active = 0 that the env ended (a waiting
+///     agent, see env.hpp) keeps them: episode_return += reward, its
+///     length unchanged, its observation copied to final_observations. For
+///     each row with was_active = 1: episode_return += reward,
 ///     episode_length += 1; if it ended (terminated or truncated), its
-///     observation row is copied to final_observations.
+///     observation row is copied to final_observations. If the env masks
+///     actions, every row now active and not ended must leave each action
+///     component a legal value (errors::all_actions_masked, a failure of the
+///     env as below); reset() is checked the same way for its active rows.
 ///  4. If no row of e is both active (as the env now says) and not ended, the
 ///     env's episode is over and env::reset(R) runs at once (rows set active
 ///     first): the observation rows then hold the first observation of the
@@ -100,8 +108,12 @@ class env_slice {
   /// Binds `envs` to consecutive rows of `batch` starting at `first_row`: env
   /// i owns max_agents() rows after those of env i-1. Throws usage_error
   /// (errors::batch_mismatch) if an env's flat spaces do not have the
-  /// batch's widths or the rows run past the end of the batch. The batch must
-  /// outlive the slice.
+  /// batch's widths or the rows run past the end of the batch,
+  /// (errors::mask_width) if an env declares a mask of another width than
+  /// its action space's, (errors::team_out_of_range) if a slot's team id is
+  /// not below team_count(). Writes each row's team id into the batch's
+  /// teams column and, for an env that masks, declares the batch masked.
+  /// The batch must outlive the slice.
   env_slice(env_batch& batch, std::size_t first_row, std::vector<std::unique_ptr<env>> envs);
 
   /// Turns the non-finite checks of step_from() on (the default) or off.
@@ -148,6 +160,7 @@ class env_slice {
   void reset_env(std::size_t i, const env_rows& rows);
   void check_values(std::size_t i, const env_rows& rows) const;
   void clear_rows(std::size_t i);
+  void check_masks(std::size_t i, const env_rows& rows) const;
 
   env_batch* batch_;
   std::size_t first_row_;
@@ -156,6 +169,8 @@ class env_slice {
   std::vector<std::size_t> row_offsets_;
   std::vector<env_rows> views_;
   std::vector<std::uint8_t> was_active_;  // scratch, one per row of the widest env
+  std::vector<std::int32_t> mask_counts_;  // discrete_counts() of the action space, when masked
+  bool masked_ = false;
   bool check_finite_ = true;
   bool next_step_autoreset_ = false;
   bool autoreset_ = true;

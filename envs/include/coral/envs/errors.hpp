@@ -42,6 +42,14 @@ inline constexpr std::string_view non_finite_reward = "returned a non-finite rew
 /// An env wrote a non-finite observation: element index, value.
 inline constexpr std::string_view non_finite_observation = "wrote a non-finite observation (element {} = {})";
 
+/// An env whose declared action-mask width does not fit its action space: env, declared width, action space, the width it needs.
+inline constexpr std::string_view mask_width =
+    "env '{}' declares an action mask of {} bytes; its action space {} needs {} (one byte per discrete value)";
+/// An env whose slot belongs to a team outside [0, team_count()): env, slot, team id, team count.
+inline constexpr std::string_view team_out_of_range = "env '{}': slot {} has team id {}; the env has {} teams (ids from 0)";
+/// An active row whose mask leaves an action component without a legal value: row, component.
+inline constexpr std::string_view all_actions_masked = "masks every action of active row {} (action component {})";
+
 /// A MuJoCo model file (the `model` key) that is missing, not a regular
 /// file, unreadable or too large: env, file, why (a coral/core/input_file.hpp problem).
 inline constexpr std::string_view mujoco_model_unreadable = "env '{}': config key 'model': cannot read '{}': {}";

@@ -147,6 +147,16 @@ void flatten_action(const space& s, const space_value& v, std::span<std::int32_t
 [[nodiscard]] bool contains_action(const space& s, std::span<const std::int32_t> discrete,
                                    std::span<const float> continuous);
 
+/// The number of values of each int32 component of a flat action row, in
+/// leaf order (a Discrete(n) leaf gives n, a MultiDiscrete leaf its nvec).
+/// One entry per element of the discrete part: size discrete_size().
+[[nodiscard]] std::vector<std::int32_t> discrete_counts(const space& s);
+
+/// Width in bytes of an action-mask row for action space `s`: one byte per
+/// value of every int32 component (the sum of discrete_counts(s)); 0 for a
+/// space without Discrete or MultiDiscrete leaves. See env.hpp, "Action masks".
+[[nodiscard]] std::size_t action_mask_size(const space& s);
+
 /// Draws a uniform random action into a flat action row: discrete components
 /// uniform over their values, Box elements uniform over [low, high] with
 /// infinite bounds replaced by ±1 (so an unbounded Box samples in [-1, 1]).

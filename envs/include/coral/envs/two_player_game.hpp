@@ -1,0 +1,111 @@
+#pragma once
+/// \file
+/// `two_player_game`: the base of turn-based two-player board games
+/// (tictactoe.hpp, connect4.hpp). It owns the turn order, the two modes, the
+/// rewards and the masks; a game supplies its rules.
+///
+/// ## Modes (env arg `opponent`)
+///
+/// - `opponent=none` (the default): two agent slots, one per player. Slot 0
+///   moves first, slot 1 second; slot i belongs to team i (team_count() 2).
+///   On each step only the player to move is active. When a move ends the
+///   game, both rows end on that step: the mover's row (active) and the
+///   other player's (waiting, see env.hpp) get their reward and
+///   `terminated`.
+/// - `opponent=random` or the game's reference opponent: one agent slot,
+///   one team; the opponent plays the other side inside the env, replying
+///   within the same step, so the one row is active on every step. The
+///   agent's side is set by `side` (`first`, `second`, or `random`: drawn
+///   each episode from the env's rng).
+///
+/// Rewards, at the end of the game only: +1 for the winner, −1 for the
+/// loser, 0 for both on a draw. An illegal action (a value the mask marks
+/// illegal, e.g. from a policy that ignores masks) loses the game for the
+/// player who took it: −1 for it, +1 for the other player.
+///
+/// Observations are from the point of view of the row's player: +1 for its
+/// own pieces, −1 for the other player's, 0 for empty cells. The action
+/// mask (Discrete(n): n bytes) marks the legal moves.
+///
+/// Thread safety: as for every env.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "coral/core/rng.hpp"
+#include "coral/envs/config.hpp"
+#include "coral/envs/env.hpp"
+
+namespace coral::envs {
+
+/// How a move left the game.
+enum class game_outcome : std::uint8_t {
+  running,  ///< the game goes on
+  win,      ///< the mover won
+  draw,     ///< no legal move is left and nobody won
+};
+
+/// A turn-based two-player game as an env; see the file comment.
+class two_player_game : public env {
+ public:
+  void reset(const env_rows& rows) override;
+  void step(const env_rows& rows) override;
+  [[nodiscard]] const space& observation_space() const noexcept override { return observation_space_; }
+  [[nodiscard]] const space& action_space() const noexcept override { return action_space_; }
+  [[nodiscard]] std::size_t max_agents() const noexcept override { return opponent_ == opponent_kind::none ? 2 : 1; }
+  [[nodiscard]] std::size_t action_mask_size() const noexcept override {
+    return static_cast<std::size_t>(action_space_.n());
+  }
+  [[nodiscard]] std::size_t team_count() const noexcept override { return max_agents(); }
+  [[nodiscard]] std::size_t team_of(std::size_t slot) const noexcept override { return slot; }
+
+  /// The player to move next: 0 (first) or 1 (second).
+  [[nodiscard]] int to_move() const noexcept { return to_move_; }
+  /// In opponent mode, the player the agent plays this episode (0 or 1).
+  [[nodiscard]] int agent_player() const noexcept { return agent_player_; }
+
+ protected:
+  /// The common config keys: opponent (`reference` is the game's reference
+  /// opponent's name) and side.
+  [[nodiscard]] static std::vector<config_key> common_keys(std::string_view reference, std::string_view reference_what);
+
+  /// Reads `opponent` and `side`; rejects (config_error naming the key) any
+  /// other value than the documented ones.
+  two_player_game(const env_config& config, env_seed seed, std::string_view reference, space observation_space,
+                  std::int32_t actions);
+
+  /// Empties the board.
+  virtual void clear_board() = 0;
+  /// True if `action` is a legal move now.
+  [[nodiscard]] virtual bool legal(std::int32_t action) const = 0;
+  /// Plays legal `action` for `player` and says how it left the game.
+  virtual game_outcome play(std::int32_t action, int player) = 0;
+  /// The reference opponent's move for `player` (a legal one).
+  [[nodiscard]] virtual std::int32_t reference_move(int player, rng& r) = 0;
+  /// Writes the board from `player`'s point of view.
+  virtual void write_observation(std::span<float> obs, int player) const = 0;
+
+ private:
+  enum class opponent_kind : std::uint8_t { none, random, reference };
+  enum class side_kind : std::uint8_t { first, second, random };
+
+  /// The row that plays `player`.
+  [[nodiscard]] std::size_t row_of(int player) const noexcept { return opponent_ == opponent_kind::none ? player : 0; }
+  void write_rows(const env_rows& rows) const;
+  void write_mask(std::span<std::uint8_t> mask) const;
+  std::int32_t opponent_move();
+  /// Ends the game: `winner` is 0, 1 or -1 for a draw.
+  void finish(const env_rows& rows, int winner);
+
+  space observation_space_;
+  space action_space_;
+  rng rng_;
+  opponent_kind opponent_ = opponent_kind::none;
+  side_kind side_ = side_kind::first;
+  int to_move_ = 0;
+  int agent_player_ = 0;
+};
+
+}  // namespace coral::envs

@@ -1,0 +1,183 @@
+#include "coral/envs/tictactoe.hpp"
+#include "coral/envs/connect4.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using namespace coral::envs;
+using coral::envs::testing::harness;
+
+namespace {
+
+// Plays `moves` alternately in a two-agent game (slot 0 first); returns after the last.
+void play(harness& h, const std::vector<std::int32_t>& moves) {
+  for (const auto m : moves) {
+    const std::size_t mover = h.batch.active()[0] != 0 ? 0 : 1;
+    REQUIRE(h.batch.active()[1 - mover] == 0);
+    h.batch.discrete_actions()(mover, 0) = m;
+    h.slice.step_all();
+  }
+}
+
+std::vector<std::uint8_t> mask(const harness& h, std::size_t row) {
+  auto m = h.batch.action_masks().row(row);
+  return {m.begin(), m.end()};
+}
+
+}  // namespace
+
+TEST_CASE("tictactoe: two slots take turns, full cells are masked, and a row win ends both rows",
+          "[envs][tictactoe][multiagent]") {
+  harness h("tictactoe", {}, 1);
+  h.slice.set_autoreset(false);
+  CHECK(h.batch.teams()[0] == 0);
+  CHECK(h.batch.teams()[1] == 1);
+  h.slice.reset_all();
+  CHECK(h.batch.active()[0] == 1);
+  CHECK(h.batch.active()[1] == 0);
+  play(h, {4});
+  CHECK(mask(h, 1) == std::vector<std::uint8_t>{1, 1, 1, 1, 0, 1, 1, 1, 1});
+  CHECK(h.obs(1)[4] == -1.0F);  // the other's mark, seen by slot 1
+  CHECK(h.obs(0)[4] == 1.0F);
+  // X: 4, 3, 5 wins the middle row; O: 0, 8.
+  play(h, {0, 3, 8, 5});
+  CHECK(h.batch.terminated()[0] == 1);
+  CHECK(h.batch.terminated()[1] == 1);  // the waiting player learns the outcome on the same step
+  CHECK(h.batch.rewards()[0] == 1.0F);
+  CHECK(h.batch.rewards()[1] == -1.0F);
+  CHECK(h.batch.episode_returns()[1] == -1.0F);
+  CHECK(h.batch.episode_lengths()[0] == 3);
+  CHECK(h.batch.episode_lengths()[1] == 2);  // the losing step was not one of its moves
+}
+
+TEST_CASE("tictactoe: column and diagonal wins, a draw, and an illegal move loses", "[envs][tictactoe]") {
+  tictactoe::board column{1, 2, 0, 1, 2, 0, 1, 0, 0};
+  CHECK(tictactoe::wins(column, 0));
+  CHECK_FALSE(tictactoe::wins(column, 1));
+  tictactoe::board diagonal{0, 0, 2, 1, 2, 1, 2, 1, 0};
+  CHECK(tictactoe::wins(diagonal, 1));
+
+  harness h("tictactoe", {}, 1);
+  h.slice.set_autoreset(false);
+  h.slice.reset_all();
+  // X O X / X O O / O X X: a draw.
+  play(h, {0, 1, 2, 4, 3, 5, 7, 6, 8});
+  CHECK(h.batch.terminated()[0] == 1);
+  CHECK(h.batch.terminated()[1] == 1);
+  CHECK(h.batch.rewards()[0] == 0.0F);
+  CHECK(h.batch.rewards()[1] == 0.0F);
+
+  h.slice.reset_all();
+  play(h, {4, 4});  // O marks a taken cell
+  CHECK(h.batch.rewards()[1] == -1.0F);
+  CHECK(h.batch.rewards()[0] == 1.0F);
+  CHECK(h.batch.terminated()[0] == 1);
+}
+
+TEST_CASE("tictactoe: minimax values the empty board a draw and takes a win or blocks one",
+          "[envs][tictactoe][minimax]") {
+  coral::rng r(coral::env_seed{1, 0});
+  CHECK(tictactoe::value(tictactoe::board{}, 0) == 0);
+  // X to move with 0 and 1 marked: 2 wins.
+  CHECK(tictactoe::minimax_move({1, 1, 0, 2, 2, 0, 0, 0, 0}, 0, r) == 2);
+  // O to move, X threatens 1-4-7: O must take 7 (and holds the draw).
+  CHECK(tictactoe::value({2, 1, 0, 0, 1, 0, 0, 0, 0}, 1) == 0);
+  CHECK(tictactoe::minimax_move({2, 1, 0, 0, 1, 0, 0, 0, 0}, 1, r) == 7);
+}
+
+TEST_CASE("tictactoe: minimax never loses against random play, as either player", "[envs][tictactoe][minimax]") {
+  int losses = 0;
+  int games = 0;
+  coral::rng agent(coral::env_seed{3, 0});
+  for (const char* side : {"first", "second"}) {
+    harness h("tictactoe", {{"opponent", "minimax"}, {"side", side}}, 11);
+    CHECK(h.batch.rows() == 1);
+    h.slice.reset_all();
+    while (games < 1000) {
+      // A random legal cell for the agent.
+      std::vector<std::int32_t> legal;
+      for (std::int32_t a = 0; a < 9; ++a) {
+        if (h.batch.action_masks()(0, static_cast<std::size_t>(a)) != 0) legal.push_back(a);
+      }
+      REQUIRE_FALSE(legal.empty());
+      h.batch.discrete_actions()(0, 0) = legal[agent.below(legal.size())];
+      h.slice.step_all();
+      if (h.batch.terminated()[0] != 0) {
+        ++games;
+        losses += h.batch.rewards()[0] > 0.0F ? 1 : 0;  // the agent won: minimax lost
+        if (games % 500 == 0) break;
+      }
+    }
+  }
+  CHECK(games == 1000);
+  CHECK(losses == 0);
+}
+
+TEST_CASE("connect4: a full column is masked, and vertical, horizontal and diagonal fours win",
+          "[envs][connect4][multiagent]") {
+  harness h("connect4", {}, 1);
+  h.slice.set_autoreset(false);
+  h.slice.reset_all();
+  play(h, {0, 0, 0, 0, 0, 0});
+  CHECK(mask(h, 0) == std::vector<std::uint8_t>{0, 1, 1, 1, 1, 1, 1});
+  CHECK(h.batch.observations()(0, 35) == -1.0F);  // row 5, column 0: the second player's piece, to slot 0
+
+  h.slice.reset_all();
+  play(h, {1, 2, 1, 2, 1, 2, 1});  // four in column 1
+  CHECK(h.batch.rewards()[0] == 1.0F);
+  CHECK(h.batch.rewards()[1] == -1.0F);
+
+  connect4::board b;
+  CHECK_FALSE(b.drop(0, 0));
+  CHECK_FALSE(b.drop(1, 0));
+  CHECK_FALSE(b.drop(2, 0));
+  CHECK(b.drop(3, 0));  // horizontal
+  connect4::board d;
+  // A rising diagonal for player 1 from (0,0): columns 0..3 filled to heights 1..4.
+  CHECK_FALSE(d.drop(0, 1));
+  CHECK_FALSE(d.drop(1, 0));
+  CHECK_FALSE(d.drop(1, 1));
+  CHECK_FALSE(d.drop(2, 0));
+  CHECK_FALSE(d.drop(2, 0));
+  CHECK_FALSE(d.drop(2, 1));
+  CHECK_FALSE(d.drop(3, 0));
+  CHECK_FALSE(d.drop(3, 0));
+  CHECK_FALSE(d.drop(3, 0));
+  CHECK(d.drop(3, 1));
+}
+
+TEST_CASE("connect4: the search opponent takes an immediate win and blocks an immediate loss",
+          "[envs][connect4][search]") {
+  coral::rng r(coral::env_seed{1, 0});
+  connect4::board threat;  // player 0 has three in column 5; player 1 to move
+  threat.drop(5, 0);
+  threat.drop(0, 1);
+  threat.drop(5, 0);
+  threat.drop(6, 1);
+  threat.drop(5, 0);
+  for (int depth = 2; depth <= 4; ++depth) CHECK(connect4::search_move(threat, 1, depth, r) == 5);
+  connect4::board win;  // player 1 has three in a row on the bottom: 1, 2, 3
+  win.drop(1, 1);
+  win.drop(2, 1);
+  win.drop(3, 1);
+  win.drop(1, 0);
+  win.drop(2, 0);
+  win.drop(6, 0);
+  for (int depth = 1; depth <= 4; ++depth) {
+    const auto m = connect4::search_move(win, 1, depth, r);
+    CHECK((m == 0 || m == 4));
+  }
+}
+
+TEST_CASE("connect4 against the search opponent has one row, active every step", "[envs][connect4]") {
+  harness h("connect4", {{"opponent", "search"}, {"side", "second"}, {"depth", "2"}}, 3);
+  CHECK(h.batch.rows() == 1);
+  h.slice.reset_all();
+  int pieces = 0;
+  for (const auto c : h.obs(0)) pieces += c != 0.0F ? 1 : 0;
+  CHECK(pieces == 1);  // the opponent moved first
+  h.batch.discrete_actions()(0, 0) = 3;
+  h.slice.step_all();
+  CHECK(h.batch.active()[0] == 1);
+}
