@@ -22,6 +22,7 @@ if [ "${1:-}" != main ]; then
     python3-venv python3-pip python3-setuptools python3-wheel  # ctest python_pip_venv: pip install into a fresh venv
     python3-cloudpickle  # gymnasium's import, for scripts/gymnasium_suite.py (by hand)
     openmpi-bin  # mpirun, for the mpi tests
+    ffmpeg  # --video (encoder) and ffprobe (the video tests); `coral` runs without it, refusing --video by name
   )
 fi
 
