@@ -11,6 +11,7 @@ packages=(
   libasio-dev libtbb-dev libspdlog-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev
   libtorch-dev libtomlplusplus-dev gnuplot-nox
   libmujoco-dev  # the MuJoCo envs (CORAL_WITH_MUJOCO, on by default)
+  libegl-dev libegl-mesa0 libgl1-mesa-dri  # MuJoCo envs' render(): an offscreen EGL context, Mesa's software GL
   libopenblas0  # takes over libblas.so.3 from the reference BLAS: PPO updates 1.5-3x faster (BENCHMARKS.md)
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
   libopenmpi-dev  # coral train --distributed (distributed/)
