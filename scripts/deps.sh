@@ -11,6 +11,7 @@ packages=(
   libasio-dev libtbb-dev libspdlog-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev
   libtorch-dev libtomlplusplus-dev gnuplot-nox
   libmujoco-dev  # the MuJoCo envs (CORAL_WITH_MUJOCO, on by default)
+  libegl-dev libegl-mesa0 libgl1-mesa-dri  # MuJoCo envs' render(): an offscreen EGL context, Mesa's software GL
   libopenblas0  # takes over libblas.so.3 from the reference BLAS: PPO updates 1.5-3x faster (BENCHMARKS.md)
   libblas-dev  # cblas.h and libblas.so for the fused network engine (coral::fused), which libopenblas0 then serves
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
@@ -23,6 +24,7 @@ if [ "${1:-}" != main ]; then
     python3-venv python3-pip python3-setuptools python3-wheel  # ctest python_pip_venv: pip install into a fresh venv
     python3-cloudpickle  # gymnasium's import, for scripts/gymnasium_suite.py (by hand)
     openmpi-bin  # mpirun, for the mpi tests
+    ffmpeg  # --video (encoder) and ffprobe (the video tests); `coral` runs without it, refusing --video by name
   )
 fi
 

@@ -317,6 +317,20 @@ std::span<const std::uint32_t> vector_env::held() const noexcept {
   return holding_.load() ? handoff_->ids() : std::span<const std::uint32_t>{};
 }
 
+bool vector_env::render(std::uint32_t env_id, envs::rgb_frame& frame) const {
+  const auto ids = held();
+  if (!std::binary_search(ids.begin(), ids.end(), env_id)) {
+    throw usage_error(fmt::format(fmt::runtime(errors::vector_env_render_not_held), env_id));
+  }
+  for (const auto& group : sampler_->groups()) {
+    const row_range rows = group->rows();
+    if (env_id >= rows.first && env_id - rows.first < rows.count) {
+      return group->slice().at(env_id - rows.first).render(frame);
+    }
+  }
+  throw usage_error(fmt::format(fmt::runtime(errors::vector_env_render_not_held), env_id));
+}
+
 void vector_env::close() noexcept {
   // Before the batch in hand is dropped, so that a send() on another thread
   // that finds none sees why.

@@ -1,6 +1,7 @@
 // `coral envs` and `coral envs rollout`.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
+#include "coral/envs/rgb_frame.hpp"
+#include "coral/training/video_writer.hpp"
 
 namespace coral::cli {
 namespace {
@@ -32,6 +35,8 @@ struct rollout_options {
   std::uint64_t seed = 0;
   std::int64_t steps = 10;
   std::string actions;  // empty: random actions from the seed
+  std::string video;    // empty: no video
+  int video_fps = 30;
 };
 
 // The rng stream that picks actions when --actions is not given; env streams
@@ -123,6 +128,9 @@ std::string per_row(std::size_t rows, F&& element) {
 void rollout(std::ostream& out, const rollout_options& o) {
   const auto& r = envs::registry::global();
   const auto args = envs::parse_env_args(o.env_args);
+  // A video path that cannot be written, or no ffmpeg, is refused before the env is built.
+  std::optional<training::video_writer> video;
+  if (!o.video.empty()) video.emplace(o.video, training::video_options{.fps = o.video_fps});
   std::vector<std::unique_ptr<envs::env>> made;
   made.push_back(r.make(o.env, args, o.seed, 0));
   const envs::space action_space = made.front()->action_space();
@@ -143,6 +151,19 @@ void rollout(std::ostream& out, const rollout_options& o) {
     slice.reset_all();
   } catch (const envs::env_failed& e) {
     throw error(fmt::format(fmt::runtime(cli::errors::rollout_env_failed), o.env, 0, e.what()));
+  }
+  // Frame t shows the state whose observation line t prints: the reset
+  // state, then the state after each step (after an auto-reset, the new
+  // episode's first), so steps + 1 frames.
+  envs::rgb_frame frame;
+  auto record = [&] {
+    if (video && slice.at(0).render(frame)) video->write(frame);
+  };
+  if (video) {
+    if (!slice.at(0).render(frame)) {
+      throw config_error(fmt::format(fmt::runtime(cli::errors::env_does_not_render), o.env));
+    }
+    video->write(frame);
   }
   out << fmt::format(R"({{"step":0,"observation":{}{}}})", per_row(rows, obs),
                      multi ? fmt::format(R"(,"active":{})", per_row(rows, [&](std::size_t row) {
@@ -204,7 +225,9 @@ void rollout(std::ostream& out, const rollout_options& o) {
           }));
     }
     out << line << "}\n";
+    record();
   }
+  if (video) video->finish();
 }
 
 }  // namespace
@@ -239,6 +262,12 @@ void add_envs_command(CLI::App& app, std::ostream& out) {
       "scalars in leaf order separated by ':' (Discrete '1', MultiDiscrete '2:0', Box '0.5:-1'); multi-agent "
       "envs take one action per row separated by '/' or one for all rows. Default: uniform random actions "
       "from the seed");
+  rollout_cmd->add_option("--video", roll->video,
+                          "write the rollout's frames to this video file (.mp4 or .gif, encoded by ffmpeg): the "
+                          "reset frame, then one per step (steps + 1 frames); envs that render: docs/envs.md");
+  rollout_cmd->add_option("--video-fps", roll->video_fps, "frames per second of --video")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
 
   envs_cmd->callback([envs_cmd, list, &out] {
     if (envs_cmd->get_subcommands().empty()) list_envs(out, *list);

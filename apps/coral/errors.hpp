@@ -76,6 +76,9 @@ inline constexpr std::string_view wrong_scalar_count =
 
 /// `coral envs rollout`: the env threw or produced a non-finite value: env name, step, what.
 inline constexpr std::string_view rollout_env_failed = "env '{}' failed at step {}: {}";
+/// `--video` for an env whose render() draws nothing: the env name.
+inline constexpr std::string_view env_does_not_render =
+    "--video: env '{}' does not render (docs/envs.md lists the envs that do)";
 
 /// coral tune cannot write its config file: the path.
 inline constexpr std::string_view tune_unwritable = "--out: cannot write '{}': {}";

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "canvas.hpp"
+
 namespace coral::envs {
 
 std::vector<config_key> cartpole::config_keys() {
@@ -87,6 +89,28 @@ void cartpole::step(const env_rows& rows) {
   rows.terminated() = static_cast<std::uint8_t>(state_.x < -x_threshold || state_.x > x_threshold ||
                                                 state_.theta < -theta_threshold || state_.theta > theta_threshold);
   rows.truncated() = static_cast<std::uint8_t>(steps_ >= max_steps_);
+}
+
+bool cartpole::render(rgb_frame& frame) const {
+  using canvas::point;
+  using canvas::rgb;
+  frame.resize(frame_height, frame_width);
+  constexpr double width = frame_width;
+  constexpr double scale = width / (2 * x_threshold);  // pixels per metre
+  constexpr double track_y = 0.7 * frame_height;
+  constexpr double cart_w = 50, cart_h = 30, pole_w = 10;
+  canvas::fill(frame, rgb{255, 255, 255});
+  canvas::fill_rect(frame, 0, track_y - 1, width, track_y + 1, rgb{0, 0, 0});
+  const double cx = width / 2 + state_.x * scale;
+  canvas::fill_rect(frame, cx - cart_w / 2, track_y - cart_h / 2, cx + cart_w / 2, track_y + cart_h / 2,
+                    rgb{40, 40, 40});
+  // Theta is the pole's angle from upright, positive leaning right; y grows down.
+  const point pivot{cx, track_y - cart_h / 2 + pole_w / 2};
+  const double length = 2 * half_length * scale;
+  const point tip{pivot.x + length * std::sin(state_.theta), pivot.y - length * std::cos(state_.theta)};
+  canvas::fill_bar(frame, pivot, tip, pole_w, rgb{202, 152, 101});
+  canvas::fill_circle(frame, pivot.x, pivot.y, pole_w / 2, rgb{129, 132, 203});
+  return true;
 }
 
 }  // namespace coral::envs

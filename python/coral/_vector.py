@@ -19,6 +19,9 @@ AUTORESET_MODES = {**{name: mode for mode, name in ENGINE_MODES.items()},
 # The info keys coral fills itself; stats_key may not take one of them.
 OWN_INFO_KEYS = ("env_id", "failed", "final_obs", "final_info")
 TOPOLOGIES = ("sync", "double-buffer", "pool")
+# What render_mode a C++ env takes, and the frame rate its metadata gives recorders.
+RENDER_MODES = (None, "rgb_array")
+RENDER_FPS = 30
 
 
 # The widest value each C++ parameter takes: a larger Python int would wrap
@@ -67,11 +70,12 @@ def _python_names(message):
 
 def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
              autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-             stats_key="coral_episode", coral_infos=True, **env_args):
+             stats_key="coral_episode", coral_infos=True, render_mode=None, **env_args):
     """coral's envs as a vector env; see VectorEnv."""
     return VectorEnv(env_id, num_envs, batch_size=batch_size, num_threads=num_threads, topology=topology,
                      seed=seed, autoreset_mode=autoreset_mode, copy=copy, envs_per_group=envs_per_group,
-                     executor=executor, spin_us=spin_us, stats_key=stats_key, coral_infos=coral_infos, **env_args)
+                     executor=executor, spin_us=spin_us, stats_key=stats_key, coral_infos=coral_infos,
+                     render_mode=render_mode, **env_args)
 
 
 class VectorEnv(_gym.VectorEnv):
@@ -91,6 +95,12 @@ class VectorEnv(_gym.VectorEnv):
     ended under `stats_key` ("coral_episode"; None leaves them out), a key of
     its own so that Gymnasium's RecordEpisodeStatistics ("episode") can wrap it.
 
+    render_mode="rgb_array" (a C++ env that renders: docs/envs.md) makes render()
+    return a tuple of (height, width, 3) uint8 frames, env 0 first, as
+    Gymnasium's SyncVectorEnv does, so that RecordVideo-style wrappers take it.
+    An env registered from Python renders as its instances do: render_mode is
+    theirs, and render() returns what their render() does.
+
     Arrays returned are views of coral's rows, valid until the next call to
     step, send, reset, async_reset or close; pass copy=True for copies. A
     batch of envs that are not consecutive rows (pool batches drawn from
@@ -99,7 +109,7 @@ class VectorEnv(_gym.VectorEnv):
 
     def __init__(self, env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
                  autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-                 stats_key="coral_episode", coral_infos=True, **env_args):
+                 stats_key="coral_episode", coral_infos=True, render_mode=None, **env_args):
         if not isinstance(env_id, str):
             raise ValueError(f"env_id: {env_id!r} is invalid: must be an env name (see coral.env_names())")
         num_envs = _count("num_envs", num_envs)
@@ -147,13 +157,13 @@ class VectorEnv(_gym.VectorEnv):
         self.copy = bool(copy)
         self.metadata = {"autoreset_mode": autoreset_mode, "env_id": env_id, "topology": topology}
         self.spec = None
-        self.render_mode = None
+        self._adapters = seen.adapters or None  # a Python env's: where its infos are
+        self.render_mode = self._resolve_render_mode(env_id, render_mode, args)
         self.closed = False
         self._seed = seed
         self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self._stats_key = stats_key
         self._coral_infos = bool(coral_infos)
-        self._adapters = seen.adapters or None  # a Python env's: where its infos are
         if seen.spaces is not None:
             # A Python env: its own spaces, with the dtypes and starts coral's C++ spaces do not hold.
             self.single_observation_space, self.single_action_space, obs_desc, act_desc = seen.spaces
@@ -361,9 +371,44 @@ class VectorEnv(_gym.VectorEnv):
     # --- the rest -----------------------------------------------------------
 
     def render(self):
-        """None: coral's envs do not render (render_mode is always None)."""
+        """The frames of every env, env 0 first (a tuple), as Gymnasium's SyncVectorEnv gives them:
+        for a C++ env with render_mode="rgb_array", (height, width, 3) uint8 arrays (new ones each
+        call) of each env as the last reset or step left it; for a Python env, what its instances'
+        render() return. None for a C++ env made with render_mode=None. While no env steps: after
+        reset() with batch_size=num_envs."""
         self._check_open()
-        return None
+        if self._adapters is not None:
+            return tuple(env.render() for env in self._env_instances("render"))
+        if self.render_mode is None:
+            return None
+        if self.batch_size != self.num_envs:
+            raise RuntimeError("render: the envs of a pool may be stepping; use batch_size=num_envs")
+        if not self._engine.holding:
+            self._check_closed_meanwhile()
+            raise RuntimeError("render: no batch in hand: reset() the env first")
+        return tuple(self._engine.render(list(range(self.num_envs))))
+
+    def _resolve_render_mode(self, env_id, render_mode, env_args):
+        """The vector env's render_mode, and its metadata's render_modes and render_fps."""
+        if self._adapters is not None:
+            # A Python env renders as its instances were made to (Gymnasium's SyncVectorEnv).
+            own = getattr(self._adapters[0].env, "render_mode", None)
+            if render_mode is not None and render_mode != own:
+                raise ValueError(f"render_mode: {render_mode!r} is invalid for {env_id!r}, a Python env: it renders "
+                                 f"as its instances do (render_mode {own!r}); make them with the render_mode wanted")
+            metadata = getattr(self._adapters[0].env, "metadata", None) or {}
+            for key in ("render_modes", "render_fps"):
+                if key in metadata:
+                    self.metadata[key] = metadata[key]
+            return own
+        if render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode: {render_mode!r} is invalid (allowed: None, 'rgb_array')")
+        renders = _coral.env_renders(env_id, env_args)
+        self.metadata["render_modes"] = ["rgb_array"] if renders else []
+        self.metadata["render_fps"] = RENDER_FPS
+        if render_mode is not None and not renders:
+            raise ValueError(f"render_mode: {env_id!r} does not render (docs/envs.md lists the envs that do)")
+        return render_mode
 
     def close_extras(self, **kwargs):
         """Stops coral's actors (close() calls this once, then marks the env closed)."""

@@ -28,6 +28,8 @@
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
 #include "coral/core/interrupts.hpp"
+#include "coral/envs/env_batch.hpp"
+#include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
 #include "python_env.hpp"
 #include "spaces.hpp"
@@ -247,6 +249,34 @@ class vec {
     v_.close();
   }
 
+  /// Frames of envs `ids` (each in the batch in hand): a list with, per env,
+  /// a new (height, width, 3) uint8 array, or None for an env that does not
+  /// render. Each env draws into a frame of its own kept here, so drawing
+  /// allocates only on the first call; the arrays are copies (a recorder
+  /// keeps them).
+  py::list render(const std::vector<std::uint32_t>& ids) {
+    if (frames_.size() < v_.num_envs()) frames_.resize(v_.num_envs());
+    py::list out;
+    for (const auto id : ids) {
+      if (id >= frames_.size()) throw std::invalid_argument(fmt::format("env_id: {} is not an env", id));
+      bool drawn = false;
+      {
+        py::gil_scoped_release release;  // a MuJoCo frame takes milliseconds
+        drawn = v_.render(id, frames_[id]);
+      }
+      if (!drawn) {
+        out.append(py::none());
+        continue;
+      }
+      const envs::rgb_frame& f = frames_[id];
+      py::array_t<std::uint8_t> a({static_cast<py::ssize_t>(f.height()), static_cast<py::ssize_t>(f.width()),
+                                   py::ssize_t{3}});
+      std::copy(f.pixels().begin(), f.pixels().end(), a.mutable_data());
+      out.append(std::move(a));
+    }
+    return out;
+  }
+
   actors::vector_env& engine() noexcept { return v_; }
 
  private:
@@ -420,6 +450,7 @@ class vec {
   std::vector<std::int64_t> starts_;  ///< per discrete component, see set_action_starts()
   std::string space_text_;
   std::vector<std::uint8_t> marks_;
+  std::vector<envs::rgb_frame> frames_;  ///< render(): one per env, drawn into again and again
   std::vector<std::int32_t> given_ids_;  ///< put_flat(): the env ids given, once checked
   bool single_discrete_ = false;
   py::tuple outputs_;
@@ -545,6 +576,7 @@ PYBIND11_MODULE(_coral, m) {
       .def("put_flat", &vec::put_flat, py::arg("discrete"), py::arg("continuous"), py::arg("env_ids") = py::none())
       .def("step", &vec::step)
       .def("close", &vec::close)
+      .def("render", &vec::render, py::arg("env_ids"))
       .def_property_readonly("num_envs", [](vec& v) { return v.engine().num_envs(); })
       .def_property_readonly("batch_size", [](vec& v) { return v.engine().batch_size(); })
       .def_property_readonly("holding", [](vec& v) { return v.engine().holding(); })
@@ -579,6 +611,21 @@ PYBIND11_MODULE(_coral, m) {
       },
       py::arg("name"), py::arg("description"), py::arg("keys"), py::arg("make_adapter"));
   m.def("env_names", [] { return envs::registry::global().names(); });
+  // Whether env `name` (a C++ env) draws frames: one env built with `env_args`, reset, asked to render.
+  m.def(
+      "env_renders",
+      [](const std::string& name, const envs::config_args& env_args) {
+        py::gil_scoped_release release;
+        std::vector<std::unique_ptr<envs::env>> made;
+        made.push_back(envs::registry::global().make(name, env_args, 0, 0));
+        envs::env_batch batch(made.front()->max_agents(), made.front()->observation_space(),
+                              made.front()->action_space());
+        envs::env_slice slice(batch, 0, std::move(made));
+        slice.reset_all();
+        envs::rgb_frame frame;
+        return slice.at(0).render(frame);
+      },
+      py::arg("name"), py::arg("env_args"));
   m.attr("exit_ok") = cli::exit_code::ok;
   m.attr("exit_rejected") = cli::exit_code::rejected;
   m.attr("exit_failed") = cli::exit_code::failed;

@@ -390,3 +390,34 @@ TEST_CASE("close() returns at the stop deadline while an env is inside a step of
   CHECK_FALSE(v->running());
   v.reset();  // the abandoned runner keeps what its env uses, and frees it when the step ends
 }
+
+TEST_CASE("a vector env draws the envs of the batch in hand and refuses the others, which may be stepping",
+          "[actors][vector_env][render]") {
+  sampler_options o;
+  o.env = "cartpole";
+  o.topo = topology::pool;
+  o.num_envs = 4;
+  o.batch_size = 2;
+  o.envs_per_group = 2;
+  o.threads = 1;
+  o.spin = 20us;
+  vector_env v(o, autoreset_mode::next_step);
+  coral::envs::rgb_frame frame;
+  auto refusal = [](std::uint32_t id) {
+    return fmt::format(fmt::runtime(coral::actors::errors::vector_env_render_not_held), id);
+  };
+  CHECK_THROWS_MATCHES(v.render(0, frame), coral::usage_error, Catch::Message(refusal(0)));
+  v.start();
+  const auto ids = next(v);
+  REQUIRE(ids.size() == 2);
+  for (std::uint32_t id = 0; id < 4; ++id) {
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+      CHECK(v.render(id, frame));
+      CHECK(frame.height() == 400);
+      CHECK(frame.width() == 600);
+    } else {
+      CHECK_THROWS_MATCHES(v.render(id, frame), coral::usage_error, Catch::Message(refusal(id)));
+    }
+  }
+  v.close();
+}

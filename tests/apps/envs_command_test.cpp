@@ -3,10 +3,15 @@
 #include <sstream>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include "../support/scratch_dir.hpp"
+#include "../support/video_probe.hpp"
 #include "coral/action_text.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/space.hpp"
+#include "coral/errors.hpp"
+#include "coral/training/errors.hpp"
 
 namespace {
 
@@ -221,4 +226,56 @@ TEST_CASE("action text covers MultiDiscrete, Box and composite spaces", "[apps][
   CHECK(two_rows[0].discrete == std::vector<std::int32_t>{1, 0});
   const auto broadcast = coral::cli::parse_actions("1", space::discrete(2), 3);
   CHECK(broadcast[0].discrete == std::vector<std::int32_t>{1, 1, 1});
+}
+
+TEST_CASE("coral envs rollout --video writes the reset frame and one frame per step", "[apps][envs_command][video]") {
+  const auto dir = coral::test::fresh_dir("envs-rollout-video");
+  const auto mp4 = dir / "cartpole.mp4";
+  auto r = run({"envs", "rollout", "--env", "cartpole", "--seed", "3", "--steps", "40", "--video", mp4.string()});
+  REQUIRE(r.code == 0);
+  CHECK(lines(r.out).size() == 41);
+  auto facts = coral::test::probe_video(mp4);
+  REQUIRE(facts.read);
+  CHECK(facts.codec == "h264");
+  CHECK(facts.frames == 41);  // steps + 1
+  CHECK(facts.width == 600);
+  CHECK(facts.height == 400);
+
+  // Breakout's random episodes last about 11 steps: auto-resets inside the clip.
+  const auto gif = dir / "breakout.gif";
+  r = run({"envs", "rollout", "--env", "minatar/breakout", "--steps", "30", "--video", gif.string(), "--video-fps",
+           "10"});
+  REQUIRE(r.code == 0);
+  facts = coral::test::probe_video(gif);
+  REQUIRE(facts.read);
+  CHECK(facts.codec == "gif");
+  CHECK(facts.frames == 31);
+  CHECK(facts.width == 160);
+  CHECK(facts.height == 160);
+}
+
+TEST_CASE("coral envs rollout --video refuses, before anything runs, an env that does not render or a path it "
+          "cannot write", "[apps][envs_command][video][errors]") {
+  const auto dir = coral::test::fresh_dir("envs-rollout-video-refused");
+  auto r = run({"envs", "rollout", "--env", "bandit", "--steps", "3", "--video", (dir / "b.mp4").string()});
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == "error: " + fmt::format(fmt::runtime(coral::cli::errors::env_does_not_render), "bandit") + "\n");
+  CHECK(std::filesystem::is_empty(dir));
+
+  const auto lost = dir / "no" / "such" / "c.mp4";
+  r = run({"envs", "rollout", "--env", "cartpole", "--steps", "3", "--video", lost.string()});
+  CHECK(r.code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err == "error: " +
+                     fmt::format(fmt::runtime(coral::training::errors::video_no_directory), lost.string(),
+                                 (dir / "no" / "such").string()) +
+                     "\n");
+
+  r = run({"envs", "rollout", "--env", "cartpole", "--steps", "3", "--video", (dir / "c.webm").string()});
+  CHECK(r.code == 1);
+  CHECK(r.err == "error: " +
+                     fmt::format(fmt::runtime(coral::training::errors::video_bad_extension),
+                                 (dir / "c.webm").string()) +
+                     "\n");
 }

@@ -17,7 +17,9 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <set>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -699,3 +701,43 @@ TEST_CASE("stepping and resetting a MuJoCo env takes nothing from MuJoCo's alloc
   mju_user_malloc = nullptr;
   mju_user_free = nullptr;
 }
+
+#ifdef CORAL_MUJOCO_RENDER
+TEST_CASE("a MuJoCo env draws its scene offscreen without changing its state", "[envs][mujoco][render]") {
+  single drawn("halfcheetah", {}, 7);
+  single plain("halfcheetah", {}, 7);
+  drawn.reset();
+  plain.reset();
+  rgb_frame frame;
+  for (int t = 0; t < 3; ++t) {
+    REQUIRE(drawn.e.render(frame));
+    drawn.step({0.5F, -0.5F, 0.2F, 0.1F, -0.3F, 0.4F});
+    plain.step({0.5F, -0.5F, 0.2F, 0.1F, -0.3F, 0.4F});
+    CHECK(drawn.obs() == plain.obs());
+  }
+  CHECK(frame.height() == 480);
+  CHECK(frame.width() == 640);
+  // Not one colour: the cheetah and the floor are in it.
+  const auto px = frame.pixels();
+  std::set<std::array<std::uint8_t, 3>> colours;
+  for (std::size_t i = 0; i < px.size(); i += 3 * 97) colours.insert({px[i], px[i + 1], px[i + 2]});
+  CHECK(colours.size() > 10);
+}
+
+TEST_CASE("a MuJoCo model whose offscreen buffer is too small for a frame cannot render, and says why",
+          "[envs][mujoco][render][errors]") {
+  temp_dir dir;
+  std::string text = builtin_text("halfcheetah.xml");
+  const auto open = text.find("<mujoco");
+  text.insert(text.find('>', open) + 1, "<visual><global offwidth=\"320\" offheight=\"240\"/></visual>");
+  const auto small = dir.write("small_buffer.xml", text);
+  single e("halfcheetah", {{"model", small.string()}}, 1);
+  e.reset();
+  rgb_frame frame;
+  CHECK_THROWS_MATCHES(
+      (void)e.e.render(frame), coral::error,
+      Catch::Message(fmt::format(fmt::runtime(errors::mujoco_render_unavailable),
+                                 "the model's offscreen buffer is 320x240, smaller than 640x480 (<visual><global "
+                                 "offwidth offheight>)")));
+}
+#endif

@@ -76,3 +76,23 @@ TEST_CASE("stepping and resetting every built-in env through a slice allocates n
     CHECK(allocations == 0);
   }
 }
+
+TEST_CASE("rendering a built-in env again into the same frame allocates nothing", "[envs][render][alloc]") {
+  for (const auto& name : coral::envs::registry::global().names()) {
+    INFO(name);
+    coral::envs::config_args args;
+    if (name == "delay") args = {{"mean_us", "0"}};
+    coral::envs::testing::harness h(name, args, 5, 1);
+    h.slice.reset_all();
+    coral::envs::rgb_frame frame;
+    if (!h.slice.at(0).render(frame)) continue;  // the first frame may allocate (the buffer, a renderer)
+    allocations = 0;
+    counting = true;
+    for (int t = 0; t < 20; ++t) {
+      h.slice.step_all();
+      (void)h.slice.at(0).render(frame);
+    }
+    counting = false;
+    CHECK(allocations == 0);
+  }
+}

@@ -1,6 +1,9 @@
 #include "coral/envs/minatar.hpp"
 
 #include <algorithm>
+#include <array>
+
+#include "../canvas.hpp"
 
 #include "coral/envs/minatar_asterix.hpp"
 #include "coral/envs/minatar_breakout.hpp"
@@ -84,6 +87,30 @@ void minatar_env<Game>::step(const env_rows& rows) {
   rows.reward() = result.reward;
   rows.terminated() = static_cast<std::uint8_t>(result.terminated);
   rows.truncated() = static_cast<std::uint8_t>(result.truncated);
+}
+
+template <class Game>
+bool minatar_env<Game>::render(rgb_frame& frame) const {
+  static_assert(Game::channels <= minatar::channel_colours.size());
+  constexpr std::size_t cells = minatar::grid_size;
+  constexpr auto cell = static_cast<double>(minatar::cell_pixels);
+  std::array<float, cells * cells * Game::channels> grid{};
+  game_.draw(grid.data());
+  frame.resize(cells * minatar::cell_pixels, cells * minatar::cell_pixels);
+  for (std::size_t y = 0; y < cells; ++y) {
+    for (std::size_t x = 0; x < cells; ++x) {
+      canvas::rgb colour{0, 0, 0};
+      for (std::size_t c = 0; c < Game::channels; ++c) {
+        if (grid[(y * cells + x) * Game::channels + c] == 0.0F) continue;
+        const std::uint32_t hex = minatar::channel_colours[c];
+        colour = {static_cast<std::uint8_t>(hex >> 16), static_cast<std::uint8_t>(hex >> 8),
+                  static_cast<std::uint8_t>(hex)};
+      }
+      const double x0 = static_cast<double>(x) * cell, y0 = static_cast<double>(y) * cell;
+      canvas::fill_rect(frame, x0, y0, x0 + cell, y0 + cell, colour);
+    }
+  }
+  return true;
 }
 
 template class minatar_env<minatar::asterix>;

@@ -11,6 +11,7 @@
 #include "coral/core/error.hpp"
 #include "coral/envs/errors.hpp"
 #include "coral/envs/mujoco_env.hpp"
+#include "renderer.hpp"
 
 namespace coral::envs {
 namespace {
@@ -79,7 +80,19 @@ mujoco_env::mujoco_env(const env_config& config, env_seed seed, std::string_view
 }
 
 mujoco_env::~mujoco_env() {
+  renderer_.reset();
   if (data_ != nullptr) mj_deleteData(data_);
+}
+
+bool mujoco_env::render(rgb_frame& frame) const {
+#ifdef CORAL_MUJOCO_RENDER
+  if (renderer_ == nullptr) renderer_ = std::make_unique<detail::mujoco_renderer>(*model_);
+  renderer_->draw(*model_, *data_, frame);
+  return true;
+#else
+  static_cast<void>(frame);
+  return false;
+#endif
 }
 
 std::size_t mujoco_env::heap_bytes() const noexcept {

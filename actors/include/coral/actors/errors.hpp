@@ -48,5 +48,8 @@ inline constexpr std::string_view vector_env_not_holding = "vector env: no batch
 inline constexpr std::string_view vector_env_step_after_end =
     "vector env: env {} ended its episode and autoreset is disabled; reset it (a reset command, or "
     "reset(options={{'reset_mask': mask}}) from Python) before stepping it";
+/// render() of an env that is not in the batch in hand (it may be stepping): env id.
+inline constexpr std::string_view vector_env_render_not_held =
+    "vector env: env {} is not in the batch in hand; render it while it is (between receive and send)";
 
 }  // namespace coral::actors::errors

@@ -54,6 +54,7 @@
 
 #include "coral/actors/sampler_options.hpp"
 #include "coral/envs/env_batch.hpp"
+#include "coral/envs/rgb_frame.hpp"
 #include "coral/envs/space.hpp"
 
 namespace coral {
@@ -121,6 +122,14 @@ class vector_env {
   [[nodiscard]] bool holding() const noexcept { return holding_.load(); }
   /// The ids of the batch in hand (empty if none).
   [[nodiscard]] std::span<const std::uint32_t> held() const noexcept;
+
+  /// Draws env `env_id`'s current state into `frame` (envs::env::render()):
+  /// false if the env does not render. Only for an env of the batch in hand,
+  /// which no actor steps until send(); usage_error
+  /// (errors::vector_env_render_not_held) otherwise. With next-step
+  /// autoreset, an env whose episode just ended shows its last state; with
+  /// same-step, the next episode's first.
+  [[nodiscard]] bool render(std::uint32_t env_id, envs::rgb_frame& frame) const;
 
   /// Stops the actors and joins their threads; the batch rows keep their
   /// last contents. Idempotent. Rethrows nothing: a failure that ended the

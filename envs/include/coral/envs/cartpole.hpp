@@ -30,6 +30,10 @@
 /// - terminated when |x| > 2.4 or |θ| > 12° (after the step); truncated when
 ///   the episode reaches `max_steps` steps (default 500). Both may be set.
 ///
+/// - render(): a 400 × 600 frame (height × width): the track, the cart and
+///   the pole, 125 pixels per metre (the frame spans ±2.4 m, where an
+///   episode terminates), the pole drawn at its full length (2 half-lengths).
+///
 /// Optimal return per episode: max_steps (500). Solved at a mean return of
 /// 475 (Gymnasium's reward threshold), or 0.95 × max_steps if that is changed.
 
@@ -75,6 +79,11 @@ class cartpole final : public env {
   [[nodiscard]] const space& action_space() const noexcept override { return action_space_; }
   [[nodiscard]] std::optional<double> optimal_return() const noexcept override;
   [[nodiscard]] std::optional<double> solved_return() const noexcept override;
+  /// Draws the cart and pole (see the file comment).
+  [[nodiscard]] bool render(rgb_frame& frame) const override;
+
+  static constexpr std::size_t frame_height = 400;  ///< render() frame rows
+  static constexpr std::size_t frame_width = 600;   ///< render() frame columns
 
   /// The current state (for tests and debugging).
   [[nodiscard]] const state& current() const noexcept { return state_; }

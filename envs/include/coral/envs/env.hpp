@@ -95,6 +95,7 @@
 #include <span>
 
 #include "coral/core/rng.hpp"
+#include "coral/envs/rgb_frame.hpp"
 #include "coral/envs/space.hpp"
 
 namespace coral::envs {
@@ -214,6 +215,18 @@ class env {
   /// adds to its small per-env figure before anything is built. 0 for envs
   /// whose state is a few numbers.
   [[nodiscard]] virtual std::size_t heap_bytes() const noexcept { return 0; }
+
+  /// Draws the current state into `frame` and returns true, or returns
+  /// false, leaving `frame` as it was, if this env does not render (the
+  /// default): the return value is the capability query, so a caller can
+  /// ask once, after the first reset, before it commits to anything (a
+  /// video file, an encoder). An env that renders resizes `frame` to its
+  /// frame size, the same for every call over the env's life, and paints
+  /// every pixel; it allocates nothing after the first call with the same
+  /// frame (rgb_frame keeps its buffer). Between steps only: it reads the
+  /// state that reset() or step() left, and changes nothing the next step
+  /// sees. May throw coral::error (a renderer that cannot start).
+  [[nodiscard]] virtual bool render(rgb_frame& /*frame*/) const { return false; }
 
  protected:
   env() = default;

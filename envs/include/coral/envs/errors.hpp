@@ -68,5 +68,7 @@ inline constexpr std::string_view mujoco_model_mismatch = "env '{}': MuJoCo mode
 inline constexpr std::string_view mujoco_unstable = "MuJoCo simulation became unstable: {} (time {:.4f} s)";
 /// An error MuJoCo raised (its mju_error handler): MuJoCo's message.
 inline constexpr std::string_view mujoco_error = "MuJoCo error: {}";
+/// MuJoCo's offscreen renderer could not start (render() of a MuJoCo env): why.
+inline constexpr std::string_view mujoco_render_unavailable = "MuJoCo cannot render offscreen: {}";
 
 }  // namespace coral::envs::errors

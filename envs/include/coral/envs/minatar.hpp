@@ -26,6 +26,10 @@
 /// - Reward: the game's points for the step. `terminated` when the game is
 ///   over; Freeway's time limit sets `truncated` instead.
 ///
+/// - render(): a 160 × 160 frame, each cell a 16 × 16 square in the colour
+///   of the highest-numbered channel set there (minatar::channel_colours, in
+///   channel order), black where none is.
+///
 /// Optimal and solved returns: none (a good agent's score has no fixed
 /// ceiling). Each game's header gives its random-policy return and episode
 /// length and MinAtar's published learning results.
@@ -50,6 +54,14 @@ inline constexpr int grid_size = 10;
 
 /// MinAtar's full action set, in its order.
 enum class action : std::int32_t { noop = 0, left = 1, up = 2, right = 3, down = 4, fire = 5 };
+
+/// Pixels per cell side in render()'s frames.
+inline constexpr int cell_pixels = 16;
+
+/// The colour of each channel in render()'s frames, channel 0 first, as
+/// 0xRRGGBB (the games have at most 10 channels).
+inline constexpr std::array<std::uint32_t, 10> channel_colours{0x4e79a7, 0xf28e2b, 0x76b7b2, 0xe15759, 0x59a14f,
+                                                               0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac};
 
 /// Number of actions in the full set.
 inline constexpr std::int32_t full_action_count = 6;
@@ -99,6 +111,8 @@ class minatar_env final : public env {
   void step(const env_rows& rows) override;
   [[nodiscard]] const space& observation_space() const noexcept override { return observation_space_; }
   [[nodiscard]] const space& action_space() const noexcept override { return action_space_; }
+  /// Draws the grid (see the file comment).
+  [[nodiscard]] bool render(rgb_frame& frame) const override;
 
   /// The game (for tests: set its state, read it back).
   [[nodiscard]] Game& game() noexcept { return game_; }

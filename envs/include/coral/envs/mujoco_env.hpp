@@ -38,6 +38,17 @@
 ///   terminate_when_unhealthy): the terminating step earns it too, as in v4.
 /// - Observations are written as floats (Gymnasium's are float64).
 ///
+/// ## Rendering
+///
+/// With coral built with EGL (CORAL_MUJOCO_RENDER; Debian's libegl-dev),
+/// render() draws a 480 × 640 frame with MuJoCo's own renderer on an
+/// offscreen EGL context (Mesa's surfaceless platform: no display needed;
+/// software rendering without a GPU): a side view from a camera that
+/// follows body 1 (the torso). The renderer is made on the first render()
+/// (its context, about 0.1 s) and kept; it throws coral::error
+/// (errors::mujoco_render_unavailable) if no context can be made. Built
+/// without EGL, render() returns false.
+///
 /// ## Faults
 ///
 /// A simulation that becomes unstable is an env fault (handled by
@@ -78,6 +89,10 @@ struct mjModel_;
 struct mjData_;
 
 namespace coral::envs {
+
+namespace detail {
+class mujoco_renderer;
+}
 
 /// The largest file a MuJoCo model may be, or name (an include, a mesh).
 inline constexpr std::uint64_t max_mujoco_file_bytes = std::uint64_t{256} << 20;
@@ -141,6 +156,8 @@ class mujoco_env : public env {
   /// 3.4 MB for the humanoid, the RSS one env adds); not the stack, which
   /// a step barely touches.
   [[nodiscard]] std::size_t heap_bytes() const noexcept override;
+  /// Draws the scene (see "Rendering").
+  [[nodiscard]] bool render(rgb_frame& frame) const override;
 
   /// The shared model (read only).
   [[nodiscard]] const mjModel_& model() const noexcept { return *model_; }
@@ -226,6 +243,7 @@ class mujoco_env : public env {
   std::int64_t max_steps_;
   std::int64_t steps_ = 0;
   terms terms_;
+  mutable std::unique_ptr<detail::mujoco_renderer> renderer_;  ///< made by the first render()
 };
 
 }  // namespace coral::envs

@@ -114,4 +114,23 @@ inline constexpr std::string_view stop_waits_for_learner =
 /// A stall report's line: updates begun since env steps last moved, at how many env steps.
 inline constexpr std::string_view stall_same_data =
     "  the learner began {} updates since env steps last moved (at {}): it trains on the same data over and over\n";
+
+// Video files (video_writer.hpp).
+/// A video path whose name ends in neither .mp4 nor .gif: the path.
+inline constexpr std::string_view video_bad_extension = "video '{}': the file name must end in .mp4 or .gif";
+/// A video path whose folder is missing (or not a folder): the path, the folder.
+inline constexpr std::string_view video_no_directory = "video '{}': the directory '{}' does not exist";
+/// A video path that names a directory: the path.
+inline constexpr std::string_view video_is_directory = "video '{}' is a directory";
+/// ffmpeg is not on PATH: the path of the video it was to write.
+inline constexpr std::string_view video_ffmpeg_not_found =
+    "video '{}': ffmpeg is not installed (no ffmpeg on PATH); install it (Debian: apt install ffmpeg)";
+/// ffmpeg could not be started: the video's path, why.
+inline constexpr std::string_view video_ffmpeg_spawn = "video '{}': cannot start ffmpeg: {}";
+/// ffmpeg stopped with an error: the video's path, how it ended, the end of what it wrote on stderr.
+inline constexpr std::string_view video_ffmpeg_failed = "video '{}': ffmpeg failed ({}): {}";
+/// A frame of another size than the video's first: the path, frame number, its height and width, the first's.
+inline constexpr std::string_view video_frame_size = "video '{}': frame {} is {}x{} (height x width), the first was {}x{}";
+/// finish() before any frame: the path.
+inline constexpr std::string_view video_no_frames = "video '{}': no frames to write";
 }  // namespace coral::training::errors
