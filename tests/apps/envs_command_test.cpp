@@ -135,10 +135,10 @@ TEST_CASE("an unknown env or an action outside the action space is a clear error
   CHECK(r.code == 1);
 #ifdef CORAL_WITH_MUJOCO
   CHECK(r.err ==
-        "error: unknown env 'cartpol' (known: ant, bandit, cartpole, delay, faulty, halfcheetah, hopper, humanoid, "
-        "inverted_pendulum, memory, minatar/asterix, minatar/breakout, minatar/freeway, minatar/seaquest, "
-        "minatar/space_invaders, noop, password, race, repeat_first, repeat_previous, squared, stochastic, "
-        "walker2d)\n");
+        "error: unknown env 'cartpol' (known: ant, bandit, cartpole, connect4, cover, delay, faulty, halfcheetah, "
+        "hopper, humanoid, inverted_pendulum, memory, minatar/asterix, minatar/breakout, minatar/freeway, "
+        "minatar/seaquest, minatar/space_invaders, noop, password, population, race, repeat_first, repeat_previous, "
+        "squared, stochastic, tictactoe, walker2d)\n");
 #else
   CHECK(r.err ==
         "error: unknown env 'cartpol' (known: bandit, cartpole, delay, faulty, memory, minatar/asterix, "
