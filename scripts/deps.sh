@@ -14,6 +14,7 @@ packages=(
   libopenblas0  # takes over libblas.so.3 from the reference BLAS: PPO updates 1.5-3x faster (BENCHMARKS.md)
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
   libopenmpi-dev  # coral train --distributed (distributed/)
+  libjs-dygraphs  # the live view's plots (--dashboard), embedded into the binary at build time
 )
 if [ "${1:-}" != main ]; then
   packages+=(
@@ -22,6 +23,7 @@ if [ "${1:-}" != main ]; then
     python3-venv python3-pip python3-setuptools python3-wheel  # ctest python_pip_venv: pip install into a fresh venv
     python3-cloudpickle  # gymnasium's import, for scripts/gymnasium_suite.py (by hand)
     openmpi-bin  # mpirun, for the mpi tests
+    chromium  # headless: the live view's page test (tests/training/dashboard_test.cpp) and its screenshots
   )
 fi
 

@@ -114,4 +114,12 @@ inline constexpr std::string_view stop_waits_for_learner =
 /// A stall report's line: updates begun since env steps last moved, at how many env steps.
 inline constexpr std::string_view stall_same_data =
     "  the learner began {} updates since env steps last moved (at {}): it trains on the same data over and over\n";
+/// The live view's port is taken: the port, the address.
+inline constexpr std::string_view dashboard_port_in_use =
+    "--dashboard-port {}: the port is in use on {}; give another, or 0 for any free port";
+/// The live view cannot listen for another reason: the port, the address, why.
+inline constexpr std::string_view dashboard_cannot_listen = "--dashboard-port {}: cannot listen on {}: {}";
+/// --dashboard-bind is not an address: what was given.
+inline constexpr std::string_view dashboard_bad_bind =
+    "--dashboard-bind '{}' is not an IPv4 or IPv6 address (127.0.0.1 keeps the page on this machine)";
 }  // namespace coral::training::errors
