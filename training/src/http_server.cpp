@@ -14,6 +14,7 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include "coral/core/error.hpp"
 #include "coral/training/errors.hpp"
@@ -127,7 +128,10 @@ void http_server::start() {
   auto swallow = [](std::exception_ptr) {};  // each loop ends by itself at a stop
   asio::co_spawn(io_, accept_loop(), swallow);
   for (auto& p : periodic_) asio::co_spawn(io_, tick(*p.timer, p.period, p.fn), swallow);
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "coral-dashboard");  // in top -H, gdb and /proc: what the live view costs
+    io_.run();
+  });
 }
 
 void http_server::stop() {
