@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -124,6 +125,36 @@ TEST_CASE("a run with the live view serves /state.json and /metrics listing ever
     });
     check_every_actor_listed(seen);
   }
+}
+
+TEST_CASE("a run that ends with clients connected to its live view returns, and their connections end",
+          "[training][dashboard]") {
+  test::watchdog limit("a run ending with clients connected", std::chrono::minutes(5));
+  auto o = dashboard_run(executor_mode::threads);
+  std::optional<test::tcp_client> silent;       // connected, sends nothing
+  std::optional<test::tcp_client> unfinished;   // half a request
+  std::optional<test::tcp_client> not_reading;  // asked for the page, reads nothing yet
+  training_run* run_seen = nullptr;
+  std::uint16_t port = 0;
+  o.on_metrics_row = [&](std::string_view, std::string_view) {
+    port = run_seen->dashboard_port();
+    silent.emplace(port);
+    unfinished.emplace(port);
+    unfinished->send("GET /state.json HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    not_reading.emplace(port);
+    not_reading->send("GET / HTTP/1.1\r\n\r\n");
+    return false;  // stop the run with all three connected
+  };
+  std::ostringstream progress;
+  std::ostringstream warnings;
+  training_run run(o, progress, warnings);
+  run_seen = &run;
+  CHECK(run.run().interrupted);  // returned: the stop waited on none of them
+  REQUIRE(silent.has_value());
+  CHECK(silent->receive_all().empty());
+  CHECK(unfinished->receive_all().empty());
+  (void)not_reading->receive_all();  // answered or cut off, either way it ends
+  CHECK_THROWS(test::tcp_client(port));  // and nothing listens any more
 }
 
 TEST_CASE("a run whose live view cannot take its port is refused before it starts, naming the port",
