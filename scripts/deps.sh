@@ -16,6 +16,7 @@ packages=(
   libblas-dev  # cblas.h and libblas.so for the fused network engine (coral::fused), which libopenblas0 then serves
   python3 python3-dev pybind11-dev python3-numpy  # import coral (python/)
   libopenmpi-dev  # coral train --distributed (distributed/)
+  libjs-dygraphs  # the live view's plots (--dashboard), embedded into the binary at build time
 )
 if [ "${1:-}" != main ]; then
   packages+=(
@@ -25,6 +26,7 @@ if [ "${1:-}" != main ]; then
     python3-cloudpickle  # gymnasium's import, for scripts/gymnasium_suite.py (by hand)
     openmpi-bin  # mpirun, for the mpi tests
     ffmpeg  # --video (encoder) and ffprobe (the video tests); `coral` runs without it, refusing --video by name
+    chromium  # headless: the live view's page test (tests/training/dashboard_test.cpp) and its screenshots
   )
 fi
 

@@ -234,6 +234,44 @@ void sampler::describe(std::string& out) const {
   }
 }
 
+std::vector<std::string> sampler::batcher_names() const {
+  std::vector<std::string> out;
+  for (std::size_t s = 0; s < batchers_.size(); ++s) {
+    out.push_back(batchers_.size() == 1 ? std::string("inference-batcher") : fmt::format("inference-batcher-{}", s));
+  }
+  return out;
+}
+
+void sampler::chart(actor_graph& graph) const {
+  if (batchers_.empty()) throw usage_error("sampler::chart() before spawn()");
+  const auto batchers = batcher_names();
+  const std::size_t shards = batchers_.size();
+  const std::size_t per_shard = groups_.size() / shards;
+  const std::size_t per_channel = wiring_.ready_channels;
+  for (std::size_t c = 0; c < ready_.size(); ++c) {
+    const std::size_t shard = c / per_channel;
+    std::vector<std::string> senders;
+    if (gated_) {
+      senders.emplace_back("gate");
+    } else {
+      // Shard s's group i announces on its shard's channel i % per_channel.
+      for (std::size_t i = 0; i < per_shard; ++i) {
+        if (i % per_channel == c % per_channel) senders.push_back(groups_[shard * per_shard + i]->name());
+      }
+    }
+    graph.add_channel(fmt::format("ready-{}", c), std::move(senders), {batchers[shard]}, *ready_[c]);
+  }
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    auto* group = groups_[g].get();
+    graph.add_channel(group->name() + " actions", {batchers[g / per_shard]}, {group->name()}, group->actions());
+    graph.add_activity(group->name(), [group] { return group->busy(); });
+  }
+  for (std::size_t s = 0; s < shards; ++s) {
+    const auto* st = &batchers_[s]->stats();
+    graph.add_busy_time(batchers[s], [st] { return st->idle_ns.load(std::memory_order_relaxed); });
+  }
+}
+
 namespace {
 
 /// One plain loop over envs [first, first + count): its envs, batch and

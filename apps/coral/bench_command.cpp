@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,8 @@
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/core/exit_codes.hpp"
 #include "coral/config_file.hpp"
+#include "coral/dashboard_flags.hpp"
+#include "coral/training/dashboard.hpp"
 #include "coral/errors.hpp"
 #include "coral/flag_checks.hpp"
 #include "coral/sampler_flags.hpp"
@@ -81,6 +84,7 @@ struct bench_flags {
   bool no_baseline = false;
   bool json = false;
   double stall_seconds = 30;
+  dashboard_flags dashboard;
 };
 
 /// Flags whose presence matters, not only their value.
@@ -142,6 +146,9 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
     throw config_error(fmt::format(fmt::runtime(coral::errors::bad_value), "--steps", 0, "at least 1"));
   }
   check_bench_flags(f, given, o);
+  const auto dashboard_options = to_dashboard_options(f.dashboard);
+  std::optional<training::dashboard> dashboard;  // bound before anything starts: a port in use refuses the run
+  if (dashboard_options.on) dashboard.emplace(dashboard_options);
 
   actors::sampler s(o);  // validates every flag before anything starts
   const auto& so = s.options();  // with the group size auto chose
@@ -153,12 +160,13 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
                     : fmt::format(" in {} shards (each {} envs, batch {}, {} thread{})", w.shards,
                                   o.num_envs / w.shards, w.batch_size, o.threads / w.shards,
                                   o.threads / w.shards == 1 ? "" : "s");
-  out << fmt::format(
-             "coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}{}, {} executor, "
-             "spin {} us\n",
-             o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.all_shards_batch(),
-             o.threads, o.threads == 1 ? "" : "s", sharding, f.sampler.executor, so.spin.count())
-      << std::flush;  // a line to watch while a long run goes on
+  const auto first_line = fmt::format(
+      "coral bench: env {}, topology {}, {} envs in {} groups of {}, batch {}, {} thread{}{}, {} executor, spin {} us",
+      o.env, actors::to_string(o.topo), o.num_envs, w.groups, so.envs_per_group, w.all_shards_batch(), o.threads,
+      o.threads == 1 ? "" : "s", sharding, f.sampler.executor, so.spin.count());
+  out << first_line << '\n';
+  if (dashboard) out << fmt::format("dashboard: {} (also /state.json and /metrics)\n", dashboard->url());
+  out << std::flush;  // a line to watch while a long run goes on
 
   // A first SIGINT/SIGTERM stops whichever loop runs (the sampler's runtime
   // or the baseline) and the command prints what was measured; a second one
@@ -188,7 +196,26 @@ void run_bench(std::ostream& out, const bench_flags& f, const given_flags& given
   stall_watchdog stall(stall_watchdog::limit_of(f.stall_seconds));
   s.watch_by(stall);
   stall.spawn(rt);
+  actor_graph graph;
+  // Stops serving before the runtime, the sampler and the graph its probes read go away.
+  struct stop_serving {
+    std::optional<training::dashboard>& d;
+    ~stop_serving() {
+      if (d) d->stop();
+    }
+  } stop_dashboard{dashboard};
+  if (dashboard) {
+    s.chart(graph);
+    training::live_source source;
+    source.title = first_line;
+    source.actors = [&rt] { return rt.actor_names(); };
+    source.finished = [&rt](const std::string& name) { return rt.finished(name); };
+    source.counters = [&s] { return training::live_counters{.env_steps = s.stats().env_steps}; };
+    source.graph = &graph;
+    dashboard->start(std::move(source));
+  }
   rt.run();
+  if (dashboard) dashboard->stop();  // the baseline that follows has no actors to show
   const auto st = s.stats();
   const double seconds = static_cast<double>(st.run_ns) * 1e-9;
   const double sps = seconds > 0 ? static_cast<double>(st.env_steps) / seconds : 0.0;
@@ -262,6 +289,7 @@ void add_bench_command(CLI::App& app, std::ostream& out) {
                   "stop, with a report of every env group and channel, when no env step happened for this long "
                   "(0: never)")
       ->capture_default_str();
+  add_dashboard_flags(*cmd, flags->dashboard, "its env groups, batchers and channels, how busy each is, steps/s");
   const given_flags given{baseline_steps, baseline_threads};
   cmd->callback([&out, flags, given] { run_bench(out, *flags, given); });
 }

@@ -13,6 +13,7 @@
 
 #include "coral/cli.hpp"
 #include "coral/core/error.hpp"
+#include "coral/dashboard_flags.hpp"
 #include "coral/flag_checks.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/train.hpp"
@@ -43,6 +44,7 @@ struct train_flags {
   bool no_run_dir = false;
   bool no_tensorboard = false;
   bool distributed = false;
+  dashboard_flags dashboard;
 };
 
 /// One algorithm setting on the command line: declared once for every
@@ -194,6 +196,7 @@ void run_train(std::ostream& out, std::ostream& err, train_flags& f, const given
                               : fmt::format("runs/{}-{}-{}-seed{}", o.sampler.env, o.algo, f.sampler.topology, o.sampler.seed);
   }
   o.tensorboard = !f.no_tensorboard;
+  o.dashboard = to_dashboard_options(f.dashboard);
   o.on_metrics_row = hooks.on_metrics_row;
   learners::validate(o);  // every flag, before anything starts
   if (!learners::torch_linked() && learners::needs_torch(o)) {
@@ -279,6 +282,8 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, cons
                   "stop the run, with a report of every actor and channel, when no env step and no learner update "
                   "happened for this long (0: never)")
       ->capture_default_str();
+  add_dashboard_flags(*cmd, f->dashboard,
+                      "its actors and channels, how busy each actor is, its rates and learning curve");
   const given_flags given{target, run_dir, checkpoint_every, std::move(algorithm_flags)};
   cmd->callback([&out, &err, f, given, hooks] { run_train(out, err, *f, given, hooks); });
 }

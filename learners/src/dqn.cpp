@@ -27,6 +27,7 @@
 #include "memory_math.hpp"
 #include "q_fields.hpp"
 #include "q_options_check.hpp"
+#include "replay_chart.hpp"
 #include "replay_distribution.hpp"
 
 namespace coral::learners {
@@ -204,6 +205,10 @@ class dqn final : public algorithm {
     out += fmt::format("  replay: {} message(s) in its inbox, {} batch(es) waiting for the learner\n",
                        replay_.inbox().size(), replay_.samples().size());
   }
+  void chart(actor_graph& graph, training::training_run& run) override {
+    learners::detail::chart_replay(graph, run, replay_, 1.0, "Transitions sampled per env step inserted into replay, over the run.");
+  }
+
 
   // Checkpoints: the learner's state with a copy of the replay that the
   // replay actor takes of itself on a snapshot_request and sends back by

@@ -117,6 +117,17 @@ class ppo final : public algorithm, public distribution_part {
   void describe(std::string& out) override {
     out += fmt::format("  rollout assembler: {} segment(s) waiting for the learner\n", assembler_->segments().size());
   }
+  void chart(actor_graph& graph, training::training_run& run) override {
+    // The assembler is the batcher's step consumer: its segments come from
+    // the batchers' actors (on a distributed learner, from the bridge).
+    const auto senders = learner_rank(options_) ? std::vector<std::string>{"bridge"} : sampler_->batcher_names();
+    graph.add_channel("segments", senders, {"learner"}, assembler_->segments());
+    auto* activity = &run.activity();
+    graph.add_activity("learner", [activity] { return activity->busy(); });
+    auto* stats = &run.stats();
+    graph.add_figure("policy_lag", "Mean policy lag (learner version minus acting version) of the last segment trained on.",
+                     [stats] { return stats->read().last_update.mean_policy_lag; });
+  }
 
   asio::awaitable<bool> snapshot(checkpoint& c) override {
     final_state(c);

@@ -26,6 +26,7 @@
 #include "memory_math.hpp"
 #include "q_fields.hpp"
 #include "q_options_check.hpp"
+#include "replay_chart.hpp"
 #include "replay_distribution.hpp"
 
 namespace coral::learners {
@@ -248,6 +249,12 @@ class r2d2 final : public algorithm {
     out += fmt::format("  sequence replay: {} message(s) in its inbox, {} batch(es) waiting for the learner\n",
                        replay_.inbox().size(), replay_.samples().size());
   }
+  void chart(actor_graph& graph, training::training_run& run) override {
+    const auto& l = replay_.buffer().config().layout;
+    learners::detail::chart_replay(graph, run, replay_, static_cast<double>(l.length - l.burn_in),
+                         "Trained steps per env step inserted into replay, over the run.");
+  }
+
 
   asio::awaitable<bool> snapshot(checkpoint& c) override {
     fill_learner(c);

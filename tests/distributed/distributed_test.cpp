@@ -33,19 +33,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
+/// A rank's run of "count": test::count_run, smaller (4 envs, batch 2, one sampling thread, rows of 16).
 train_options rank_run(std::uint64_t total_steps) {
-  register_algorithm(test::count_steps_descriptor());
-  train_options o;
-  o.algo = "count";
-  o.sampler.env = "cartpole";
+  auto o = test::count_run(total_steps, executor_mode::threads);
   o.sampler.num_envs = 4;
-  o.sampler.topo = actors::topology::pool;
   o.sampler.batch_size = 2;
   o.sampler.threads = 1;
   options_of<test::count_options>(o).horizon = 16;
-  o.total_steps = total_steps;
-  o.stop_when_solved = false;
-  o.progress_seconds = 0;
   return o;
 }
 

@@ -109,6 +109,11 @@ class count_steps final : public training::algorithm,
     });
   }
   void close() noexcept override { updates_due_.close(); }
+  void chart(actor_graph& graph, training::training_run& run) override {
+    graph.add_channel("updates due", sampler_->batcher_names(), {"learner"}, updates_due_);
+    auto* activity = &run.activity();
+    graph.add_activity("learner", [activity] { return activity->busy(); });
+  }
 
   std::string describe_setup() const override { return fmt::format("counting steps every {}", every()); }
   std::string_view columns() const override { return "counted"; }
@@ -218,6 +223,26 @@ inline training::algorithm_descriptor count_steps_descriptor(std::string name = 
     return std::make_unique<count_steps>(o, s, distributable);
   };
   return d;
+}
+
+/// A run of "count": 8 cartpole envs in the pool topology (batch 4, two
+/// sampling threads), an update every 64 steps per row, `total_steps` long,
+/// with no progress lines and no stop when solved.
+inline training::train_options count_run(std::uint64_t total_steps, executor_mode mode = executor_mode::single) {
+  training::register_algorithm(count_steps_descriptor());  // the one registration line
+  training::train_options o;
+  o.algo = "count";
+  o.sampler.env = "cartpole";
+  o.sampler.num_envs = 8;
+  o.sampler.topo = actors::topology::pool;
+  o.sampler.batch_size = 4;
+  o.sampler.threads = 2;
+  o.sampler.executor = mode;
+  training::options_of<count_options>(o).horizon = 64;
+  o.total_steps = total_steps;
+  o.stop_when_solved = false;
+  o.progress_seconds = 0;
+  return o;
 }
 
 }  // namespace coral::test

@@ -25,27 +25,10 @@ using namespace coral;
 using namespace coral::training;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using coral::test::count_run;
 using coral::test::fresh_path;
 
 namespace {
-
-/// A run of the test-only "count" algorithm: 8 cartpole envs, updates every 64 steps per row.
-train_options count_run(std::uint64_t total_steps, executor_mode mode = executor_mode::single) {
-  register_algorithm(test::count_steps_descriptor());  // the one registration line
-  train_options o;
-  o.algo = "count";
-  o.sampler.env = "cartpole";
-  o.sampler.num_envs = 8;
-  o.sampler.topo = actors::topology::pool;
-  o.sampler.batch_size = 4;
-  o.sampler.threads = 2;
-  o.sampler.executor = mode;
-  options_of<test::count_options>(o).horizon = 64;
-  o.total_steps = total_steps;
-  o.stop_when_solved = false;
-  o.progress_seconds = 0;
-  return o;
-}
 
 /// count_run(2048) checkpointing into dir/ckpt every 1024 steps, keeping every checkpoint.
 train_options checkpointed_count_run(const fs::path& dir) {

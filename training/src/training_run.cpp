@@ -11,6 +11,7 @@
 #include "coral/core/json.hpp"
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/dashboard.hpp"
 #include "coral/training/errors.hpp"
 #include "coral/training/finite_checks.hpp"
 #include "memory_budget.hpp"
@@ -49,6 +50,8 @@ void training_run::validate(const train_options& options) {
     throw config_error(fmt::format(fmt::runtime(errors::distributed_needs_ranks), o.remote->size()));
   }
   check_setting_ranges(o);
+  // The process that trains serves the live view: its port is checked here.
+  if (o.dashboard.on && !sampler_rank(o)) dashboard::check(o.dashboard);
   if (algo->check) algo->check(o);
   detail::check_memory_budget(o, *algo);  // what the run allocates fits in this machine's memory
 }
@@ -263,6 +266,36 @@ std::uint64_t training_run::learner_progress() {
   return w.counted;
 }
 
+std::uint16_t training_run::dashboard_port() const noexcept { return dashboard_ ? dashboard_->port() : 0; }
+
+void training_run::serve_dashboard(runtime& rt, const std::string& title) {
+  if (!learner_rank(options_)) {
+    sampler_->chart(graph_);
+    // Every group announces to the gate, which forwards to the ready channels.
+    std::vector<std::string> groups;
+    for (const auto& g : sampler_->groups()) groups.push_back(g->name());
+    graph_.add_channel("gate inbox", std::move(groups), {"gate"}, gate_->inbox());
+    auto* inbox = &gate_->inbox();
+    graph_.add_activity("gate", [inbox] { return inbox->waiting_receivers() == 0; });
+  }
+  algorithm_->chart(graph_, *this);
+  live_source source;
+  source.title = title;
+  source.actors = [&rt] { return rt.actor_names(); };
+  source.finished = [&rt](const std::string& name) { return rt.finished(name); };
+  source.counters = [this] {
+    const auto s = stats_.read();
+    live_counters c;
+    c.env_steps = env_steps();
+    c.updates = s.updates;
+    c.episodes = s.episodes;
+    if (s.window > 0) c.mean_return = s.mean_return;
+    return c;
+  };
+  source.graph = &graph_;
+  dashboard_->start(std::move(source));
+}
+
 void training_run::start() {
   const auto& o = options_;
   sampler_ = std::make_unique<actors::sampler>(o.sampler);
@@ -337,6 +370,9 @@ train_result training_run::run() {
   const auto& o = options_;
   const bool sampling = !learner_rank(o);  // this process runs env groups
   const bool learning = !sampler_rank(o);  // this process trains, reports and checkpoints
+  // Bound before anything of the run is written, so that a port taken
+  // since validate() refuses the run as cleanly.
+  if (learning && o.dashboard.on) dashboard_ = std::make_unique<dashboard>(o.dashboard);
   if (learning) {
     locks_ = detail::prepare_run_dirs(options_);
     detail::write_run_config(options_);
@@ -351,10 +387,11 @@ train_result training_run::run() {
   const auto& so = o.sampler;
   const auto& wiring = sampler_->wires();
   const auto bo = actors::batcher_options_behind_gate(so, wiring);
+  std::string first_line;
   if (learning) {
-    *progress_ << fmt::format(
+    first_line = fmt::format(
         "coral train: env {}, {}, topology {}, {} envs in {} groups of {}, batch {}, {} sampling thread{}, {} executor, "
-        "spin {} us, {}, target return {}{}{}\n",
+        "spin {} us, {}, target return {}{}{}",
         so.env, o.algo, actors::to_string(so.topo), so.num_envs, wiring.groups, wiring.envs_per_group, wiring.batch_size,
         so.threads, so.threads == 1 ? "" : "s", coral::to_string(so.executor),
         so.spin.count(),
@@ -366,6 +403,10 @@ train_result training_run::run() {
         bridge_ ? fmt::format(", distributed: this rank learns, {} sampler rank{} run the envs and threads above each",
                               sampler_ranks(o), sampler_ranks(o) == 1 ? "" : "s")
                 : "");
+    *progress_ << first_line << '\n';
+    if (dashboard_) {
+      *progress_ << fmt::format("dashboard: {} (also /state.json and /metrics)\n", dashboard_->url()) << std::flush;
+    }
   }
 
   started_ = clock::now();
@@ -449,6 +490,14 @@ train_result training_run::run() {
     if (bridge_) bridge_->describe(out);
   });
   stall.spawn(rt);
+  // Stops serving before the runtime and the actors its probes read go away.
+  struct stop_serving {
+    dashboard* d;
+    ~stop_serving() {
+      if (d != nullptr) d->stop();
+    }
+  } stop_dashboard{dashboard_.get()};
+  if (dashboard_) serve_dashboard(rt, first_line);
   try {
     rt.run();
   } catch (const std::exception& e) {

@@ -80,6 +80,13 @@ class alignas(64) env_group {
   /// starting, in its envs' code, waiting to announce, waiting for its
   /// actions, or finished.
   [[nodiscard]] std::string_view where() const noexcept;
+  /// Whether the group is in its envs' code now (resetting or stepping
+  /// them) rather than waiting on a channel or finished: what the live view
+  /// samples for its busy fraction (a snapshot; any thread).
+  [[nodiscard]] bool busy() const noexcept {
+    const auto p = phase_.load(std::memory_order_relaxed);
+    return p == phase::starting || p == phase::stepping;
+  }
 
  private:
   void step();

@@ -17,6 +17,7 @@
 #include "coral/actors/sampler_options.hpp"
 #include "coral/channels/channel.hpp"
 #include "coral/channels/latest.hpp"
+#include "coral/core/actor_graph.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/envs/env_batch.hpp"
@@ -113,6 +114,15 @@ class sampler {
   /// channel (depth, parked receivers) and the batcher's counters: the
   /// sampler's part of a stall report. Any thread, while the run goes on.
   void describe(std::string& out) const;
+  /// Adds the sampler's part of the live view to `graph` (after spawn()):
+  /// each ready channel (its senders: the groups that announce on it, or
+  /// `gate` when announce_to() was called), each group's actions channel,
+  /// and how busy each group (sampled: in its envs' code) and batcher
+  /// (exact: its waits for ready groups) is. The probes read atomics and
+  /// channel sizes only; `graph` may read them while the run goes on.
+  void chart(actor_graph& graph) const;
+  /// The batchers' actor names, in shard order (after spawn()).
+  [[nodiscard]] std::vector<std::string> batcher_names() const;
   /// The groups (for tests).
   [[nodiscard]] const std::vector<std::unique_ptr<env_group>>& groups() const noexcept { return groups_; }
 

@@ -28,6 +28,7 @@
 #include "coral/actors/policy.hpp"
 #include "coral/actors/sampler.hpp"
 #include "coral/actors/step_consumer.hpp"
+#include "coral/core/actor_graph.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/training/checkpoint.hpp"
 #include "coral/training/train_options.hpp"
@@ -136,6 +137,17 @@ class algorithm {
   [[nodiscard]] virtual std::uint64_t metrics_every() const { return 1; }
   /// Appends its queues to a stall report.
   virtual void describe(std::string& out) { (void)out; }
+  /// Adds its part of the live view to `graph` (after spawn(), before the
+  /// run; see actor_graph): the channels between its actors and the
+  /// batcher (its step consumer runs inside the batcher's actor), how busy
+  /// its actors are (its learner: run.activity().busy()), and its figures
+  /// (policy_lag, replay_ratio, ...). Its probes are read from the live
+  /// view's thread while the run goes on. Nothing by default: its actors
+  /// are still listed, with no channels and no busy fraction.
+  virtual void chart(actor_graph& graph, training_run& run) {
+    (void)graph;
+    (void)run;
+  }
 
   /// Fills `c` (whose env, network, seed and algo are set) with its state,
   /// on the learner's actor during the run. False when the run is stopping

@@ -133,4 +133,13 @@ inline constexpr std::string_view video_ffmpeg_failed = "video '{}': ffmpeg fail
 inline constexpr std::string_view video_frame_size = "video '{}': frame {} is {}x{} (height x width), the first was {}x{}";
 /// finish() before any frame: the path.
 inline constexpr std::string_view video_no_frames = "video '{}': no frames to write";
+
+/// The live view's port is taken: the port, the address.
+inline constexpr std::string_view dashboard_port_in_use =
+    "--dashboard-port {}: the port is in use on {}; give another, or 0 for any free port";
+/// The live view cannot listen for another reason: the port, the address, why.
+inline constexpr std::string_view dashboard_cannot_listen = "--dashboard-port {}: cannot listen on {}: {}";
+/// --dashboard-bind is not an address: what was given.
+inline constexpr std::string_view dashboard_bad_bind =
+    "--dashboard-bind '{}' is not an IPv4 or IPv6 address (127.0.0.1 keeps the page on this machine)";
 }  // namespace coral::training::errors

@@ -21,6 +21,13 @@
 
 namespace coral::training {
 
+/// The live view of a run (`--dashboard`, dashboard.hpp).
+struct dashboard_options {
+  bool on = false;                  ///< serve it
+  std::string bind = "127.0.0.1";   ///< an IPv4 or IPv6 address; another than loopback exposes the page
+  std::uint16_t port = 0;           ///< 0: any free port (the run prints which)
+};
+
 /// Everything a run is made from (the flags of `coral train`).
 struct train_options {
   actors::sampler_options sampler;     ///< env, env args, seed, topology, envs, threads, executor
@@ -48,6 +55,8 @@ struct train_options {
   bool tensorboard = true;
   double progress_seconds = 2.0;       ///< progress line period; 0: none
   double stall_seconds = 30.0;         ///< stop a run with no env step and no update for this long; 0: never
+  /// Serve the live view while the run goes on (on the learner's process).
+  dashboard_options dashboard;
   /// Called with the metrics header and each metrics row (metrics.csv's
   /// text, without the newline), whether or not a run dir is written, on the
   /// learner's thread. Returning false stops the run as a signal does (a

@@ -37,6 +37,7 @@
 #include "coral/actors/sampler.hpp"
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
+#include "coral/core/actor_graph.hpp"
 #include "coral/training/algorithm.hpp"
 #include "coral/training/learner_activity.hpp"
 #include "coral/training/remote_link.hpp"
@@ -50,6 +51,7 @@ class metrics_file;
 class tensorboard_file;
 class dir_lock;
 }  // namespace detail
+class dashboard;
 
 /// One training run. Construct, then run() once.
 ///
@@ -125,6 +127,8 @@ class training_run {
   void warn(const std::string& line);
   /// Whether the gate exists yet (it does from start() on).
   [[nodiscard]] bool has_gate() const noexcept { return gate_ != nullptr; }
+  /// The live view's port while the run serves it (--dashboard), else 0.
+  [[nodiscard]] std::uint16_t dashboard_port() const noexcept;
 
  private:
   struct row_window {
@@ -154,6 +158,9 @@ class training_run {
   /// the first update begun since env steps last moved, not for update after
   /// update on the same data.
   std::uint64_t learner_progress();
+  /// Fills graph_ from the parts of the run (after every actor is spawned)
+  /// and starts serving the live view of `rt`.
+  void serve_dashboard(runtime& rt, const std::string& title);
 
   train_options options_;
   std::ostream* progress_;
@@ -189,6 +196,8 @@ class training_run {
   std::vector<float> learner_weights_;      // a sampler rank's start, until publish_initial()
   std::uint64_t learner_version_ = 0;
   learner_activity activity_;
+  actor_graph graph_;                    // the live view's channels and probes (--dashboard)
+  std::unique_ptr<dashboard> dashboard_;  // bound from run()'s start, serving while the runtime runs
   // learner_progress()'s state (the watchdog's thread only).
   struct progress_watch {
     std::uint64_t env_steps = ~std::uint64_t{0};
