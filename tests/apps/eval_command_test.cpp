@@ -1,3 +1,5 @@
+#include "coral/cli.hpp"
+
 // `coral eval`: its lines, its summary, its refusals and its stop on SIGINT
 // (docs/cli.md), on checkpoints of short real training runs.
 
@@ -13,7 +15,6 @@
 #include <fmt/format.h>
 
 #include "child_process.hpp"
-#include "coral/cli.hpp"
 #include "coral/core/json.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"

@@ -33,6 +33,7 @@
 #include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
 #include "../support/short_run.hpp"
+#include "../support/test_envs.hpp"
 
 namespace fs = std::filesystem;
 using namespace coral::learners;
@@ -53,23 +54,28 @@ policy_options with_rows(std::size_t n) {
   return o;
 }
 
-/// Steps `rows` cartpoles (seed 21) for `steps` steps; before each step
+/// Steps `rows` envs `env` (seed 21) for `steps` steps; before each step
 /// `act` writes the actions into the batch; returns every action taken and
 /// the returns of the episodes that ended.
 struct trace {
   std::vector<std::int32_t> actions;
+  std::vector<float> continuous;
   std::vector<float> returns;
 };
-trace drive(std::size_t rows, std::size_t steps,
+trace drive(const std::string& env, std::size_t rows, std::size_t steps,
             const std::function<void(coral::envs::env_batch&)>& act) {
-  auto envs = coral::envs::registry::global().make_many("cartpole", {}, 21, 0, rows);
+  auto envs = coral::envs::registry::global().make_many(env, {}, 21, 0, rows);
   coral::envs::env_batch batch(rows, envs.front()->observation_space(), envs.front()->action_space());
   coral::envs::env_slice slice(batch, 0, std::move(envs));
   slice.reset_all();
   trace t;
   for (std::size_t s = 0; s < steps; ++s) {
     act(batch);
-    for (std::size_t r = 0; r < rows; ++r) t.actions.push_back(batch.discrete_actions()(r, 0));
+    const auto discrete = batch.discrete_actions().row(0);
+    const auto continuous = batch.continuous_actions().row(0);
+    t.actions.insert(t.actions.end(), discrete.begin(), discrete.begin() + static_cast<std::ptrdiff_t>(rows * batch.discrete_action_dim()));
+    t.continuous.insert(t.continuous.end(), continuous.begin(),
+                        continuous.begin() + static_cast<std::ptrdiff_t>(rows * batch.continuous_action_dim()));
     slice.step_all();
     for (std::size_t r = 0; r < rows; ++r) {
       if (batch.terminated()[r] != 0 || batch.truncated()[r] != 0) t.returns.push_back(batch.episode_returns()[r]);
@@ -80,18 +86,19 @@ trace drive(std::size_t rows, std::size_t steps,
 
 /// The same with a loaded policy: its actions, and reset(row) where an episode ended.
 trace drive_loaded(trained_policy& p, std::size_t steps) {
-  return drive(p.rows(), steps, [&p](coral::envs::env_batch& b) {
+  return drive(p.run_options().sampler.env, p.rows(), steps, [&p](coral::envs::env_batch& b) {
     for (std::size_t r = 0; r < b.rows(); ++r) {
       if (b.terminated()[r] != 0 || b.truncated()[r] != 0) p.reset(r);
     }
     const auto a = p.act({b.observations().row(0).data(), b.rows() * b.obs_dim()});
     std::copy(a.discrete.begin(), a.discrete.end(), b.discrete_actions().row(0).data());
+    std::copy(a.continuous.begin(), a.continuous.end(), b.continuous_actions().row(0).data());
   });
 }
 
 /// The same with the training process's own acting policy.
-trace drive_direct(coral::actors::policy& p, std::size_t rows, std::size_t steps) {
-  return drive(rows, steps, [&p](coral::envs::env_batch& b) {
+trace drive_direct(const std::string& env, coral::actors::policy& p, std::size_t rows, std::size_t steps) {
+  return drive(env, rows, steps, [&p](coral::envs::env_batch& b) {
     const coral::actors::row_range all{0, static_cast<std::uint32_t>(b.rows())};
     p.act({.batch = b, .ranges = std::span(&all, 1), .log_probs = {}, .values = {}});
   });
@@ -101,15 +108,31 @@ trace drive_direct(coral::actors::policy& p, std::size_t rows, std::size_t steps
 /// same actions on the same 600 steps and so get the same returns.
 void check_same_actions(trained_policy& loaded, coral::actors::policy& direct) {
   const auto a = drive_loaded(loaded, 600);
-  const auto b = drive_direct(direct, loaded.rows(), 600);
+  const auto b = drive_direct(loaded.run_options().sampler.env, direct, loaded.rows(), 600);
   CHECK(a.actions == b.actions);
+  CHECK(a.continuous == b.continuous);
   CHECK(a.returns == b.returns);
   CHECK_FALSE(a.returns.empty());
 }
 
-network_spec cartpole_spec(const train_options& o, std::size_t frames) {
-  const auto env = coral::envs::registry::global().make("cartpole", {}, 0, 0);
+/// The network_spec of `o`'s env (without obs norm or an LSTM).
+network_spec spec_of_env(const train_options& o, std::size_t frames) {
+  const auto env = coral::envs::registry::global().make(o.sampler.env, {}, 0, 0);
   return network_spec::from_spaces(env->observation_space(), env->action_space(), o.hidden, frames);
+}
+
+/// The training process's PPO policy of a run of `o` for `rows` rows: an
+/// mlp_policy of `spec` with the weights the learner publishes after
+/// restoring `file`, deterministic.
+std::unique_ptr<mlp_policy> ppo_as_trained(const train_options& o, const network_spec& spec, const fs::path& file,
+                                           std::size_t rows) {
+  const auto c = coral::training::read_checkpoint(file);
+  ppo_learner learner(spec, options_of<ppo_options>(o).ppo, o.sampler.seed, o.total_steps);
+  learner.restore(c.learner);
+  auto p = std::make_unique<mlp_policy>(spec, rows, 99);
+  p->load_weights(learner.weights());
+  p->set_deterministic(true);
+  return p;
 }
 
 }  // namespace
@@ -131,19 +154,25 @@ TEST_CASE("a loaded PPO policy acts as the training process's mlp_policy, determ
     CHECK(loaded.run_options().algo == "ppo");
     CHECK(loaded.file() == *coral::training::newest_checkpoint(dir));
 
-    // The weights the learner publishes after restoring the checkpoint.
-    const auto c = coral::training::read_checkpoint(loaded.file());
-    auto spec = cartpole_spec(o, options_of<ppo_options>(o).frames);
+    auto spec = spec_of_env(o, options_of<ppo_options>(o).frames);
     spec.lstm = options_of<ppo_options>(o).lstm;
     spec.normalize_observations = options_of<ppo_options>(o).normalize_observations;
-    ppo_learner learner(spec, options_of<ppo_options>(o).ppo, o.sampler.seed, o.total_steps);
-    learner.restore(c.learner);
-    mlp_policy direct(spec, 3, 99);
-    direct.load_weights(learner.weights());
-    direct.set_deterministic(true);
-
-    check_same_actions(loaded, direct);
+    check_same_actions(loaded, *ppo_as_trained(o, spec, loaded.file(), 3));
   }
+}
+
+TEST_CASE("a loaded PPO policy with a Box action takes the Gaussian's mean, clipped, as mlp_policy does",
+          "[learners][trained_policy]") {
+  coral::test::register_test_envs();
+  const auto dir = coral::test::fresh_dir("trained-ppo-box");
+  auto o = short_run("ppo", dir, 1024);
+  o.sampler.env = "test-target";
+  options_of<ppo_options>(o).horizon = 64;
+  train_quietly(o);
+  auto loaded = load_policy(dir, with_rows(3));
+  CHECK(loaded.continuous_size() == 1);
+  CHECK(loaded.discrete_size() == 0);
+  check_same_actions(loaded, *ppo_as_trained(o, spec_of_env(o, 1), loaded.file(), 3));
 }
 
 TEST_CASE("a loaded DQN policy acts greedily as the training process's q_policy, bit for bit",
@@ -156,7 +185,7 @@ TEST_CASE("a loaded DQN policy acts greedily as the training process's q_policy,
   train_quietly(o);
   auto loaded = load_policy(dir, with_rows(2));
   const auto c = coral::training::read_checkpoint(loaded.file());
-  const auto spec = cartpole_spec(o, 1);
+  const auto spec = spec_of_env(o, 1);
   dqn_learner learner(spec, options_of<dqn_config>(o), o.sampler.seed);
   learner.restore(c.learner, c.floats("target_parameters"));
   q_policy direct(spec, 2, 99, options_of<dqn_config>(o));
@@ -180,7 +209,7 @@ TEST_CASE("a loaded R2D2 policy acts greedily as the training process's r2d2_pol
   train_quietly(o);
   auto loaded = load_policy(dir, with_rows(2));
   const auto c = coral::training::read_checkpoint(loaded.file());
-  auto spec = cartpole_spec(o, 1);
+  auto spec = spec_of_env(o, 1);
   spec.lstm = r.lstm;
   r2d2_learner learner(spec, r.q, r.sequences, o.sampler.seed);
   learner.restore(c.learner, c.floats("target_parameters"));
