@@ -45,6 +45,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
   add_tune_command(app, out);
 #ifdef CORAL_HAVE_TRAIN
   add_train_command(app, out, err, hooks);
+  add_eval_command(app, out);
 #endif
   std::string unused_config;
   add_config_help(app, unused_config);

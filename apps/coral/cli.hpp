@@ -5,6 +5,7 @@
 /// later `bench_command.cpp`, `train_command.cpp`) and adds itself to the
 /// CLI11 app through an `add_*_command` function declared here.
 
+#include <cstdint>
 #include <functional>
 #include <string_view>
 #include <ostream>
@@ -78,5 +79,12 @@ void add_tune_command(CLI::App& app, std::ostream& out);
 /// JSON object, see shared/DESIGN.md's contract and docs/training.md) to `app`.
 /// Its warnings go to `err`: `out` is progress and the JSON line.
 void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, const run_hooks& hooks = {});
+
+/// `coral eval --episodes` at most.
+inline constexpr std::uint64_t max_eval_episodes = 1'000'000;
+
+/// Adds `coral eval` (eval_command.cpp): a checkpoint's policy on fresh
+/// episodes, one line each, then one JSON object (docs/cli.md).
+void add_eval_command(CLI::App& app, std::ostream& out);
 
 }  // namespace coral::cli

@@ -92,4 +92,12 @@ inline constexpr std::string_view torch_program_missing =
 /// execv() of coral-torch failed: its path and the system's reason.
 inline constexpr std::string_view torch_program_failed = "could not start {}: {}";
 
+/// `coral eval --episodes` outside [1, max]: the value, the most episodes.
+inline constexpr std::string_view episodes_out_of_range = "{} is out of range: evaluate 1 to {} episodes";
+/// `coral eval` on an env with several agents per env: the env, its agents.
+inline constexpr std::string_view eval_multi_agent =
+    "--checkpoint: env '{}' has {} agents per env; coral eval runs single-agent envs";
+/// `coral eval`: the env threw or produced a non-finite value: env name, episode (from 1), step in it, what.
+inline constexpr std::string_view eval_env_failed = "env '{}' failed in episode {} at step {}: {}";
+
 }  // namespace coral::cli::errors

@@ -16,6 +16,8 @@
 #include "coral/training/policy_lag_gate.hpp"
 #include "coral/learners/ppo_learner.hpp"
 #include "coral/training/rollout.hpp"
+#include "coral/training/running_moments.hpp"
+#include "coral/training/errors.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/training_run.hpp"
 #include "coral/training/finite_checks.hpp"
@@ -29,6 +31,45 @@ namespace {
 
 using namespace training;
 
+/// The actor-critic a run of `o` trains over envs of these spaces.
+network_spec spec_of(const train_options& o, const envs::space& observation, const envs::space& action) {
+  const auto& p = options_of<ppo_options>(o);
+  auto spec = network_spec::from_spaces(observation, action, o.hidden, p.frames);
+  spec.normalize_observations = p.normalize_observations;
+  spec.lstm = p.lstm;
+  return spec;
+}
+
+/// The signature a run of `o` with a network of `spec` writes into its checkpoints.
+std::string ppo_signature(const train_options& o, const network_spec& spec) {
+  return network_signature(spec) + (options_of<ppo_options>(o).ppo.scale_rewards ? " reward_scale" : "");
+}
+
+/// The policy a PPO checkpoint acts with outside a run: the batcher's
+/// mlp_policy with the weights the learner publishes after restoring `c`
+/// (its parameters, then the normaliser's block from its moments).
+std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::space& observation,
+                                           const envs::space& action, const checkpoint& c, const acting_options& a) {
+  const auto spec = spec_of(o, observation, action);
+  check_acting_network(c, ppo_signature(o, spec), a.file);
+  auto weights = c.learner.parameters;
+  if (spec.normalize_observations) {
+    running_moments moments(spec.input_dim());
+    try {
+      moments.load(c.learner.observation_moments);
+    } catch (const usage_error&) {
+      throw training::checkpoint_error(
+          fmt::format(fmt::runtime(training::errors::checkpoint_bad_record), a.file, "observation_moments"));
+    }
+    const auto block = normalizer_block(moments);
+    weights.insert(weights.end(), block.begin(), block.end());
+  }
+  auto policy = std::make_unique<mlp_policy>(spec, a.rows, a.seed);
+  policy->load_weights(weights);
+  policy->set_deterministic(a.deterministic);
+  return policy;
+}
+
 class ppo final : public algorithm, public distribution_part {
  public:
   ppo(const train_options& o, actors::sampler& s)
@@ -40,9 +81,7 @@ class ppo final : public algorithm, public distribution_part {
 
   // The reward scaler's state is in the checkpoint only when it is on: a run
   // with it does not resume a run without it, nor the other way round.
-  std::string signature() const override {
-    return network_signature(spec_) + (p_.ppo.scale_rewards ? " reward_scale" : "");
-  }
+  std::string signature() const override { return ppo_signature(options_, spec_); }
 
   std::string restore(const checkpoint& c) override {
     learner_.restore(c.learner);
@@ -203,11 +242,7 @@ class ppo final : public algorithm, public distribution_part {
   }
 
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
-    const auto& p = options_of<ppo_options>(o);
-    auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, p.frames);
-    spec.normalize_observations = p.normalize_observations;
-    spec.lstm = p.lstm;
-    return spec;
+    return spec_of(o, s.observation_space(), s.action_space());
   }
 
   /// The width of a segment's observation rows (stacked frames).
@@ -345,6 +380,7 @@ void register_ppo() {
   d.needs_torch = [](const train_options& o) {
     return parse_backend(o.backend) == network_backend::torch || options_of<O>(o).lstm > 0;
   };
+  d.acting = ppo_acting;
   register_algorithm(std::move(d));
 }
 

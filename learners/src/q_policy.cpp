@@ -33,6 +33,7 @@ struct q_policy::impl {
   actors::epsilon_schedule schedule;  // advanced here, read by the progress line on its own thread
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
+  bool deterministic = false;
 };
 
 q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
@@ -60,6 +61,8 @@ void q_policy::load_weights(std::span<const float> weights) {
   impl_->net.load_flat(weights, impl_->widths);
 }
 
+void q_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
+
 double q_policy::epsilon(std::size_t row) const noexcept { return impl_->schedule.epsilon(row); }
 
 const actors::epsilon_schedule& q_policy::schedule() const noexcept { return impl_->schedule; }
@@ -72,7 +75,7 @@ void q_policy::act(const actors::policy_rows& rows) {
   for (const auto& range : rows.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       auto& rng = m.rngs[r];
-      const bool explore = rng.uniform() < m.schedule.epsilon(r, steps);
+      const bool explore = !m.deterministic && rng.uniform() < m.schedule.epsilon(r, steps);
       std::size_t pick = 0;
       if (explore) pick = static_cast<std::size_t>(rng.below(m.actions));
       if (!explore || !rows.values.empty()) {

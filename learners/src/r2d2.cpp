@@ -38,13 +38,39 @@ using training::detail::out_of_range;
 /// R2D2's options (its descriptor's options type).
 const r2d2_options& r2d2_of(const train_options& o) { return options_of<r2d2_options>(o); }
 
-network_spec make_spec(const train_options& o, const actors::sampler& s) {
-  auto spec = network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1);
+network_spec spec_of(const train_options& o, const envs::space& observation, const envs::space& action) {
+  auto spec = network_spec::from_spaces(observation, action, o.hidden, 1);
   if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
-    throw config_error(fmt::format(fmt::runtime(errors::r2d2_needs_discrete), s.action_space().to_string()));
+    throw config_error(fmt::format(fmt::runtime(errors::r2d2_needs_discrete), action.to_string()));
   }
   spec.lstm = r2d2_of(o).lstm;
   return spec;
+}
+
+network_spec make_spec(const train_options& o, const actors::sampler& s) {
+  return spec_of(o, s.observation_space(), s.action_space());
+}
+
+/// The signature of the recurrent Q-network of `spec`.
+std::string r2d2_signature(const network_spec& spec) {
+  return fmt::format("r2d2 lstm={} hidden=[{}] obs={} actions={} params={}", spec.lstm, fmt::join(spec.hidden, ","),
+                     spec.input_dim(), spec.nvec.front(), r2d2_parameter_count(spec));
+}
+
+/// The policy an R2D2 checkpoint acts with outside a run: r2d2_policy with
+/// the online network of `c`, greedy, or epsilon-greedy with eval_epsilon.
+std::unique_ptr<actors::policy> r2d2_acting(const train_options& o, const envs::space& observation,
+                                            const envs::space& action, const checkpoint& c, const acting_options& a) {
+  const auto spec = spec_of(o, observation, action);
+  check_acting_network(c, r2d2_signature(spec), a.file);
+  auto config = r2d2_of(o).q;
+  config.epsilon_base = eval_epsilon;
+  config.epsilon_alpha = 0;
+  config.exploration_steps = 0;
+  auto policy = std::make_unique<r2d2_policy>(spec, a.rows, a.seed, config, 0);
+  policy->load_weights(c.learner.parameters);
+  policy->set_deterministic(a.deterministic);
+  return policy;
 }
 
 replay::sequence_layout make_layout(const train_options& o, actors::sampler& s) {
@@ -95,10 +121,7 @@ class r2d2 final : public algorithm {
         learner_(spec_, r2d2_of(o).q, r2d2_of(o).sequences, o.sampler.seed),
         replay_(replay_config(o, s)) {}
 
-  std::string signature() const override {
-    return fmt::format("r2d2 lstm={} hidden=[{}] obs={} actions={} params={}", spec_.lstm, fmt::join(spec_.hidden, ","),
-                       spec_.input_dim(), spec_.nvec.front(), r2d2_parameter_count(spec_));
-  }
+  std::string signature() const override { return r2d2_signature(spec_); }
 
   std::string restore(const checkpoint& c) override {
     learner_.restore(c.learner, c.floats("target_parameters"));
@@ -455,6 +478,7 @@ void register_r2d2() {
   d.memory = add_r2d2_memory;
   d.make = plugin<r2d2>();
   d.needs_torch = always_torch;
+  d.acting = r2d2_acting;
   register_algorithm(std::move(d));
 }
 

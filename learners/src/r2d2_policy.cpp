@@ -55,6 +55,7 @@ struct r2d2_policy::impl {
   std::vector<float> gates;
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
+  bool deterministic = false;
 };
 
 r2d2_policy::r2d2_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
@@ -66,6 +67,8 @@ r2d2_policy::~r2d2_policy() = default;
 void r2d2_policy::load_weights(std::span<const float> weights) {
   impl_->load(weights);
 }
+
+void r2d2_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
 
 std::span<const float> r2d2_policy::recurrent_states() const noexcept { return impl_->states_before; }
 const actors::epsilon_schedule& r2d2_policy::schedule() const noexcept { return impl_->schedule; }
@@ -89,7 +92,7 @@ void r2d2_policy::act(const actors::policy_rows& rows) {
       const float* q = m.head.apply(h, m.scratch_a.data(), m.scratch_b.data());
       const auto best = static_cast<std::size_t>(std::max_element(q, q + m.actions) - q);
       auto& rng = m.rngs[r];
-      const bool explore = rng.uniform() < m.schedule.epsilon(r, steps);
+      const bool explore = !m.deterministic && rng.uniform() < m.schedule.epsilon(r, steps);
       const std::size_t pick = explore ? static_cast<std::size_t>(rng.below(m.actions)) : best;
       batch.discrete_actions().row(r)[0] = static_cast<std::int32_t>(pick);
       if (!rows.values.empty()) rows.values[r] = q[best];

@@ -5,6 +5,7 @@
     obs, infos = envs.reset(seed=0)
     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
     result = coral.train(env="cartpole", algo="ppo")   # `coral train`, in-process
+    policy = coral.load_policy("runs/cartpole/checkpoints")  # a trained policy: actions = policy(obs)
 
 See docs/python.md.
 """
@@ -15,6 +16,7 @@ from ._pyenv import register
 from ._gym import USING_GYMNASIUM, AutoresetMode
 from ._train import TrainingInterrupted, train
 from ._vector import VectorEnv, make_vec
+from ._policy import Policy, load_policy
 
 __version__ = "0.1.0"
 
@@ -25,4 +27,4 @@ def env_names():
 
 
 __all__ = ["make_vec", "VectorEnv", "register", "train", "env_names", "EnvError", "TrainingInterrupted",
-           "USING_GYMNASIUM", "AutoresetMode"]
+           "USING_GYMNASIUM", "AutoresetMode", "load_policy", "Policy"]

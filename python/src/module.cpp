@@ -31,6 +31,10 @@
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
+#ifdef CORAL_HAVE_TRAIN
+#include "coral/learners/trained_policy.hpp"
+#include "coral/training/checkpoint.hpp"
+#endif
 #include "python_env.hpp"
 #include "spaces.hpp"
 
@@ -537,6 +541,38 @@ py::tuple train(const std::vector<std::string>& args, py::object on_line, py::ob
   return py::make_tuple(code, sink.last_line(), err.str());
 }
 
+#ifdef CORAL_HAVE_TRAIN
+/// coral.load_policy's engine: a trained_policy for a fixed number of rows
+/// (python/coral/_policy.py makes another when the batch size changes).
+class policy {
+ public:
+  policy(const std::string& path, std::size_t rows, bool deterministic, std::optional<std::uint64_t> seed,
+         const envs::config_args& env_args)
+      : p_(learners::load_policy(path, learners::policy_options{
+                                           .rows = rows, .deterministic = deterministic, .seed = seed, .env_args = env_args})) {}
+  /// The actions for rows × observation_size float32 observations, as
+  /// (int32 rows × discrete_size, float32 rows × continuous_size).
+  py::tuple act(const py::array_t<float, py::array::c_style | py::array::forcecast>& observations) {
+    learners::policy_actions a;
+    {
+      const std::span<const float> obs(observations.data(), static_cast<std::size_t>(observations.size()));
+      py::gil_scoped_release release;
+      a = p_.act(obs);
+    }
+    const auto rows = static_cast<py::ssize_t>(p_.rows());
+    py::array_t<std::int32_t> discrete({rows, static_cast<py::ssize_t>(p_.discrete_size())});
+    py::array_t<float> continuous({rows, static_cast<py::ssize_t>(p_.continuous_size())});
+    std::copy(a.discrete.begin(), a.discrete.end(), discrete.mutable_data());
+    std::copy(a.continuous.begin(), a.continuous.end(), continuous.mutable_data());
+    return py::make_tuple(discrete, continuous);
+  }
+  learners::trained_policy& get() noexcept { return p_; }
+
+ private:
+  learners::trained_policy p_;
+};
+#endif
+
 }  // namespace
 }  // namespace coral::python
 
@@ -556,6 +592,10 @@ PYBIND11_MODULE(_coral, m) {
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
     } catch (const usage_error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+#ifdef CORAL_HAVE_TRAIN
+    } catch (const training::checkpoint_error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+#endif
     }
   });
 
@@ -626,6 +666,27 @@ PYBIND11_MODULE(_coral, m) {
         return slice.at(0).render(frame);
       },
       py::arg("name"), py::arg("env_args"));
+#ifdef CORAL_HAVE_TRAIN
+  using python::policy;
+  py::class_<policy>(m, "_Policy")
+      .def(py::init<const std::string&, std::size_t, bool, std::optional<std::uint64_t>, const envs::config_args&>(),
+           py::arg("path"), py::arg("rows"), py::arg("deterministic"), py::arg("seed"), py::arg("env_args"))
+      .def("act", &policy::act, py::arg("observations"))
+      .def("reset", [](policy& p, std::size_t row) { p.get().reset(row); }, py::arg("row"))
+      .def("reset_all", [](policy& p) { p.get().reset(); })
+      .def_property_readonly("rows", [](policy& p) { return p.get().rows(); })
+      .def_property_readonly("observation_size", [](policy& p) { return p.get().observation_size(); })
+      .def_property_readonly("discrete_size", [](policy& p) { return p.get().discrete_size(); })
+      .def_property_readonly("continuous_size", [](policy& p) { return p.get().continuous_size(); })
+      .def_property_readonly("file", [](policy& p) { return p.get().file().string(); })
+      .def_property_readonly("env", [](policy& p) { return p.get().run_options().sampler.env; })
+      .def_property_readonly("algo", [](policy& p) { return p.get().run_options().algo; })
+      .def_property_readonly("env_args", [](policy& p) { return p.get().run_options().sampler.env_args; })
+      .def_property_readonly("seed", [](policy& p) { return p.get().seed(); })
+      .def_property_readonly("action_space", [](policy& p) { return python::space_to_desc(p.get().action_space()); })
+      .def_property_readonly("observation_space",
+                             [](policy& p) { return python::space_to_desc(p.get().observation_space()); });
+#endif
   m.attr("exit_ok") = cli::exit_code::ok;
   m.attr("exit_rejected") = cli::exit_code::rejected;
   m.attr("exit_failed") = cli::exit_code::failed;

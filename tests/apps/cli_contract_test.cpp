@@ -146,6 +146,8 @@ const std::vector<std::pair<std::string, std::string>> bad_files = {
     {"deep_mixed.toml", "[train]\nx = [{a.b.c = [[{d = [" + std::string(60, '[') + std::string(60, ']') + "]}]]}]\n"},
     // A model that includes a FIFO (made by the test): MuJoCo would block on it forever.
     {"includes_fifo.xml", "<mujoco model=\"x\">\n  <include file=\"part.xml\"/>\n</mujoco>\n"},
+    // Not a checkpoint, for `coral eval`.
+    {"foreign.ckpt", "PK\x03\x04 a zip file, or anything else that is not a coral checkpoint"},
 };
 
 std::string file_error(std::string_view format, const std::string& file, auto&&... args) {
@@ -159,15 +161,22 @@ std::vector<bad_input> bad_inputs() {
                                                    "the timeout applies only to dynamic batching"));
   return {
       // Commands and flags CLI11 parses.
-      {{"nosuchcmd"}, error_line(text(cm::unknown_command, "nosuchcmd", "envs, bench, tune, train"))},
-      {{}, error_line(text(cm::missing_command, "envs, bench, tune, train"))},
-      {{"--log-level", "debug"}, error_line(text(cm::missing_command, "envs, bench, tune, train"))},
+      {{"nosuchcmd"}, error_line(text(cm::unknown_command, "nosuchcmd", "envs, bench, tune, train, eval"))},
+      {{}, error_line(text(cm::missing_command, "envs, bench, tune, train, eval"))},
+      {{"--log-level", "debug"}, error_line(text(cm::missing_command, "envs, bench, tune, train, eval"))},
       {{"envs", "rolout"}, error_line(text(cm::unknown_command, "envs rolout", "envs rollout"))},
       {{"train", "--foo"}, error_line("The following argument was not expected: --foo")},
       {{"envs", "rollout"}, error_line("--env is required")},
       {{"--log-level", "loud", "envs"},
        error_line("--log-level: loud not in {trace,debug,info,warn,error,critical,off}")},
       {{"train", "--seed", "1", "--seed", "2"}, error_line("--seed: At Most 1 required but received 2")},
+      // coral eval: the checkpoint and the episode count, before anything runs.
+      {{"eval"}, error_line("--checkpoint is required")},
+      {{"eval", "--checkpoint", "foreign.ckpt"}, file_error(te::checkpoint_not_coral, "foreign.ckpt")},
+      {{"eval", "--checkpoint", "foreign.ckpt", "--episodes", "0"},
+       error_line("--episodes: " + text(cm::episodes_out_of_range, "0", coral::cli::max_eval_episodes))},
+      {{"eval", "--checkpoint", "foreign.ckpt", "--episodes", "-3"},
+       error_line("--episodes: " + text(cm::negative_value, "-3"))},
       // Numbers: negative, fractional, too large, not finite (item 5, 12).
       {{"train", "--seed", "-1"}, error_line("--seed: " + text(cm::negative_value, "-1"))},
       {{"train", "--total-steps", "-5"}, error_line("--total-steps: " + text(cm::negative_value, "-5"))},
@@ -359,9 +368,9 @@ std::vector<bad_input> bad_inputs() {
       {{"train", "--config=far_typo.toml"},
        file_error(cm::config_unknown_key, "far_typo.toml", 2, "steps-in-all", "in [train]", "; see `coral train --help`")},
       {{"--config", "section.toml", "train"},
-       file_error(cm::config_unknown_section, "section.toml", 1, "trian", "envs, envs.rollout, bench, tune, train")},
+       file_error(cm::config_unknown_section, "section.toml", 1, "trian", "envs, envs.rollout, bench, tune, train, eval")},
       {{"--config", "subsection.toml", "train"},
-       file_error(cm::config_unknown_section, "subsection.toml", 3, "train.network", "envs, envs.rollout, bench, tune, train")},
+       file_error(cm::config_unknown_section, "subsection.toml", 3, "train.network", "envs, envs.rollout, bench, tune, train, eval")},
       {{"--config", "top_level.toml", "train"},
        file_error(cm::config_top_level_key, "top_level.toml", 1, "total-steps", "log-level", "train")},
       {{"--config", "top_level_unknown.toml", "train"},

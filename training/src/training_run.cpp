@@ -12,6 +12,7 @@
 #include "coral/core/stall_watchdog.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/dashboard.hpp"
+#include "coral/training/checkpoint_settings.hpp"
 #include "coral/training/errors.hpp"
 #include "coral/training/finite_checks.hpp"
 #include "memory_budget.hpp"
@@ -212,6 +213,7 @@ checkpoint training_run::checkpoint_base() const {
   c.network = algorithm_->signature();
   c.seed = options_.sampler.seed;
   c.algo = options_.algo;
+  c.set_record(std::string(run_settings_record), encode_run_settings(options_));
   return c;
 }
 

@@ -49,4 +49,17 @@ inline constexpr std::string_view fused_needs_mlp =
 inline constexpr std::string_view fused_too_many_rows =
     "fused engine: a pass of {} rows, more than the {} its buffers were made for";
 
+// Trained policies outside a run (trained_policy.hpp, `coral eval`).
+
+/// A directory given as a checkpoint that holds none: the directory.
+inline constexpr std::string_view no_checkpoint_in_dir =
+    "'{}' holds no checkpoint (checkpoint-*.ckpt files, as --checkpoint-dir writes them)";
+/// A checkpoint of an algorithm that cannot act outside a run: path, algo.
+inline constexpr std::string_view algo_cannot_act = "checkpoint '{}': --algo {} has no policy that acts outside a run";
+/// trained_policy::act() given observations of another size: floats given, rows, observation width.
+inline constexpr std::string_view policy_observation_size =
+    "trained_policy: {} observation floats given, expected {} rows x {}";
+/// trained_policy::reset() of a row past the end: the row, rows.
+inline constexpr std::string_view policy_row_out_of_range = "trained_policy: row {} is out of range ({} rows)";
+
 }  // namespace coral::learners::errors

@@ -43,6 +43,9 @@ class q_policy final : public actors::policy {
   void load_weights(std::span<const float> weights) override;
   /// Row r's epsilon now (any thread).
   [[nodiscard]] double epsilon(std::size_t row) const noexcept;
+  /// Greedy actions (epsilon 0, nothing drawn) instead of epsilon-greedy, for
+  /// evaluation; the schedule still counts the steps.
+  void set_deterministic(bool on) noexcept;
   /// The exploration schedule the policy advances (readable from any thread).
   [[nodiscard]] const actors::epsilon_schedule& schedule() const noexcept;
 

@@ -43,6 +43,9 @@ class r2d2_policy final : public actors::policy {
   /// The state (h then c, 2 × lstm floats) each row's last act() started
   /// from, row-major by batch row.
   [[nodiscard]] std::span<const float> recurrent_states() const noexcept;
+  /// Greedy actions (epsilon 0, nothing drawn) instead of epsilon-greedy, for
+  /// evaluation; the schedule still counts the steps.
+  void set_deterministic(bool on) noexcept;
   /// The exploration schedule (read by the progress line).
   [[nodiscard]] const actors::epsilon_schedule& schedule() const noexcept;
 

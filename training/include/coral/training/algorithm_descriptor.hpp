@@ -8,6 +8,8 @@
 /// its descriptor here.
 
 #include <any>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,11 +18,29 @@
 #include <vector>
 
 #include "coral/actors/memory_budget.hpp"
+#include "coral/envs/space.hpp"
 #include "coral/training/algorithm.hpp"
 #include "coral/training/option_field.hpp"
 #include "coral/training/train_options.hpp"
 
 namespace coral::training {
+
+/// How a trained agent acts outside a run (`coral eval`, learners::load_policy()).
+struct acting_options {
+  std::size_t rows = 1;       ///< batch rows the policy acts for, each with its own state
+  std::uint64_t seed = 0;     ///< seeds what a policy draws when it is not deterministic
+  /// The network's best action: the most probable category and the
+  /// Gaussian's mean (an actor-critic), the greedy action (a Q-network).
+  /// Otherwise an actor-critic samples as in training and a Q-network acts
+  /// epsilon-greedily with eval_epsilon.
+  bool deterministic = true;
+  std::string file;           ///< the checkpoint's file, for messages
+};
+
+/// The epsilon of a Q-network's policy that acts outside a run without
+/// acting_options::deterministic: a little exploration, so that a greedy
+/// loop (pushing against a wall) does not hold an episode to its time limit.
+inline constexpr double eval_epsilon = 0.05;
 
 /// Everything coral knows of one algorithm.
 struct algorithm_descriptor {
@@ -44,7 +64,23 @@ struct algorithm_descriptor {
   /// program built without it (the `coral` command) hands such a run to one
   /// built with it before anything starts. Empty: never.
   std::function<bool(const train_options&)> needs_torch;
+  /// Builds the policy a checkpoint `c` of this algorithm acts with outside
+  /// a run of options `o` (run_options_of(c)), over envs of these spaces,
+  /// with the weights of `c` loaded and the state a run's acting side has
+  /// at its start (frame stacks, recurrent state: zeros). Throws
+  /// checkpoint_error (errors::checkpoint_mismatch, naming "network") when
+  /// the network `o` and the spaces give is not the one of `c` (an env arg
+  /// that changes a space). Torch-free. Empty: it cannot act outside a run.
+  std::function<std::unique_ptr<actors::policy>(const train_options& o, const envs::space& observation,
+                                                const envs::space& action, const checkpoint& c,
+                                                const acting_options& a)>
+      acting;
 };
+
+/// Throws checkpoint_error (errors::checkpoint_mismatch, "network") naming
+/// `file` when `signature` (of the network an acting policy built) is not
+/// the network signature of `c`.
+void check_acting_network(const checkpoint& c, std::string_view signature, std::string_view file);
 
 /// Makes `--algo d.name` find `d`; replaces an earlier registration of the
 /// name. Throws usage_error when `d` has no name, no defaults or no factory,

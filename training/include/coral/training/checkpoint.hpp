@@ -18,7 +18,10 @@
 /// Format 4 writes an algorithm's own records (checkpoint::records) only
 /// when it has them, so a run without a target network or replay writes no
 /// empty `target_parameters` or `replay`; the records of older files that
-/// are not common ones are read as algorithm records. Writing goes to `<file>.tmp`,
+/// are not common ones are read as algorithm records. A training run also
+/// writes the record `run_settings` (checkpoint_settings.hpp: the env args,
+/// network and algorithm settings that rebuild its policy outside the run);
+/// it is an ordinary record, so files without it still read. Writing goes to `<file>.tmp`,
 /// which is flushed, synced to disk and then renamed over `<file>` (the
 /// directory is synced too): a crash leaves the old checkpoint or the new one,
 /// never a mix, and at worst a `.tmp` that remove_stale_temporaries() clears.

@@ -34,6 +34,12 @@ inline constexpr std::string_view checkpoint_mismatch = "checkpoint '{}' does no
 /// and R2D2's sequence flags): path, the replay's own message.
 inline constexpr std::string_view checkpoint_replay_mismatch =
     "checkpoint '{}' does not match this run: {}; resume with the replay flags it was written with";
+/// A checkpoint without the run's settings (written by an older coral),
+/// where they are needed to rebuild the env and network (`coral eval`,
+/// load_policy): path.
+inline constexpr std::string_view checkpoint_no_settings =
+    "checkpoint '{}' does not hold its run's settings (an older coral wrote it); resume the run for one more "
+    "checkpoint with this coral's `coral train --resume`, which writes them";
 /// A checkpoint that cannot be read or written: path, reason.
 inline constexpr std::string_view checkpoint_io = "checkpoint '{}': {}";
 /// `--resume` with no checkpoint in the directory: the directory.
