@@ -18,7 +18,7 @@
 // elementwise rest (tanh, softmax, the loss) is not counted.
 //
 // Then the Q-learners' whole updates, the torch learners' own update()
-// (dqn_learner, r2d2_learner) against fused::dqn_step and fused::r2d2_step
+// (dqn_learner, r2d2_learner on the torch backend) against fused::dqn_step and fused::r2d2_step
 // on the same batch: DQN at `--algo dqn`'s defaults on CartPole (batches
 // of 128, 4 -> 64x64 -> 2) and R2D2 at configs/cartpole-r2d2.toml's (32
 // sequences of 20 slots, burn-in 10, 4 -> 32x32 -> LSTM 64 -> 2).
@@ -246,7 +246,9 @@ int main() {
       b.discounts.push_back(0.97f);
       b.weights.push_back(static_cast<float>(0.5 + gen.uniform()));
     }
-    coral::learners::dqn_learner learner(spec, config, 1);
+    auto on_torch = config;
+    on_torch.backend = coral::learners::network_backend::torch;
+    coral::learners::dqn_learner learner(spec, on_torch, 1);
     const double torch_s = seconds_per_call([&] { learner.update(b); });
     const std::vector<std::size_t> widths{4, 64, 64, 2};
     fused::q_network net(widths, B);
@@ -293,7 +295,9 @@ int main() {
       b.weights.push_back(static_cast<float>(0.5 + gen.uniform()));
       b.flags[i * L + 7] |= coral::replay::slot_first;  // an episode start in each burn-in
     }
-    coral::learners::r2d2_learner learner(spec, dqn, config, 1);
+    auto on_torch = dqn;
+    on_torch.backend = coral::learners::network_backend::torch;
+    coral::learners::r2d2_learner learner(spec, on_torch, config, 1);
     const double torch_s = seconds_per_call([&] { learner.update(b); });
     fused::recurrent_q_network net(spec, B, L);
     const auto w = learner.weights();

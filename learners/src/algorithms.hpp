@@ -24,7 +24,23 @@ training::algorithm_factory plugin() {
   };
 }
 
-/// A descriptor's needs_torch for an algorithm whose learner is torch's alone.
-inline bool always_torch(const training::train_options&) { return true; }
+/// A descriptor's needs_torch for an algorithm whose every network the
+/// fused engine has: only `--backend torch` needs it.
+inline bool torch_chosen(const training::train_options& o) {
+  return parse_backend(o.backend) == network_backend::torch;
+}
+
+/// `config` with the run's `--backend`.
+template <class Config>
+Config with_backend(Config config, const training::train_options& o) {
+  config.backend = parse_backend(o.backend);
+  return config;
+}
+
+/// The name of the backend a learner of `config` runs on ("fused" or "torch").
+template <class Config>
+const char* backend_name(const Config& config) noexcept {
+  return config.backend == network_backend::fused ? "fused" : "torch";
+}
 
 }  // namespace coral::learners

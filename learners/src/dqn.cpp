@@ -103,7 +103,7 @@ class dqn final : public algorithm {
         sampler_(&s),
         spec_(network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1)),
         widths_(q_network_widths(spec_, s.action_space().to_string())),
-        learner_(spec_, dqn_of(o), o.sampler.seed),
+        learner_(spec_, with_backend(dqn_of(o), o), o.sampler.seed),
         replay_(replay_config(o, s)) {}
 
   std::string signature() const override { return q_signature(widths_); }
@@ -171,9 +171,9 @@ class dqn final : public algorithm {
     const auto& d = dqn_of(options_);
     const std::size_t rows = sampler_->rows();
     return fmt::format(
-        "Q network [{}], {} replay of {} transitions, {}-step returns, replay ratio {}, replay batch {}, prefetch {}, "
-        "epsilons {:.4f} to {:.4f} after {} steps",
-        fmt::join(widths_, ","), d.prioritized ? "prioritized" : "uniform", replay_.config().buffer.capacity, d.n_step,
+        "Q network [{}] on the {} backend, {} replay of {} transitions, {}-step returns, replay ratio {}, replay "
+        "batch {}, prefetch {}, epsilons {:.4f} to {:.4f} after {} steps",
+        fmt::join(widths_, ","), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", replay_.config().buffer.capacity, d.n_step,
         d.replay_ratio, d.batch_size, d.prefetch, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
         d.exploration_steps);
   }
@@ -355,7 +355,7 @@ void register_dqn() {
   d.check = check_dqn_options;
   d.memory = add_dqn_memory;
   d.make = plugin<dqn>();
-  d.needs_torch = always_torch;
+  d.needs_torch = torch_chosen;
   d.acting = dqn_acting;
   register_algorithm(std::move(d));
 }

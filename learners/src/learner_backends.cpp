@@ -36,6 +36,35 @@ const torch_learners& require_torch_backend(std::string_view what) {
 
 bool torch_linked() noexcept { return torch_backend() != nullptr; }
 
+namespace detail {
+
+void check_q_state(const training::learner_state& s, std::span<const float> target, std::size_t parameters,
+                   std::string_view owner) {
+  for (const auto given : {s.parameters.size(), target.size()}) {
+    if (given != parameters) {
+      throw usage_error(fmt::format("{}: {} weights given, the network has {}", owner, given, parameters));
+    }
+  }
+  if (s.adam_m.size() != parameters || s.adam_v.size() != parameters) {
+    throw usage_error("adam: optimiser state does not match the parameters");
+  }
+}
+
+void check_sequence_batch(const network_spec& spec, const replay::sequence_batch& b) {
+  const auto& layout = b.layout;
+  const std::size_t D = layout.obs_dim, L = layout.length;
+  if (D != spec.input_dim() || layout.state_dim != spec.state_dim() || layout.discrete_dim != 1 ||
+      layout.burn_in >= L || b.observations.size() != b.size * (L + 1) * D || b.states.size() != b.size * 2 * spec.lstm ||
+      b.actions.size() != b.size * L || b.rewards.size() != b.size * L || b.flags.size() != b.size * L ||
+      b.weights.size() != b.size) {
+    throw usage_error(fmt::format("r2d2_learner: a batch of layout obs {} state {} does not fit the network (obs {}, "
+                                  "state {})",
+                                  layout.obs_dim, layout.state_dim, spec.input_dim(), spec.state_dim()));
+  }
+}
+
+}  // namespace detail
+
 // --- PPO ---
 
 ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
@@ -61,7 +90,8 @@ const network_spec& ppo_learner::spec() const noexcept { return impl_->spec(); }
 // --- DQN ---
 
 dqn_learner::dqn_learner(const network_spec& spec, const dqn_config& config, std::uint64_t seed)
-    : impl_(require_torch_backend("dqn_learner").dqn(spec, config, seed)) {}
+    : impl_(config.backend == network_backend::fused ? detail::make_fused_dqn(spec, config, seed)
+                                                     : require_torch_backend("dqn_learner").dqn(spec, config, seed)) {}
 dqn_learner::~dqn_learner() = default;
 training::update_stats dqn_learner::update(replay::sample_batch& batch) { return impl_->update(batch); }
 std::vector<float> dqn_learner::weights() const { return impl_->weights(); }
@@ -77,7 +107,8 @@ void dqn_learner::set_env_steps(std::uint64_t steps) noexcept { impl_->set_env_s
 
 r2d2_learner::r2d2_learner(const network_spec& spec, const dqn_config& dqn, const r2d2_config& config,
                            std::uint64_t seed)
-    : impl_(require_torch_backend("r2d2_learner").r2d2(spec, dqn, config, seed)) {}
+    : impl_(dqn.backend == network_backend::fused ? detail::make_fused_r2d2(spec, dqn, config, seed)
+                                                  : require_torch_backend("r2d2_learner").r2d2(spec, dqn, config, seed)) {}
 r2d2_learner::~r2d2_learner() = default;
 r2d2_update_stats r2d2_learner::update(replay::sequence_batch& batch) { return impl_->update(batch); }
 std::vector<float> r2d2_learner::weights() const { return impl_->weights(); }

@@ -3,7 +3,9 @@
 // in (torch-free).
 //
 // ppo_learner, dqn_learner and r2d2_learner are torch-free front ends over a
-// backend. The torch backends live in coral::learners_torch, which fills the
+// backend: the fused engine's (ppo_fused.cpp, dqn_fused.cpp, r2d2_fused.cpp)
+// where it has the network and the config asks for it, else torch's. The
+// torch backends live in coral::learners_torch, which fills the
 // table below when it is linked (torch_backend.cpp, pulled in by the linker
 // option that library carries). The `coral` command links no torch: it parses
 // and checks a run torch-free and hands a run that needs torch to
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "coral/learners/dqn_learner.hpp"
@@ -82,5 +85,28 @@ void provide_torch_backend(const torch_learners* backend) noexcept;
 
 /// torch_backend(), or usage_error (errors::torch_not_linked) naming `what`.
 [[nodiscard]] const torch_learners& require_torch_backend(std::string_view what);
+
+namespace detail {
+
+/// DQN's fused backend (dqn_fused.cpp): the engine has every Q-network.
+[[nodiscard]] std::unique_ptr<dqn_learner::backend> make_fused_dqn(const network_spec& spec, const dqn_config& config,
+                                                                   std::uint64_t seed);
+
+/// R2D2's fused backend (r2d2_fused.cpp): the engine has every recurrent Q-network.
+[[nodiscard]] std::unique_ptr<r2d2_learner::backend> make_fused_r2d2(const network_spec& spec, const dqn_config& dqn,
+                                                                     const r2d2_config& config, std::uint64_t seed);
+
+/// Refuses, with usage_error naming `owner`, a Q learner's checkpoint state
+/// or target weights that do not fit a network of `parameters` floats, in
+/// the torch backends' words (detail::load, flat_adam::load), so that a
+/// refusal reads the same on either backend.
+void check_q_state(const training::learner_state& s, std::span<const float> target, std::size_t parameters,
+                   std::string_view owner);
+
+/// Refuses, with usage_error, a sequence batch whose layout or sizes do not
+/// fit R2D2's network of `spec` (both R2D2 backends check with it).
+void check_sequence_batch(const network_spec& spec, const replay::sequence_batch& b);
+
+}  // namespace detail
 
 }  // namespace coral::learners

@@ -235,11 +235,7 @@ class ppo final : public algorithm, public distribution_part {
 
  private:
   /// PPO's config with the run's backend.
-  static ppo_config config_of(const train_options& o) {
-    auto c = options_of<ppo_options>(o).ppo;
-    c.backend = parse_backend(o.backend);
-    return c;
-  }
+  static ppo_config config_of(const train_options& o) { return with_backend(options_of<ppo_options>(o).ppo, o); }
 
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
     return spec_of(o, s.observation_space(), s.action_space());
@@ -378,7 +374,7 @@ void register_ppo() {
   d.make = plugin<ppo>();
   // The fused engine has the MLP actor-critic; the recurrent one is torch's.
   d.needs_torch = [](const train_options& o) {
-    return parse_backend(o.backend) == network_backend::torch || options_of<O>(o).lstm > 0;
+    return torch_chosen(o) || options_of<O>(o).lstm > 0;
   };
   d.acting = ppo_acting;
   register_algorithm(std::move(d));

@@ -118,7 +118,7 @@ class r2d2 final : public algorithm {
       : options_(o),
         sampler_(&s),
         spec_(make_spec(o, s)),
-        learner_(spec_, r2d2_of(o).q, r2d2_of(o).sequences, o.sampler.seed),
+        learner_(spec_, with_backend(r2d2_of(o).q, o), r2d2_of(o).sequences, o.sampler.seed),
         replay_(replay_config(o, s)) {}
 
   std::string signature() const override { return r2d2_signature(spec_); }
@@ -209,10 +209,10 @@ class r2d2 final : public algorithm {
     const auto& l = replay_.buffer().config().layout;
     const std::size_t rows = sampler_->rows();
     return fmt::format(
-        "R2D2 lstm {} hidden [{}], {} replay of {} sequences of {} (burn-in {}, overlap {}), {}-step returns, "
-        "replay ratio {} trained steps per env step, batch {} x {} per request, prefetch {}, target update {}, "
-        "epsilons {:.4f} to {:.4f} after {} steps",
-        spec_.lstm, fmt::join(spec_.hidden, ","), d.prioritized ? "prioritized" : "uniform", d.replay_capacity,
+        "R2D2 lstm {} hidden [{}] on the {} backend, {} replay of {} sequences of {} (burn-in {}, overlap {}), "
+        "{}-step returns, replay ratio {} trained steps per env step, batch {} x {} per request, prefetch {}, target "
+        "update {}, epsilons {:.4f} to {:.4f} after {} steps",
+        spec_.lstm, fmt::join(spec_.hidden, ","), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", d.replay_capacity,
         l.length, l.burn_in, l.overlap, d.n_step, d.replay_ratio, d.batch_size, r2d2_of(options_).sequences.prefetch_batches,
         d.prefetch, d.target_update, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
         d.exploration_steps);
@@ -477,7 +477,7 @@ void register_r2d2() {
   d.check = check_r2d2_options;
   d.memory = add_r2d2_memory;
   d.make = plugin<r2d2>();
-  d.needs_torch = always_torch;
+  d.needs_torch = torch_chosen;
   d.acting = r2d2_acting;
   register_algorithm(std::move(d));
 }

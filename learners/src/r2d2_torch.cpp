@@ -118,13 +118,7 @@ r2d2_update_stats torch_r2d2::update(replay::sequence_batch& b) {
   const auto D = static_cast<std::int64_t>(layout.obs_dim);
   const auto H = static_cast<std::int64_t>(s.spec.lstm);
   const auto BI = static_cast<std::int64_t>(layout.burn_in);
-  if (D != static_cast<std::int64_t>(s.spec.input_dim()) || layout.state_dim != s.spec.state_dim() ||
-      layout.discrete_dim != 1 || BI >= L || b.observations.size() != static_cast<std::size_t>(B * (L + 1) * D) ||
-      b.states.size() != static_cast<std::size_t>(B * 2 * H)) {
-    throw usage_error(fmt::format("r2d2_learner: a batch of layout obs {} state {} does not fit the network (obs {}, "
-                                  "state {})",
-                                  layout.obs_dim, layout.state_dim, s.spec.input_dim(), s.spec.state_dim()));
-  }
+  detail::check_sequence_batch(s.spec, b);
   const auto obs = torch::from_blob(b.observations.data(), {B, L + 1, D}, torch::kFloat32);
   const auto states = torch::from_blob(b.states.data(), {B, 2 * H}, torch::kFloat32);
   const auto h0 = states.narrow(1, 0, H);

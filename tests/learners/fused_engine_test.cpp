@@ -1,6 +1,6 @@
 // The fused engine on its own (torch-free, so the sanitizer builds run it
 // too): its PPO gradients against finite differences of its own loss, the
-// orthogonal initialiser, gradient clipping, Adam's vectorised update
+// orthogonal initialisers, gradient clipping, Adam's vectorised update
 // against its scalar formula, the sigmoid kernel against the exact one,
 // the LSTM trunk's gradients against finite differences, the Q-networks'
 // updates within their buffers, and the refusals. The torch twins as the oracle: fused_*oracle_test.cpp.
@@ -107,6 +107,33 @@ TEST_CASE("the fused actor-critic's PPO gradients are the finite differences of 
   }
 }
 
+namespace {
+
+/// A dense layer's shape and its initialiser's gain.
+struct layer {
+  std::size_t in, out;
+  double gain;
+};
+
+/// The weight w [out][in]: the shorter side's vectors orthonormal times `gain`.
+void check_orthogonal(const float* w, std::size_t in, std::size_t out, double gain) {
+  const bool wide = out <= in;
+  const std::size_t count = wide ? out : in, length = wide ? in : out;
+  auto element = [&](std::size_t vec, std::size_t i) {
+    return static_cast<double>(wide ? w[vec * in + i] : w[i * in + vec]);
+  };
+  for (std::size_t a = 0; a < count; ++a) {
+    for (std::size_t b = 0; b < count; ++b) {
+      double dot = 0;
+      for (std::size_t i = 0; i < length; ++i) dot += element(a, i) * element(b, i);
+      const double want = a == b ? gain * gain : 0.0;
+      CHECK(std::fabs(dot - want) <= 1e-5 * gain * gain);
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("init_orthogonal gives orthogonal weights with the twin's gains, zero biases and zero log std",
           "[learners][fused]") {
   const auto spec = engine_spec(4, {2}, 3, {16, 8});
@@ -115,35 +142,50 @@ TEST_CASE("init_orthogonal gives orthogonal weights with the twin's gains, zero 
   // Log std (3), then the actor 4→16→8→5 and the critic 4→16→8→1.
   std::size_t at = 3;
   CHECK(std::all_of(flat.begin(), flat.begin() + 3, [](float v) { return v == 0.0f; }));
-  struct layer {
-    std::size_t in, out;
-    double gain;
-  };
   const double root2 = std::sqrt(2.0);
   for (const layer l : {layer{4, 16, root2}, layer{16, 8, root2}, layer{8, 5, 0.01}, layer{4, 16, root2},
                         layer{16, 8, root2}, layer{8, 1, 1.0}}) {
-    const float* w = flat.data() + at;
-    // The shorter side's vectors are orthonormal times the gain.
-    const bool wide = l.out <= l.in;
-    const std::size_t count = wide ? l.out : l.in, length = wide ? l.in : l.out;
-    auto element = [&](std::size_t vec, std::size_t i) {
-      return static_cast<double>(wide ? w[vec * l.in + i] : w[i * l.in + vec]);
-    };
-    for (std::size_t a = 0; a < count; ++a) {
-      for (std::size_t b = 0; b < count; ++b) {
-        double dot = 0;
-        for (std::size_t i = 0; i < length; ++i) dot += element(a, i) * element(b, i);
-        const double want = a == b ? l.gain * l.gain : 0.0;
-        CHECK(std::fabs(dot - want) <= 1e-5 * l.gain * l.gain);
-      }
-    }
-    const float* bias = w + l.in * l.out;
+    check_orthogonal(flat.data() + at, l.in, l.out, l.gain);
+    const float* bias = flat.data() + at + l.in * l.out;
     CHECK(std::all_of(bias, bias + l.out, [](float v) { return v == 0.0f; }));
     at += l.in * l.out + l.out;
   }
   CHECK(at == flat.size());
   CHECK(fused::init_orthogonal(spec, 11) == flat);
   CHECK(fused::init_orthogonal(spec, 12) != flat);
+}
+
+TEST_CASE("init_recurrent_q_network gives orthogonal weights with the twin's gains and zero biases",
+          "[learners][fused][recurrent]") {
+  auto spec = engine_spec(4, {3}, 0, {16, 8});
+  spec.lstm = 6;
+  const auto flat = fused::init_recurrent_q_network(spec, 11);
+  // The encoder 4→16→8 (gain √2), weight_ih [24][8] and weight_hh [24][6]
+  // (gain 1), both biases [24], then the head 6→3 (gain 1) and its bias.
+  const double root2 = std::sqrt(2.0);
+  std::size_t at = 0;
+  auto zeros = [&](std::size_t n) {
+    CHECK(std::all_of(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + n),
+                      [](float v) { return v == 0.0f; }));
+    at += n;
+  };
+  for (const layer l : {layer{4, 16, root2}, layer{16, 8, root2}}) {
+    check_orthogonal(flat.data() + at, l.in, l.out, l.gain);
+    at += l.in * l.out;
+    zeros(l.out);
+  }
+  for (const layer l : {layer{8, 24, 1.0}, layer{6, 24, 1.0}}) {
+    check_orthogonal(flat.data() + at, l.in, l.out, l.gain);
+    at += l.in * l.out;
+  }
+  zeros(2 * 24);
+  check_orthogonal(flat.data() + at, 6, 3, 1.0);
+  at += 6 * 3;
+  zeros(3);
+  CHECK(at == flat.size());
+  CHECK(fused::recurrent_q_network(spec, 1, 1).parameters().size() == flat.size());
+  CHECK(fused::init_recurrent_q_network(spec, 11) == flat);
+  CHECK(fused::init_recurrent_q_network(spec, 12) != flat);
 }
 
 TEST_CASE("clip_grad_norm scales the gradients to the norm only where they exceed it", "[learners][fused]") {

@@ -24,6 +24,7 @@
 #include "coral/learners/fused/r2d2.hpp"
 #include "coral/learners/r2d2_math.hpp"
 #include "fused_oracle_support.hpp"
+#include "sequence_batches.hpp"
 
 namespace fused = coral::learners::fused;
 namespace twin = coral::learners::detail;
@@ -69,11 +70,6 @@ TEST_CASE("the fused R2D2 update computes what the torch R2D2 learner's does, to
   const std::size_t B = shape.rows, L = shape.length, BI = shape.burn_in, D = shape.in, H = shape.lstm,
                     A = shape.actions;
   coral::rng gen(std::hash<std::string>{}(shape.name) % 1000);
-  auto normals = [&](std::size_t n, double scale) {
-    std::vector<float> v(n);
-    for (auto& x : v) x = static_cast<float>(scale * gen.normal());
-    return v;
-  };
   coral::learners::network_spec spec;
   spec.raw_obs_dim = D;
   spec.nvec = {static_cast<std::int32_t>(A)};
@@ -92,42 +88,7 @@ TEST_CASE("the fused R2D2 update computes what the torch R2D2 learner's does, to
   std::copy(weights.begin(), weights.end(), net.parameters().begin());
   std::copy(target_weights.begin(), target_weights.end(), net.target_parameters().begin());
 
-  replay::sequence_batch b;
-  b.layout.length = L;
-  b.layout.burn_in = BI;
-  b.layout.obs_dim = D;
-  b.layout.state_dim = 2 * H;
-  b.size = B;
-  b.observations = normals(B * (L + 1) * D, 1.0);
-  b.rewards = normals(B * L, 1.0);
-  b.states = normals(B * 2 * H, 0.5);
-  b.weights.resize(B);
-  for (auto& w : b.weights) w = static_cast<float>(0.2 + gen.uniform());
-  for (std::size_t i = 0; i < B; ++i) {
-    // The last row ends in padding after a terminated step.
-    const std::size_t valid = i + 1 == B ? L - 2 : L;
-    bool starts = gen.uniform() < 0.3;
-    for (std::size_t t = 0; t < L; ++t) {
-      std::uint8_t f = 0;
-      if (t < valid) {
-        f = replay::slot_valid;
-        if (starts) f |= replay::slot_first;
-        const double u = gen.uniform();
-        starts = false;
-        if (t + 1 == valid && valid < L) {
-          f |= replay::slot_terminated;
-        } else if (u < 0.1) {
-          f |= replay::slot_terminated;
-          starts = true;
-        } else if (u < 0.15) {
-          f |= replay::slot_truncated;
-          starts = true;
-        }
-      }
-      b.flags.push_back(f);
-      b.actions.push_back(static_cast<std::int32_t>(gen.below(A)));
-    }
-  }
+  auto b = coral::test::random_sequences(spec, B, L, BI, gen);
   coral::learners::dqn_config dqn;
   dqn.gamma = 0.99;
   dqn.n_step = 3;

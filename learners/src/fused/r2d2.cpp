@@ -11,12 +11,15 @@
 #include "coral/learners/fused/r2d2.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
+#include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/r2d2_math.hpp"
 
 namespace coral::learners::fused {
@@ -58,6 +61,7 @@ r2d2_update_stats recurrent_q_network::loss_gradients(replay::sequence_batch& b,
                                                       const r2d2_config& config) {
   const std::size_t B = b.size, L = b.layout.length, BI = b.layout.burn_in, D = in_, H = width_, A = actions_;
   const std::size_t T = L + 1 - BI;  // the trained slots and the bootstrap slot
+  const auto started = std::chrono::steady_clock::now();
   if (B > max_rows_ || L > max_length_) {
     throw usage_error(fmt::format(fmt::runtime(errors::fused_too_many_rows), B * (L + 1), max_rows_ * (max_length_ + 1)));
   }
@@ -83,6 +87,7 @@ r2d2_update_stats recurrent_q_network::loss_gradients(replay::sequence_batch& b,
     h_tg = target_burn_h_.data() + (BI - 1) * B * H;
     c_tg = target_burn_c_.data() + (BI - 1) * B * H;
   }
+  const double burn_in_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const float* x_rest = x_.data() + BI * B * D;
   const float* keep_rest = keep_.data() + BI * B;
   online_.forward(params_.data(), x_rest, keep_rest, h_on, c_on, B, T, hs_.data(), cs_.data(), true);
@@ -139,12 +144,39 @@ r2d2_update_stats recurrent_q_network::loss_gradients(replay::sequence_batch& b,
   online_.backward(params_.data(), grads_.data(), d_h_.data(), nullptr);
 
   r2d2_update_stats out;
+  out.burn_in_seconds = burn_in_seconds;
   count = std::max(1.0, count);
   out.base.td_loss = loss / static_cast<double>(B);
   out.base.mean_q = value_unrescale(q_sum / count, config.rescale_epsilon);
   out.base.mean_abs_td = td_sum / count;
   out.q_max = value_unrescale(q_max, config.rescale_epsilon);
   return out;
+}
+
+std::vector<float> init_recurrent_q_network(const network_spec& spec, std::uint64_t seed) {
+  const std::size_t in = spec.input_dim(), H = spec.lstm;
+  const std::size_t A = spec.nvec.empty() ? 0 : static_cast<std::size_t>(spec.nvec.front());
+  std::size_t encoder = 0, features = in;
+  mlp encoder_shape;
+  if (!spec.hidden.empty()) {
+    encoder_shape = make_mlp(in, std::vector<std::size_t>(spec.hidden.begin(), spec.hidden.end() - 1),
+                             spec.hidden.back(), 0, 0);
+    encoder = parameter_count(encoder_shape);
+    features = spec.hidden.back();
+  }
+  // The encoder, weight_ih [4H][F], weight_hh [4H][H], bias_ih, bias_hh
+  // [4H] each, then the head's weight [A][H] and bias [A] (lstm_trunk.hpp).
+  const std::size_t w_ih = encoder, w_hh = w_ih + 4 * H * features, head = w_hh + 4 * H * H + 8 * H;
+  std::vector<float> flat(head + A * H + A, 0.0f);
+  std::uint64_t stream = 0;
+  auto fill = [&](std::size_t offset, std::size_t rows, std::size_t cols, double gain) {
+    orthogonal(flat.data() + offset, rows, cols, gain, coral::rng(coral::env_seed{seed, stream++})());
+  };
+  for (const auto& layer : encoder_shape.layers) fill(layer.offset, layer.out, layer.in, std::sqrt(2.0));
+  fill(w_ih, 4 * H, features, 1.0);
+  fill(w_hh, 4 * H, H, 1.0);
+  fill(head, A, H, 1.0);
+  return flat;
 }
 
 r2d2_update_stats r2d2_step(recurrent_q_network& net, adam& optimiser, replay::sequence_batch& batch,

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// Ape-X-style DQN: the learner (double DQN, target network, Huber loss,
-/// importance-weighted, torch inside with a torch-free interface) and the
+/// importance-weighted, on the fused engine or the torch twin behind a
+/// torch-free interface) and the
 /// acting policy with a per-env epsilon from Ape-X's ladder.
 
 #include <cstddef>
@@ -46,6 +47,9 @@ struct dqn_config {
   double epsilon_alpha = 7.0;
   std::uint64_t exploration_steps = 20'000;  ///< env steps over which every env's epsilon falls from 1 to its rung
   std::size_t publish_every = 1;      ///< updates between weight publications to the policy
+  /// The fused engine (it has every Q-network, R2D2's recurrent one too),
+  /// or the torch twin (`--backend torch`).
+  network_backend backend = network_backend::fused;
 };
 
 /// The widths of the Q network of `spec` (input, hidden..., actions). Throws
@@ -53,7 +57,11 @@ struct dqn_config {
 /// one Discrete.
 [[nodiscard]] std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_view action_space);
 
-/// Double DQN on batches from the replay actor, on one torch thread.
+/// Double DQN on batches from the replay actor, on one thread: the fused
+/// engine's (coral/learners/fused/q_network.hpp) with config.backend fused,
+/// the torch twin's with torch. Both compute the same update to float
+/// rounding, and their states are alike: a checkpoint of one resumes on
+/// the other.
 ///
 /// Loss: the importance-weighted (weights scaled so the batch's largest is
 /// 1) mean of the Huber loss of the TD error
@@ -66,7 +74,10 @@ struct dqn_config {
 /// Thread safety: one thread at a time (the learner actor).
 class dqn_learner {
  public:
-  /// Seeds torch with `seed` and builds both networks (identical at first).
+  /// Builds both networks (identical at first), initialised from `seed`:
+  /// the fused engine's draws (fused::init_q_network) or torch's
+  /// (torch::manual_seed), as config.backend says. usage_error
+  /// (errors::torch_not_linked) for the torch backend where it is not linked.
   dqn_learner(const network_spec& spec, const dqn_config& config, std::uint64_t seed);
   ~dqn_learner();
   dqn_learner(const dqn_learner&) = delete;

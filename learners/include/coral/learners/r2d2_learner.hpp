@@ -3,7 +3,7 @@
 /// R2D2's learner: a recurrent Q-network trained on fixed-length sequences
 /// from a prioritized sequence replay, with burn-in, n-step double-Q
 /// targets under the invertible value rescaling, and sequence priorities.
-/// Torch inside, a torch-free interface.
+/// The fused engine or the torch twin behind a torch-free interface.
 
 #include <cstddef>
 #include <cstdint>
@@ -49,11 +49,17 @@ struct r2d2_update_stats {
 /// (a checkpoint restores it exactly); the target network copies the
 /// online one every target_update updates.
 ///
+/// The fused engine (coral/learners/fused/r2d2.hpp) computes it with
+/// dqn.backend fused, the torch twin with torch: the same update to float
+/// rounding, and states alike (a checkpoint of one resumes on the other).
+///
 /// Thread safety: one thread at a time (the learner actor).
 class r2d2_learner {
  public:
-  /// Seeds torch with `seed` and builds both networks (identical at first).
-  /// spec.lstm must be > 0 and the action space one Discrete.
+  /// Builds both networks (identical at first), initialised from `seed`
+  /// (fused::init_recurrent_q_network or torch::manual_seed, as
+  /// dqn.backend says). spec.lstm must be > 0 (usage_error otherwise) and
+  /// the action space one Discrete.
   r2d2_learner(const network_spec& spec, const dqn_config& dqn, const r2d2_config& config, std::uint64_t seed);
   ~r2d2_learner();
   r2d2_learner(const r2d2_learner&) = delete;

@@ -41,6 +41,8 @@ class q_network {
   [[nodiscard]] std::span<float> gradients() noexcept { return grads_; }
   /// The target network's flat parameters.
   [[nodiscard]] std::span<float> target_parameters() noexcept { return target_params_; }
+  /// The target network's flat parameters (read-only).
+  [[nodiscard]] std::span<const float> target_parameters() const noexcept { return target_params_; }
   /// Copies the online parameters into the target.
   void sync_target() noexcept;
 

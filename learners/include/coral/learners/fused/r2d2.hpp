@@ -33,19 +33,28 @@ class recurrent_q_network {
   /// the torch learner has checked before it builds its networks.
   recurrent_q_network(const network_spec& spec, std::size_t max_rows, std::size_t max_length);
 
+  /// The most sequences an update may have.
+  [[nodiscard]] std::size_t max_rows() const noexcept { return max_rows_; }
+  /// The longest sequence (burn-in included) an update may have.
+  [[nodiscard]] std::size_t max_length() const noexcept { return max_length_; }
   /// The online network's flat parameters, in the torch twin's order.
   [[nodiscard]] std::span<float> parameters() noexcept { return params_; }
+  /// The online network's flat parameters (read-only).
+  [[nodiscard]] std::span<const float> parameters() const noexcept { return params_; }
   /// The flat gradients of the last update's loss.
   [[nodiscard]] std::span<float> gradients() noexcept { return grads_; }
   /// The target network's flat parameters.
   [[nodiscard]] std::span<float> target_parameters() noexcept { return target_params_; }
+  /// The target network's flat parameters (read-only).
+  [[nodiscard]] std::span<const float> target_parameters() const noexcept { return target_params_; }
   /// Copies the online parameters into the target.
   void sync_target() noexcept;
 
   /// The update's loss and gradients on `batch` (its layout's length ≤
   /// max_length, size ≤ max_rows): gradients() holds them afterwards and
   /// batch.priorities each sequence's new priority. Returns td_loss,
-  /// mean_q, mean_abs_td and q_max as the torch learner measures them.
+  /// mean_q, mean_abs_td and q_max as the torch learner measures them, and
+  /// burn_in_seconds: the time the burn-in's unrolls took.
   /// Throws usage_error (errors::fused_too_many_rows) for a batch larger
   /// than the network was made for.
   r2d2_update_stats loss_gradients(replay::sequence_batch& batch, const dqn_config& dqn, const r2d2_config& config);
@@ -65,6 +74,13 @@ class recurrent_q_network {
   std::vector<float> d_q_, d_h_;           // [T × B][A], [T × B][H]
   std::vector<float> bootstrap_, targets_, mask_, td_;  // batch-major, as r2d2_math has them
 };
+
+/// Fresh flat parameters for R2D2's network of `spec` as the torch learner
+/// initialises them (orthogonal weights: gain √2 for the encoder's layers,
+/// 1 for the LSTM's two matrices and the head; zero biases), each matrix
+/// from coral::rng(seed, its index): the same distribution as torch's, not
+/// its numbers. `spec` as recurrent_q_network's.
+[[nodiscard]] std::vector<float> init_recurrent_q_network(const network_spec& spec, std::uint64_t seed);
 
 /// loss_gradients(), then clipping to dqn.max_grad_norm (where > 0; the
 /// norm before in grad_norm) and one Adam step of dqn.learning_rate. The
