@@ -3,8 +3,6 @@
 namespace coral::envs::minatar {
 
 namespace {
-constexpr std::uint16_t full_row = (1U << grid_size) - 1;
-
 bool brick_at(const breakout::state& s, int x, int y) noexcept { return ((s.bricks[y] >> x) & 1U) != 0; }
 }  // namespace
 

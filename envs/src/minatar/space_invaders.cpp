@@ -8,8 +8,6 @@ namespace coral::envs::minatar {
 
 namespace {
 
-constexpr std::uint16_t full_row = (1U << grid_size) - 1;
-
 bool at(const space_invaders::layer& l, int y, int x) noexcept { return ((l[y] >> x) & 1U) != 0; }
 
 int count(const space_invaders::layer& l) noexcept {

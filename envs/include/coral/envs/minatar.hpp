@@ -51,6 +51,8 @@ namespace coral::envs::minatar {
 
 /// Side of the square grid, in cells.
 inline constexpr int grid_size = 10;
+/// A row of the grid as bits, every cell set.
+inline constexpr std::uint16_t full_row = (1U << grid_size) - 1;
 
 /// MinAtar's full action set, in its order.
 enum class action : std::int32_t { noop = 0, left = 1, up = 2, right = 3, down = 4, fire = 5 };
