@@ -24,6 +24,10 @@ namespace {
 
 void register_builtin_algorithms() {}
 
+bool torch_linked() noexcept { return false; }
+
+bool needs_torch(const training::train_options&) { needs_libtorch("learners::needs_torch()"); }
+
 void validate(const training::train_options&) { needs_libtorch("learners::validate()"); }
 
 training::train_result train(const training::train_options&, std::ostream&, std::ostream&) { needs_libtorch("learners::train()"); }
