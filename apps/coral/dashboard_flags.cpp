@@ -4,6 +4,7 @@
 
 #include "coral/core/error.hpp"
 #include "coral/errors.hpp"
+#include "coral/flag_checks.hpp"
 
 namespace coral::cli {
 
@@ -12,6 +13,7 @@ void add_dashboard_flags(CLI::App& cmd, dashboard_flags& f, const std::string& w
                "serve a read-only live view while it runs (" + what +
                    "; GET /state.json, GET /metrics for Prometheus); its address is printed (docs/cli.md)");
   f.port_option = cmd.add_option("--dashboard-port", f.port, "the live view's port (0: any free port)")
+                      ->check(at_most(65535))
                       ->capture_default_str();
   f.bind_option = cmd.add_option("--dashboard-bind", f.bind,
                                  "the live view's address: 127.0.0.1 keeps it on this machine; another (0.0.0.0, "

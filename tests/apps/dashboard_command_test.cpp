@@ -123,6 +123,8 @@ TEST_CASE("coral train and bench refuse a live view whose port is in use or whos
       {{"bench", "--dashboard", "--dashboard-port", port}, in_use},
       {{"train", "--dashboard", "--dashboard-bind", "localhost"},
        fmt::format(fmt::runtime(coral::training::errors::dashboard_bad_bind), "localhost")},
+      {{"train", "--dashboard", "--dashboard-port", "99999"},
+       "--dashboard-port: " + fmt::format(fmt::runtime(coral::cli::errors::number_too_large), "99999", 65535)},
       {{"train", "--dashboard-port", "8080"},
        fmt::format(fmt::runtime(coral::cli::errors::flag_needs), "--dashboard-port", "--dashboard",
                    "it sets where the live view is served")},
