@@ -475,6 +475,7 @@ train_result training_run::run() {
                     // Actors that ignore the stop are abandoned; the learner's
                     // state is saved first when it is whole.
                     if (learning) checkpoint_after_failure(*rt_seen, std::string(), algorithm_actors);
+                    if (clips_) clips_->abandon();  // no ffmpeg left to finish a partial file after the exit
                     exit_now(what);
                   },
               .keep_waiting =
