@@ -47,16 +47,20 @@ std::string ppo_signature(const train_options& o, const network_spec& spec) {
 
 /// The policy a PPO checkpoint acts with outside a run: the batcher's
 /// mlp_policy with the weights the learner publishes after restoring `c`
-/// (its parameters, then the normaliser's block from its moments).
+/// (its parameters, then the normaliser's block from its moments); none
+/// loaded without a checkpoint.
 std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::space& observation,
-                                           const envs::space& action, const checkpoint& c, const acting_options& a) {
+                                           const envs::space& action, const checkpoint* c, const acting_options& a) {
   const auto spec = spec_of(o, observation, action);
-  check_acting_network(c, ppo_signature(o, spec), a.file);
-  auto weights = c.learner.parameters;
+  auto policy = std::make_unique<mlp_policy>(spec, a.rows, a.seed);
+  policy->set_deterministic(a.deterministic);
+  if (c == nullptr) return policy;
+  check_acting_network(*c, ppo_signature(o, spec), a.file);
+  auto weights = c->learner.parameters;
   if (spec.normalize_observations) {
     running_moments moments(spec.input_dim());
     try {
-      moments.load(c.learner.observation_moments);
+      moments.load(c->learner.observation_moments);
     } catch (const usage_error&) {
       throw training::checkpoint_error(
           fmt::format(fmt::runtime(training::errors::checkpoint_bad_record), a.file, "observation_moments"));
@@ -64,9 +68,7 @@ std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::s
     const auto block = normalizer_block(moments);
     weights.insert(weights.end(), block.begin(), block.end());
   }
-  auto policy = std::make_unique<mlp_policy>(spec, a.rows, a.seed);
   policy->load_weights(weights);
-  policy->set_deterministic(a.deterministic);
   return policy;
 }
 
