@@ -155,7 +155,26 @@ class fused_ppo final : public ppo_learner::backend {
   void values_for_gae(const training::rollout_segment& seg, const std::vector<float>& all_obs,
                       std::vector<float>& bootstrap, std::vector<float>& final_values);
 
-  /// One minibatch step of the MLP network on the steps `order[start, start + mb)`.
+  /// Row `r`'s initial LSTM state in `seg`, as h [H] and c [H].
+  void initial_state(const training::rollout_segment& seg, std::size_t r, float* h, float* c) const {
+    const auto H = spec_.lstm;
+    const float* state = seg.initial_states.data() + r * 2 * H;
+    std::copy_n(state, H, h);
+    std::copy_n(state + H, H, c);
+  }
+
+  /// The gathered minibatch's buffers sized for `n` steps.
+  void size_minibatch(const training::rollout_segment& seg, std::size_t n);
+  /// Copies step `i` of `seg` (its observation from `all_obs`, its actions,
+  /// the acting policy's log probability and value, its advantage and
+  /// return) into slot `at` of the gathered minibatch.
+  void gather_step(const training::rollout_segment& seg, const std::vector<float>& all_obs,
+                   const std::vector<float>& advantages, const std::vector<float>& returns, std::size_t i,
+                   std::size_t at);
+  /// The first `n` gathered slots as a minibatch.
+  [[nodiscard]] fused::ppo_minibatch gathered(std::size_t n) const;
+
+  /// One minibatch step of the MLP network on the steps `steps`.
   fused::ppo_step_stats mlp_step(const training::rollout_segment& seg, const std::vector<float>& all_obs,
                                  const std::vector<float>& advantages, const std::vector<float>& returns,
                                  std::span<const std::size_t> steps, double lr);
@@ -306,10 +325,7 @@ void fused_ppo::values_for_gae(const training::rollout_segment& seg, const std::
                   x.begin() + static_cast<std::ptrdiff_t>((t * R + r) * D));
       keep[t * R + r] = keep_[r * S + t];
     }
-    std::copy_n(seg.initial_states.begin() + static_cast<std::ptrdiff_t>(r * 2 * H), H,
-                h0.begin() + static_cast<std::ptrdiff_t>(r * H));
-    std::copy_n(seg.initial_states.begin() + static_cast<std::ptrdiff_t>(r * 2 * H + H), H,
-                c0.begin() + static_cast<std::ptrdiff_t>(r * H));
+    initial_state(seg, r, h0.data() + r * H, c0.data() + r * H);
   }
   recurrent_->forward(x.data(), keep.data(), h0.data(), c0.data(), R, S, false);
   const auto values = recurrent_->heads().values();
@@ -342,39 +358,46 @@ std::vector<float> fused_ppo::one_step_values(std::span<const float> in, std::si
   return out;
 }
 
+void fused_ppo::size_minibatch(const training::rollout_segment& seg, std::size_t n) {
+  mb_obs_.resize(n * seg.obs_dim);
+  mb_disc_.resize(n * seg.discrete_dim);
+  mb_cont_.resize(n * seg.continuous_dim);
+  for (auto* v : {&mb_logp_, &mb_val_, &mb_adv_, &mb_ret_}) v->resize(n);
+}
+
+void fused_ppo::gather_step(const training::rollout_segment& seg, const std::vector<float>& all_obs,
+                            const std::vector<float>& advantages, const std::vector<float>& returns, std::size_t i,
+                            std::size_t at) {
+  const auto T = seg.horizon, D = seg.obs_dim, nd = seg.discrete_dim, nc = seg.continuous_dim;
+  const auto row = (i / T) * (T + 1) + i % T;  // step i's observation in all_obs
+  std::copy_n(all_obs.begin() + static_cast<std::ptrdiff_t>(row * D), D, mb_obs_.begin() + static_cast<std::ptrdiff_t>(at * D));
+  std::copy_n(seg.discrete_actions.begin() + static_cast<std::ptrdiff_t>(i * nd), nd,
+              mb_disc_.begin() + static_cast<std::ptrdiff_t>(at * nd));
+  std::copy_n(seg.continuous_actions.begin() + static_cast<std::ptrdiff_t>(i * nc), nc,
+              mb_cont_.begin() + static_cast<std::ptrdiff_t>(at * nc));
+  mb_logp_[at] = seg.log_probs[i];
+  mb_val_[at] = seg.values[i];
+  mb_adv_[at] = advantages[i];
+  mb_ret_[at] = returns[i];
+}
+
+fused::ppo_minibatch fused_ppo::gathered(std::size_t n) const {
+  return {.rows = n,
+          .observations = mb_obs_,
+          .discrete_actions = mb_disc_,
+          .continuous_actions = mb_cont_,
+          .log_probs = mb_logp_,
+          .values = mb_val_,
+          .advantages = mb_adv_,
+          .returns = mb_ret_};
+}
+
 fused::ppo_step_stats fused_ppo::mlp_step(const training::rollout_segment& seg, const std::vector<float>& all_obs,
                                           const std::vector<float>& advantages, const std::vector<float>& returns,
                                           std::span<const std::size_t> steps, double lr) {
-  const auto T = seg.horizon, D = seg.obs_dim, nd = seg.discrete_dim, nc = seg.continuous_dim, mb = steps.size();
-  mb_obs_.resize(mb * D);
-  mb_disc_.resize(mb * nd);
-  mb_cont_.resize(mb * nc);
-  mb_logp_.resize(mb);
-  mb_val_.resize(mb);
-  mb_adv_.resize(mb);
-  mb_ret_.resize(mb);
-  for (std::size_t j = 0; j < mb; ++j) {
-    const auto i = steps[j];
-    const auto row = (i / T) * (T + 1) + i % T;  // step i's observation in all_obs
-    std::copy_n(all_obs.begin() + static_cast<std::ptrdiff_t>(row * D), D, mb_obs_.begin() + static_cast<std::ptrdiff_t>(j * D));
-    std::copy_n(seg.discrete_actions.begin() + static_cast<std::ptrdiff_t>(i * nd), nd,
-                mb_disc_.begin() + static_cast<std::ptrdiff_t>(j * nd));
-    std::copy_n(seg.continuous_actions.begin() + static_cast<std::ptrdiff_t>(i * nc), nc,
-                mb_cont_.begin() + static_cast<std::ptrdiff_t>(j * nc));
-    mb_logp_[j] = seg.log_probs[i];
-    mb_val_[j] = seg.values[i];
-    mb_adv_[j] = advantages[i];
-    mb_ret_[j] = returns[i];
-  }
-  const fused::ppo_minibatch batch{.rows = mb,
-                                   .observations = mb_obs_,
-                                   .discrete_actions = mb_disc_,
-                                   .continuous_actions = mb_cont_,
-                                   .log_probs = mb_logp_,
-                                   .values = mb_val_,
-                                   .advantages = mb_adv_,
-                                   .returns = mb_ret_};
-  return fused::ppo_step(*net_, adam_, work_, batch, config_, lr);
+  size_minibatch(seg, steps.size());
+  for (std::size_t j = 0; j < steps.size(); ++j) gather_step(seg, all_obs, advantages, returns, steps[j], j);
+  return fused::ppo_step(*net_, adam_, work_, gathered(steps.size()), config_, lr);
 }
 
 fused::ppo_step_stats fused_ppo::recurrent_step(const training::rollout_segment& seg,
@@ -382,49 +405,22 @@ fused::ppo_step_stats fused_ppo::recurrent_step(const training::rollout_segment&
                                                 const std::vector<float>& advantages,
                                                 const std::vector<float>& returns, std::span<const std::size_t> rows,
                                                 double lr) {
-  const auto T = seg.horizon, D = seg.obs_dim, nd = seg.discrete_dim, nc = seg.continuous_dim, B = rows.size();
-  const auto H = spec_.lstm, n = B * T;
-  mb_obs_.resize(n * D);
-  mb_disc_.resize(n * nd);
-  mb_cont_.resize(n * nc);
-  for (auto* v : {&mb_logp_, &mb_val_, &mb_adv_, &mb_ret_, &mb_keep_}) v->resize(n);
+  const auto T = seg.horizon, B = rows.size(), H = spec_.lstm, n = B * T;
+  size_minibatch(seg, n);
+  mb_keep_.resize(n);
   mb_h0_.resize(B * H);
   mb_c0_.resize(B * H);
   // Time-major: step t of the minibatch's row j at t × B + j.
   for (std::size_t j = 0; j < B; ++j) {
     const auto r = rows[j];
     for (std::size_t t = 0; t < T; ++t) {
-      const auto i = r * T + t, at = t * B + j;
-      std::copy_n(all_obs.begin() + static_cast<std::ptrdiff_t>((r * (T + 1) + t) * D), D,
-                  mb_obs_.begin() + static_cast<std::ptrdiff_t>(at * D));
-      std::copy_n(seg.discrete_actions.begin() + static_cast<std::ptrdiff_t>(i * nd), nd,
-                  mb_disc_.begin() + static_cast<std::ptrdiff_t>(at * nd));
-      std::copy_n(seg.continuous_actions.begin() + static_cast<std::ptrdiff_t>(i * nc), nc,
-                  mb_cont_.begin() + static_cast<std::ptrdiff_t>(at * nc));
-      mb_keep_[at] = keep_[r * (T + 1) + t];
-      mb_logp_[at] = seg.log_probs[i];
-      mb_val_[at] = seg.values[i];
-      mb_adv_[at] = advantages[i];
-      mb_ret_[at] = returns[i];
+      gather_step(seg, all_obs, advantages, returns, r * T + t, t * B + j);
+      mb_keep_[t * B + j] = keep_[r * (T + 1) + t];
     }
-    std::copy_n(seg.initial_states.begin() + static_cast<std::ptrdiff_t>(r * 2 * H), H,
-                mb_h0_.begin() + static_cast<std::ptrdiff_t>(j * H));
-    std::copy_n(seg.initial_states.begin() + static_cast<std::ptrdiff_t>(r * 2 * H + H), H,
-                mb_c0_.begin() + static_cast<std::ptrdiff_t>(j * H));
+    initial_state(seg, r, mb_h0_.data() + j * H, mb_c0_.data() + j * H);
   }
-  const fused::recurrent_ppo_minibatch batch{.rows = B,
-                                             .steps = T,
-                                             .keep = mb_keep_,
-                                             .h0 = mb_h0_,
-                                             .c0 = mb_c0_,
-                                             .steps_of = {.rows = n,
-                                                          .observations = mb_obs_,
-                                                          .discrete_actions = mb_disc_,
-                                                          .continuous_actions = mb_cont_,
-                                                          .log_probs = mb_logp_,
-                                                          .values = mb_val_,
-                                                          .advantages = mb_adv_,
-                                                          .returns = mb_ret_}};
+  const fused::recurrent_ppo_minibatch batch{
+      .rows = B, .steps = T, .keep = mb_keep_, .h0 = mb_h0_, .c0 = mb_c0_, .steps_of = gathered(n)};
   return fused::recurrent_ppo_step(*recurrent_, adam_, work_, batch, config_, lr);
 }
 
