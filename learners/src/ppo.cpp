@@ -136,9 +136,7 @@ class ppo final : public algorithm, public distribution_part {
   std::string describe_setup() const override {
     return fmt::format("horizon {}, max policy lag {}, {} parameters on the {} backend{}{}{}", p_.horizon,
                        p_.max_policy_lag, parameter_count(spec_),
-                       config_of(options_).backend == network_backend::fused && detail::fused_ppo_supports(spec_)
-                           ? "fused"
-                           : "torch", spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
+                       backend_name(config_of(options_)), spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
                        spec_.normalize_observations ? ", obs norm" : "",
                        p_.ppo.scale_rewards ? ", reward scale" : "");
   }
@@ -374,10 +372,7 @@ void register_ppo() {
   d.check = check_ppo_options;
   d.memory = add_ppo_memory;
   d.make = plugin<ppo>();
-  // The fused engine has the MLP actor-critic; the recurrent one is torch's.
-  d.needs_torch = [](const train_options& o) {
-    return torch_chosen(o) || options_of<O>(o).lstm > 0;
-  };
+  d.needs_torch = torch_chosen;
   d.acting = ppo_acting;
   register_algorithm(std::move(d));
 }
