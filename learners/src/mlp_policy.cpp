@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -62,6 +63,7 @@ struct mlp_policy::impl {
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
   bool deterministic = false;
+  bool use_masks = true;
 };
 
 mlp_policy::mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed)
@@ -70,6 +72,8 @@ mlp_policy::mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t
 mlp_policy::~mlp_policy() = default;
 
 void mlp_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
+
+void mlp_policy::set_use_masks(bool on) noexcept { impl_->use_masks = on; }
 
 void mlp_policy::load_weights(std::span<const float> weights) {
   auto& m = *impl_;
@@ -95,8 +99,12 @@ void mlp_policy::act(const actors::policy_rows& rows) {
   const std::size_t cont = m.spec.continuous_dim();
   const std::size_t H = m.spec.lstm;
   constexpr double half_log_2pi = 0.91893853320467274178;
+  const bool masked = m.use_masks && rows.masked();
   for (const auto& range : rows.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+      // A row with no agent in play (or one waiting for its turn) gets no
+      // action: the env ignores it, and its state does not move.
+      if (!rows.active(r)) continue;
       // The observation starts a new episode (an env reset after a failure too).
       const bool restart = term[r] != 0 || trunc[r] != 0 || failed[r] != 0;
       if (restart) m.stack.restart(r);
@@ -122,24 +130,34 @@ void mlp_policy::act(const actors::policy_rows& rows) {
       auto& rng = m.rngs[r];
       double logp = 0;
       auto discrete = batch.discrete_actions().row(r);
+      // A masked value's logit is −∞: it is never drawn and has no share of
+      // the probability (the env guarantees each head a legal value).
+      const std::uint8_t* legal = masked ? rows.action_mask(r).data() : nullptr;
+      const auto allowed = [legal](std::size_t j) { return legal == nullptr || legal[j] != 0; };
       std::size_t offset = 0;
       for (std::size_t h = 0; h < m.spec.nvec.size(); ++h) {
         const auto k = static_cast<std::size_t>(m.spec.nvec[h]);
         const float* logits = row_out + offset;
-        const float mx = *std::max_element(logits, logits + k);
+        float mx = -std::numeric_limits<float>::infinity();
+        std::size_t best = k;
+        for (std::size_t j = 0; j < k; ++j) {
+          if (allowed(offset + j) && (best == k || logits[j] > mx)) {
+            mx = logits[j];
+            best = j;
+          }
+        }
         double sum = 0;
-        for (std::size_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j] - mx));
-        std::size_t pick = k - 1;
-        if (m.deterministic) {
-          pick = static_cast<std::size_t>(std::max_element(logits, logits + k) - logits);
-        } else {
+        for (std::size_t j = 0; j < k; ++j) {
+          if (allowed(offset + j)) sum += std::exp(static_cast<double>(logits[j] - mx));
+        }
+        std::size_t pick = best;
+        if (!m.deterministic) {
           double u = rng.uniform() * sum;
           for (std::size_t j = 0; j < k; ++j) {
+            if (!allowed(offset + j)) continue;
+            pick = j;  // the last legal value, should rounding leave u ≥ 0
             u -= std::exp(static_cast<double>(logits[j] - mx));
-            if (u < 0) {
-              pick = j;
-              break;
-            }
+            if (u < 0) break;
           }
         }
         discrete[h] = static_cast<std::int32_t>(pick);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/learners/errors.hpp"
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/network.hpp"
@@ -191,7 +192,8 @@ class ppo final : public algorithm, public distribution_part {
     r.finish("segment");
     if (seg.rows != sampler_->rows() || seg.horizon != p_.horizon || seg.obs_dim != assembler_width() ||
         seg.discrete_dim != sampler_->batch().discrete_action_dim() ||
-        seg.continuous_dim != sampler_->batch().continuous_action_dim() || seg.state_dim != spec_.state_dim()) {
+        seg.continuous_dim != sampler_->batch().continuous_action_dim() || seg.state_dim != spec_.state_dim() ||
+        seg.mask_dim != (sampler_->batch().has_action_masks() ? sampler_->batch().action_mask_dim() : 0)) {
       r.bad("segment shape");
     }
     auto& parts = parts_[seg.index];
@@ -238,7 +240,22 @@ class ppo final : public algorithm, public distribution_part {
   static ppo_config config_of(const train_options& o) { return with_backend(options_of<ppo_options>(o).ppo, o); }
 
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
+    check_agents(o, s.first_env());
     return spec_of(o, s.observation_space(), s.action_space());
+  }
+
+  /// Refuses memory across steps (stacked frames, an LSTM) on a multi-agent
+  /// env: a slot's steps are not consecutive rows of a segment there.
+  static void check_agents(const train_options& o, const envs::env& probe) {
+    const auto& p = options_of<ppo_options>(o);
+    const auto agents = probe.max_agents();
+    if (agents == 1) return;
+    if (p.frames > 1) {
+      throw config_error(fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--frames", p.frames, o.sampler.env, agents));
+    }
+    if (p.lstm > 0) {
+      throw config_error(fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--lstm", p.lstm, o.sampler.env, agents));
+    }
   }
 
   /// The width of a segment's observation rows (stacked frames).
@@ -371,6 +388,7 @@ void register_ppo() {
   };
   d.check = check_ppo_options;
   d.memory = add_ppo_memory;
+  d.multi_agent = true;
   d.make = plugin<ppo>();
   // The fused engine has the MLP actor-critic; the recurrent one is torch's.
   d.needs_torch = [](const train_options& o) {

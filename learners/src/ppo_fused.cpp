@@ -175,7 +175,11 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   const double lr = detail::annealed_rate(c, env_steps_, total_steps_);
   out.learning_rate = lr;
 
-  const auto mb = std::min(std::max<std::size_t>(c.minibatch_size, 1), N);
+  // The acted steps (all of a single-agent segment's) are the samples; too
+  // few for a minibatch (an advantage's std needs 2) train nothing.
+  const auto samples = detail::acted_steps(seg);
+  const auto S = samples.size() < 2 ? 0 : samples.size();
+  const auto mb = std::min(std::max<std::size_t>(c.minibatch_size, 1), std::max<std::size_t>(S, 1));
   const auto nd = seg.discrete_dim, nc = seg.continuous_dim;
   mb_obs_.resize(mb * D);
   mb_disc_.resize(mb * nd);
@@ -184,8 +188,8 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   mb_val_.resize(mb);
   mb_adv_.resize(mb);
   mb_ret_.resize(mb);
-  std::vector<std::size_t> order(N);
-  const auto batches_per_epoch = static_cast<std::uint64_t>(N / mb);
+  std::vector<std::size_t> order(S);
+  const auto batches_per_epoch = static_cast<std::uint64_t>(S / mb);
   if (activity != nullptr) activity->begin(updates_ + 1, c.epochs * batches_per_epoch);
   bool stopping = false;  // a stop ends the update at a minibatch boundary (learner_activity)
   for (std::size_t epoch = 0; epoch < c.epochs && !stopping; ++epoch) {
@@ -193,9 +197,9 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
     const bool last_epoch = epoch + 1 == c.epochs;
     double kl_sum = 0, clip_sum = 0, pl_sum = 0, vl_sum = 0, ent_sum = 0;
     std::size_t batches = 0;
-    for (std::size_t start = 0; start + mb <= N; start += mb) {
+    for (std::size_t start = 0; start + mb <= S; start += mb) {
       for (std::size_t j = 0; j < mb; ++j) {
-        const auto i = order[start + j];
+        const auto i = samples[order[start + j]];
         const auto row = (i / T) * (T + 1) + i % T;  // step i's observation in all_obs
         std::copy_n(all_obs.begin() + static_cast<std::ptrdiff_t>(row * D), D, mb_obs_.begin() + static_cast<std::ptrdiff_t>(j * D));
         std::copy_n(seg.discrete_actions.begin() + static_cast<std::ptrdiff_t>(i * nd), nd,
@@ -242,9 +246,9 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   if (!block_.empty()) {
     // The observations acted on, the bootstrap ones left out (each is the
     // next segment's first).
-    for (std::size_t r = 0; r < R; ++r) {
-      moments_.update(std::span<const float>(seg.observations).subspan(r * (T + 1) * D, T * D));
-    }
+    detail::for_each_acted_run(seg, [&](std::size_t first, std::size_t count) {
+      moments_.update(std::span<const float>(seg.observations).subspan(first * D, count * D));
+    });
     block_ = training::normalizer_block(moments_);
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

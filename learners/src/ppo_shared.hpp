@@ -36,34 +36,81 @@ void shuffle(std::vector<Index>& order, std::uint64_t& state) noexcept {
   }
 }
 
-/// The mean and the largest lag of the segment's steps behind `version`.
+/// The mean and the largest lag of the segment's acted steps behind `version`.
 inline void policy_lag(const training::rollout_segment& seg, std::uint64_t version, training::update_stats& out) {
   double sum = 0;
-  for (auto pv : seg.policy_versions) {
+  std::size_t steps = 0;
+  for (std::size_t i = 0; i < seg.policy_versions.size(); ++i) {
+    if (seg.acted[i] == 0) continue;
+    const auto pv = seg.policy_versions[i];
     const std::uint64_t lag = version > pv ? version - pv : 0;
     sum += static_cast<double>(lag);
     out.max_policy_lag = std::max(out.max_policy_lag, lag);
+    ++steps;
   }
-  out.mean_policy_lag = sum / static_cast<double>(seg.rows * seg.horizon);
+  out.mean_policy_lag = steps == 0 ? 0.0 : sum / static_cast<double>(steps);
 }
 
-/// GAE per row, from the acting policy's values, `rewards` (scaled, with the
-/// truncated steps' bootstrap added) and the learner's `bootstrap` value of
-/// each row's last observation; terminated and truncated steps end a chain.
+/// The indices (r × horizon + t) of the segment's acted steps, in order:
+/// what an update trains on (every step of a single-agent segment).
+inline std::vector<std::size_t> acted_steps(const training::rollout_segment& seg) {
+  std::vector<std::size_t> steps;
+  steps.reserve(seg.acted.size());
+  for (std::size_t i = 0; i < seg.acted.size(); ++i) {
+    if (seg.acted[i] != 0) steps.push_back(i);
+  }
+  return steps;
+}
+
+/// Calls `fold(first, count)` for each run of consecutive acted steps of a
+/// row, row by row (observations r × (horizon + 1) + first onwards): the
+/// observations an update folds into the normaliser's moments (a whole row
+/// at a time for a single-agent segment).
+template <class Fold>
+void for_each_acted_run(const training::rollout_segment& seg, Fold&& fold) {
+  const std::size_t T = seg.horizon;
+  for (std::size_t r = 0; r < seg.rows; ++r) {
+    std::size_t t = 0;
+    while (t < T) {
+      if (seg.acted[r * T + t] == 0) {
+        ++t;
+        continue;
+      }
+      const std::size_t first = t;
+      while (t < T && seg.acted[r * T + t] != 0) ++t;
+      fold(r * (T + 1) + first, t - first);
+    }
+  }
+}
+
+/// GAE per row over its acted steps, from the acting policy's values,
+/// `rewards` (scaled, with the truncated steps' bootstrap added) and the
+/// learner's `bootstrap` value of each row's last observation: an acted
+/// step's successor is the row's next acted step (steps between, not acted,
+/// are skipped: a waiting slot's or an empty one's), or the bootstrap after
+/// the last one; terminated and truncated steps end a chain. Steps not
+/// acted get 0.
 inline void gae(const training::rollout_segment& seg, std::span<const float> rewards, std::span<const float> bootstrap,
                 double gamma, double lambda, std::span<float> advantages, std::span<float> returns) {
   const std::size_t T = seg.horizon;
   for (std::size_t r = 0; r < seg.rows; ++r) {
     double acc = 0;
+    double next_value = bootstrap[r];
     for (std::size_t t = T; t-- > 0;) {
       const std::size_t i = r * T + t;
+      if (seg.acted[i] == 0) {
+        advantages[i] = 0.0f;
+        returns[i] = 0.0f;
+        continue;
+      }
+      // An ended step reads nothing after it (not even as 0 × a NaN: a row
+      // whose slot is empty at the end bootstraps from a meaningless row).
       const bool ended = seg.terminated[i] != 0 || seg.truncated[i] != 0;
-      const double next_value = t == T - 1 ? bootstrap[r] : seg.values[i + 1];
-      const double not_done = ended ? 0.0 : 1.0;
-      const double delta = rewards[i] + gamma * next_value * not_done - seg.values[i];
-      acc = delta + gamma * lambda * not_done * acc;
+      const double delta = rewards[i] + (ended ? 0.0 : gamma * next_value) - seg.values[i];
+      acc = delta + (ended ? 0.0 : gamma * lambda * acc);
       advantages[i] = static_cast<float>(acc);
       returns[i] = static_cast<float>(acc + seg.values[i]);
+      next_value = seg.values[i];
     }
   }
 }

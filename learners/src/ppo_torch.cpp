@@ -190,10 +190,15 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   const double lr = detail::annealed_rate(c, s.env_steps, s.total_steps);
   out.learning_rate = lr;
 
-  const auto mb = std::min<std::int64_t>(static_cast<std::int64_t>(std::max<std::size_t>(c.minibatch_size, 1)), N);
+  // The acted steps (all of a single-agent segment's) are the samples; too
+  // few for a minibatch (an advantage's std needs 2) train nothing.
+  const auto samples = detail::acted_steps(seg);
+  const auto S = static_cast<std::int64_t>(samples.size() < 2 ? 0 : samples.size());
+  const auto mb = std::min<std::int64_t>(static_cast<std::int64_t>(std::max<std::size_t>(c.minibatch_size, 1)),
+                                         std::max<std::int64_t>(S, 1));
   // A recurrent network trains on whole rows (truncated back-propagation
   // through the horizon): minibatches of mb / T rows, shuffled by row.
-  const std::int64_t units = recurrent ? R : N;
+  const std::int64_t units = recurrent ? R : S;
   const std::int64_t per_batch = recurrent ? std::max<std::int64_t>(mb / T, 1) : mb;
   std::vector<std::int64_t> order(static_cast<std::size_t>(units));
   std::vector<std::int64_t> steps_of(recurrent ? static_cast<std::size_t>(per_batch * T) : 0);
@@ -203,6 +208,9 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   bool stopping = false;  // a stop ends the update at a minibatch boundary (learner_activity)
   for (std::size_t epoch = 0; epoch < c.epochs && !stopping; ++epoch) {
     detail::shuffle(order, s.rng);
+    if (!recurrent) {
+      for (auto& o : order) o = static_cast<std::int64_t>(samples[static_cast<std::size_t>(o)]);
+    }
     const bool last_epoch = epoch + 1 == c.epochs;
     double kl_sum = 0, clip_sum = 0, pl_sum = 0, vl_sum = 0, ent_sum = 0;
     std::int64_t batches = 0;
@@ -274,10 +282,10 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   if (!s.block.empty()) {
     // The observations acted on, the bootstrap ones left out (each is the
     // next segment's first).
-    for (std::int64_t r = 0; r < R; ++r) {
-      s.moments.update(std::span<const float>(seg.observations).subspan(static_cast<std::size_t>(r * (T + 1) * D),
-                                                                       static_cast<std::size_t>(T * D)));
-    }
+    detail::for_each_acted_run(seg, [&](std::size_t first, std::size_t count) {
+      s.moments.update(std::span<const float>(seg.observations).subspan(first * static_cast<std::size_t>(D),
+                                                                       count * static_cast<std::size_t>(D)));
+    });
     s.block = training::normalizer_block(s.moments);
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

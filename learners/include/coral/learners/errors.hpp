@@ -38,6 +38,11 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
     "learner sample over the run (--replay-ratio {} x (--total-steps {} - --learning-starts {})); the learner "
     "would wait for batches that are never filled";
 
+/// `--frames` above 1 or `--lstm` on a multi-agent env: the flag, its
+/// value, the env, its agent slots.
+inline constexpr std::string_view multi_agent_memory =
+    "{} {}: '{}' has {} agent slots per env, and a policy with memory across steps trains single-agent envs only";
+
 /// A torch learner made in a process without coral::learners_torch linked:
 /// what was made. (The `coral` command hands such runs to coral-torch first.)
 inline constexpr std::string_view torch_not_linked =
