@@ -68,6 +68,7 @@ std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::s
   auto policy = std::make_unique<mlp_policy>(spec, a.rows, a.seed);
   policy->load_weights(weights);
   policy->set_deterministic(a.deterministic);
+  policy->set_use_masks(options_of<ppo_options>(o).ppo.action_masks);
   return policy;
 }
 
@@ -102,6 +103,7 @@ class ppo final : public algorithm, public distribution_part {
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
                                            options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
+    policy_->set_use_masks(p_.ppo.action_masks);
     // The learner scores the unclipped Gaussian samples; the envs get them clipped.
     assembler_->record_actions_from(policy_->sampled_actions());
     // A recurrent row's segment starts from the state the policy had there.
@@ -382,6 +384,9 @@ void register_ppo() {
       within(field<O>("value-coef", "value loss coefficient", [](O& o) -> double& { return o.ppo.value_coef; }), 0, 1000),
       within(field<O>("entropy-coef", "entropy bonus coefficient", [](O& o) -> double& { return o.ppo.entropy_coef; }), 0, 1000),
       within(field<O>("max-grad-norm", "gradient norm clip, 0: off", [](O& o) -> double& { return o.ppo.max_grad_norm; }), 0, 1e9),
+      switch_off<O>("no-action-masks",
+                    "act and train as if every action were legal (an env that masks then gets illegal actions)",
+                    [](O& o) -> bool& { return o.ppo.action_masks; }),
       field<O>("reward-scale",
                "divide the rewards trained on by a running std of the discounted return (clipped to +-10)",
                [](O& o) -> bool& { return o.ppo.scale_rewards; }),

@@ -139,6 +139,7 @@ class fused_ppo final : public ppo_learner::backend {
   // A minibatch's rows, gathered.
   std::vector<float> mb_obs_, mb_cont_, mb_logp_, mb_val_, mb_adv_, mb_ret_;
   std::vector<std::int32_t> mb_disc_;
+  std::vector<std::uint8_t> mb_mask_;
 };
 
 training::update_stats fused_ppo::update(const training::rollout_segment& seg, std::uint64_t version,
@@ -188,6 +189,13 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   mb_val_.resize(mb);
   mb_adv_.resize(mb);
   mb_ret_.resize(mb);
+  // The masks the actions were drawn under, where the env masks.
+  const std::size_t md = c.action_masks ? seg.mask_dim : 0;
+  if (md != 0 && md != spec_.logits_dim()) {
+    throw usage_error(fmt::format("ppo_learner: masks of {} bytes per step, the network has {} logits", md,
+                                  spec_.logits_dim()));
+  }
+  mb_mask_.resize(mb * md);
   std::vector<std::size_t> order(S);
   const auto batches_per_epoch = static_cast<std::uint64_t>(S / mb);
   if (activity != nullptr) activity->begin(updates_ + 1, c.epochs * batches_per_epoch);
@@ -206,6 +214,8 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
                     mb_disc_.begin() + static_cast<std::ptrdiff_t>(j * nd));
         std::copy_n(seg.continuous_actions.begin() + static_cast<std::ptrdiff_t>(i * nc), nc,
                     mb_cont_.begin() + static_cast<std::ptrdiff_t>(j * nc));
+        std::copy_n(seg.action_masks.begin() + static_cast<std::ptrdiff_t>(i * md), md,
+                    mb_mask_.begin() + static_cast<std::ptrdiff_t>(j * md));
         mb_logp_[j] = seg.log_probs[i];
         mb_val_[j] = seg.values[i];
         mb_adv_[j] = advantages[i];
@@ -218,7 +228,8 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
                                        .log_probs = mb_logp_,
                                        .values = mb_val_,
                                        .advantages = mb_adv_,
-                                       .returns = mb_ret_};
+                                       .returns = mb_ret_,
+                                       .action_masks = mb_mask_};
       const auto st = fused::ppo_step(net_, adam_, work_, batch, c, lr);
       if (activity != nullptr && !activity->step()) {
         stopping = true;

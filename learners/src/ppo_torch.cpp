@@ -187,6 +187,18 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
                                                   {N, static_cast<std::int64_t>(seg.continuous_dim)}, torch::kFloat32)
                                : torch::zeros({N, 0}, torch::kFloat32);
 
+  // The masks the actions were drawn under, where the env masks.
+  const auto md = static_cast<std::int64_t>(c.action_masks ? seg.mask_dim : 0);
+  if (md != 0 && md != static_cast<std::int64_t>(s.spec.logits_dim())) {
+    throw usage_error(fmt::format("ppo_learner: masks of {} bytes per step, the network has {} logits", md,
+                                  s.spec.logits_dim()));
+  }
+  torch::Tensor mask_all;
+  if (md != 0) {
+    mask_all = torch::from_blob(const_cast<std::uint8_t*>(seg.action_masks.data()), {N, md}, torch::kUInt8)
+                   .to(torch::kBool);
+  }
+
   const double lr = detail::annealed_rate(c, s.env_steps, s.total_steps);
   out.learning_rate = lr;
 
@@ -232,7 +244,8 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
       }
       auto out_actor = s.net->actor_out(x);
       auto [logp, entropy] = s.net->log_prob_entropy(out_actor, disc_all.index_select(0, idx),
-                                                     cont_all.index_select(0, idx));
+                                                     cont_all.index_select(0, idx),
+                                                     md != 0 ? mask_all.index_select(0, idx) : torch::Tensor());
       auto value = s.net->value(x);
       auto adv = adv_all.index_select(0, idx);
       if (c.normalize_advantages) adv = (adv - adv.mean()) / (adv.std() + 1e-8);

@@ -34,6 +34,11 @@ struct ppo_config {
   /// Divide the rewards trained on by a running std of the discounted return
   /// (reward_scaler; `--reward-scale`).
   bool scale_rewards = false;
+  /// Honour the env's action masks (a segment's action_masks): a masked
+  /// value's logit is −∞ in the log probability and the entropy. Off
+  /// (`--no-action-masks`), the loss sees every value as legal, as the
+  /// policy then acts.
+  bool action_masks = true;
   /// The fused engine where it has the network (not yet with an LSTM),
   /// else the torch twin.
   network_backend backend = network_backend::fused;
