@@ -58,6 +58,7 @@ struct mlp_policy::impl {
   std::vector<float> samples;     // rows × continuous_dim: the unclipped Gaussian samples
   std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
   std::vector<float> normalized;  // one normalised input row
+  std::vector<float> encoded = std::vector<float>(spec.input_dim());  // one input row, one-hot elements expanded
   training::frame_stack stack;
   std::vector<coral::rng> rngs;
   std::vector<float> scratch_a;
@@ -110,6 +111,10 @@ void mlp_policy::act(const actors::policy_rows& rows) {
       if (restart) m.stack.restart(r);
       m.stack.push(r, batch.observations().row(r));
       const float* x = m.stack.row(r).data();
+      if (!m.spec.one_hot.empty()) {
+        encode_observation(m.spec, m.stack.row(r), m.encoded);
+        x = m.encoded.data();
+      }
       if (!m.normalizer.empty()) {
         training::normalize_observation(m.normalizer, x, m.normalized.data());
         x = m.normalized.data();

@@ -38,6 +38,7 @@ network_spec spec_of(const train_options& o, const envs::space& observation, con
   auto spec = network_spec::from_spaces(observation, action, o.hidden, p.frames);
   spec.normalize_observations = p.normalize_observations;
   spec.lstm = p.lstm;
+  if (p.one_hot) spec.one_hot = categorical_elements(observation);
   return spec;
 }
 
@@ -384,6 +385,9 @@ void register_ppo() {
       within(field<O>("value-coef", "value loss coefficient", [](O& o) -> double& { return o.ppo.value_coef; }), 0, 1000),
       within(field<O>("entropy-coef", "entropy bonus coefficient", [](O& o) -> double& { return o.ppo.entropy_coef; }), 0, 1000),
       within(field<O>("max-grad-norm", "gradient norm clip, 0: off", [](O& o) -> double& { return o.ppo.max_grad_norm; }), 0, 1e9),
+      switch_off<O>("no-one-hot",
+                    "feed the observation's Discrete and MultiDiscrete elements as their index, not one-hot",
+                    [](O& o) -> bool& { return o.one_hot; }),
       switch_off<O>("no-action-masks",
                     "act and train as if every action were legal (an env that masks then gets illegal actions)",
                     [](O& o) -> bool& { return o.ppo.action_masks; }),

@@ -53,12 +53,10 @@ class fused_ppo final : public ppo_learner::backend {
   }
 
   std::vector<float> values(std::span<const float> observations) const override {
-    const auto D = spec_.input_dim();
-    if (D == 0 || observations.size() % D != 0) {
-      throw usage_error(fmt::format("ppo_learner: {} floats are not observations of {}", observations.size(), D));
-    }
-    auto in = normalized(observations);
-    return critic(in, observations.size() / D);
+    std::vector<float> storage;
+    const auto inputs = detail::network_inputs(spec_, observations, storage);
+    auto in = normalized(inputs);
+    return critic(in, inputs.size() / spec_.input_dim());
   }
 
   training::learner_state state() const override {
@@ -145,7 +143,7 @@ class fused_ppo final : public ppo_learner::backend {
 training::update_stats fused_ppo::update(const training::rollout_segment& seg, std::uint64_t version,
                                          training::learner_activity* activity) {
   const auto& c = config_;
-  const auto R = seg.rows, T = seg.horizon, N = R * T, D = seg.obs_dim;
+  const auto R = seg.rows, T = seg.horizon, N = R * T, D = spec_.input_dim();
   const auto started = std::chrono::steady_clock::now();
   training::update_stats out;
   detail::policy_lag(seg, version, out);
@@ -155,7 +153,10 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   }
   // Normalised with the moments the acting policy had (the block published
   // with the weights it acted with, when the lag is 0).
-  const auto all_obs = normalized(seg.observations);  // [R][T + 1][D]
+  // The network's inputs (one-hot elements expanded), normalised.
+  std::vector<float> encoded;
+  const auto inputs = detail::network_inputs(spec_, seg.observations, encoded);
+  const auto all_obs = normalized(inputs);  // [R][T + 1][D]
   std::vector<float> last(R * D);
   for (std::size_t r = 0; r < R; ++r) {
     std::copy_n(all_obs.begin() + static_cast<std::ptrdiff_t>((r * (T + 1) + T) * D), D,
@@ -165,7 +166,10 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   std::vector<float> rewards = seg.rewards;
   if (scaler_) scaler_->scale(rewards, seg.terminated, seg.truncated, seg.rows, seg.horizon);
   if (!seg.truncated_steps.empty()) {
-    const auto final_values = critic(normalized(seg.truncated_observations), seg.truncated_steps.size());
+    std::vector<float> encoded_final;
+    const auto final_values =
+        critic(normalized(detail::network_inputs(spec_, seg.truncated_observations, encoded_final)),
+               seg.truncated_steps.size());
     for (std::size_t j = 0; j < seg.truncated_steps.size(); ++j) {
       rewards[seg.truncated_steps[j]] += static_cast<float>(c.gamma) * final_values[j];
     }
@@ -258,7 +262,7 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
     // The observations acted on, the bootstrap ones left out (each is the
     // next segment's first).
     detail::for_each_acted_run(seg, [&](std::size_t first, std::size_t count) {
-      moments_.update(std::span<const float>(seg.observations).subspan(first * D, count * D));
+      moments_.update(inputs.subspan(first * D, count * D));
     });
     block_ = training::normalizer_block(moments_);
   }

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <numeric>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "coral/core/error.hpp"
+#include "coral/learners/network.hpp"
 #include "coral/learners/ppo_learner.hpp"
 #include "coral/training/learner_state.hpp"
 #include "coral/training/rollout.hpp"
@@ -113,6 +115,27 @@ inline void gae(const training::rollout_segment& seg, std::span<const float> rew
       next_value = seg.values[i];
     }
   }
+}
+
+/// `raw` (rows of frames × raw_obs_dim floats: a segment's observations) as
+/// the network's input rows (input_dim() floats each): `raw` itself where
+/// the spec feeds nothing one-hot, else each row encoded
+/// (encode_observation()) into `storage`. Throws usage_error when `raw` is
+/// not whole rows.
+inline std::span<const float> network_inputs(const network_spec& spec, std::span<const float> raw,
+                                             std::vector<float>& storage) {
+  const std::size_t width = spec.frames * spec.raw_obs_dim, in = spec.input_dim();
+  if (width == 0 || raw.size() % width != 0) {
+    throw usage_error("ppo_learner: " + std::to_string(raw.size()) + " floats are not observations of " +
+                      std::to_string(width));
+  }
+  if (spec.one_hot.empty()) return raw;
+  const std::size_t rows = raw.size() / width;
+  storage.resize(rows * in);
+  for (std::size_t r = 0; r < rows; ++r) {
+    encode_observation(spec, raw.subspan(r * width, width), std::span<float>(storage).subspan(r * in, in));
+  }
+  return storage;
 }
 
 /// The learning rate after `env_steps` of `total_steps` (linear to 0 with anneal_lr).

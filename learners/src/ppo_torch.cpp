@@ -83,13 +83,11 @@ std::vector<float> torch_ppo::weights() const {
 
 std::vector<float> torch_ppo::values(std::span<const float> observations) const {
   auto& s = *impl_;
-  const auto D = s.spec.input_dim();
-  if (D == 0 || observations.size() % D != 0) {
-    throw usage_error(fmt::format("ppo_learner: {} floats are not observations of {}", observations.size(), D));
-  }
+  std::vector<float> storage;
+  const auto inputs = detail::network_inputs(s.spec, observations, storage);
   torch::NoGradGuard no_grad;
-  const auto rows = static_cast<std::int64_t>(observations.size() / D);
-  auto in = s.normalized(observations, rows);
+  const auto rows = static_cast<std::int64_t>(inputs.size() / s.spec.input_dim());
+  auto in = s.normalized(inputs, rows);
   if (s.spec.lstm > 0) {  // each observation as an episode's first: from a zero state
     const auto zeros = torch::zeros({rows, static_cast<std::int64_t>(s.spec.lstm)}, torch::kFloat32);
     in = s.net->step(in, zeros, zeros).first;
@@ -105,7 +103,7 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   const auto R = static_cast<std::int64_t>(seg.rows);
   const auto T = static_cast<std::int64_t>(seg.horizon);
   const auto N = R * T;
-  const auto D = static_cast<std::int64_t>(seg.obs_dim);
+  const auto D = static_cast<std::int64_t>(s.spec.input_dim());
   training::update_stats out;
   const auto started = std::chrono::steady_clock::now();
 
@@ -119,7 +117,10 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   }
   // Normalised with the moments the acting policy had (the block published
   // with the weights it acted with, when the lag is 0).
-  const auto all_obs = s.normalized(seg.observations, R * (T + 1)).reshape({R, T + 1, D});
+  // The network's inputs (one-hot elements expanded), normalised.
+  std::vector<float> encoded;
+  const auto inputs = detail::network_inputs(s.spec, seg.observations, encoded);
+  const auto all_obs = s.normalized(inputs, R * (T + 1)).reshape({R, T + 1, D});
   torch::Tensor obs = all_obs.narrow(1, 0, T).reshape({N, D}).clone();
   // A recurrent network's unroll: each row from its state at step 0, zeroed
   // before every step that starts an episode (step t > 0 after an ended t − 1;
@@ -153,7 +154,8 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
     if (s.scaler) s.scaler->scale(rewards, seg.terminated, seg.truncated, seg.rows, seg.horizon);
     if (!seg.truncated_steps.empty()) {
       const auto k = static_cast<std::int64_t>(seg.truncated_steps.size());
-      auto final_obs = s.normalized(seg.truncated_observations, k);
+      std::vector<float> encoded_final;
+      auto final_obs = s.normalized(detail::network_inputs(s.spec, seg.truncated_observations, encoded_final), k);
       torch::Tensor fv;
       if (recurrent) {
         // The final observation continues the episode's state: one more step
@@ -296,8 +298,7 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
     // The observations acted on, the bootstrap ones left out (each is the
     // next segment's first).
     detail::for_each_acted_run(seg, [&](std::size_t first, std::size_t count) {
-      s.moments.update(std::span<const float>(seg.observations).subspan(first * static_cast<std::size_t>(D),
-                                                                       count * static_cast<std::size_t>(D)));
+      s.moments.update(inputs.subspan(first * static_cast<std::size_t>(D), count * static_cast<std::size_t>(D)));
     });
     s.block = training::normalizer_block(s.moments);
   }

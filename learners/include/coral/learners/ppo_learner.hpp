@@ -90,8 +90,8 @@ class ppo_learner {
   /// The current flat weights (what the policy loads): the network's
   /// parameters, then, with spec.normalize_observations, normalizer_block().
   [[nodiscard]] std::vector<float> weights() const;
-  /// The critic's values of `observations` (rows of spec().input_dim() raw
-  /// floats), normalised as the learner trains (for checks and tests); with
+  /// The critic's values of `observations` (rows of frames × raw_obs_dim raw
+  /// floats), encoded and normalised as the learner trains (for checks and tests); with
   /// an LSTM, each from a zero state (as an episode's first observation).
   [[nodiscard]] std::vector<float> values(std::span<const float> observations) const;
   [[nodiscard]] training::learner_state state() const;
