@@ -26,6 +26,9 @@ void encode_segment(const rollout_segment& s, wire::writer& w) {
   w.put_vector(s.truncated_observations);
   w.put<std::uint64_t>(s.state_dim);
   w.put_vector(s.initial_states);
+  w.put_vector(s.acted);
+  w.put<std::uint64_t>(s.mask_dim);
+  w.put_vector(s.action_masks);
 }
 
 rollout_segment decode_segment(wire::reader& r) {
@@ -58,6 +61,9 @@ rollout_segment decode_segment(wire::reader& r) {
   sized(s.truncated_observations, "segment truncated observations", s.truncated_steps.size() * s.obs_dim);
   s.state_dim = r.get<std::uint64_t>("segment state_dim");
   sized(s.initial_states, "segment initial states", s.rows * s.state_dim);
+  sized(s.acted, "segment acted", steps);
+  s.mask_dim = r.get<std::uint64_t>("segment mask_dim");
+  sized(s.action_masks, "segment action masks", steps * s.mask_dim);
   return s;
 }
 
@@ -72,10 +78,12 @@ rollout_segment join_segments(std::vector<rollout_segment>& parts) {
   out.discrete_dim = first.discrete_dim;
   out.continuous_dim = first.continuous_dim;
   out.state_dim = first.state_dim;
+  out.mask_dim = first.mask_dim;
   auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
   for (auto& p : parts) {
     if (p.index != out.index || p.horizon != out.horizon || p.obs_dim != out.obs_dim ||
-        p.discrete_dim != out.discrete_dim || p.continuous_dim != out.continuous_dim || p.state_dim != out.state_dim) {
+        p.discrete_dim != out.discrete_dim || p.continuous_dim != out.continuous_dim || p.state_dim != out.state_dim ||
+        p.mask_dim != out.mask_dim) {
       throw usage_error("join_segments: parts of different shapes");
     }
     const auto offset = static_cast<std::uint32_t>(out.rows * out.horizon);
@@ -91,6 +99,8 @@ rollout_segment join_segments(std::vector<rollout_segment>& parts) {
     for (const auto i : p.truncated_steps) out.truncated_steps.push_back(offset + i);
     append(out.truncated_observations, p.truncated_observations);
     append(out.initial_states, p.initial_states);
+    append(out.acted, p.acted);
+    append(out.action_masks, p.action_masks);
     out.rows += p.rows;
   }
   return out;

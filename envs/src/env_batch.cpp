@@ -30,6 +30,9 @@ env_batch::env_batch(std::size_t rows, std::size_t obs_dim, std::size_t discrete
       failed_(rows, 1),
       commands_(rows, 1) {
   std::fill_n(action_masks_.data(), rows * mask_dim, std::uint8_t{1});
+  // Every row holds an agent until an env says otherwise (a batch filled
+  // by hand, without envs, is acted on whole).
+  std::fill_n(active_.data(), rows, std::uint8_t{1});
 }
 
 env_rows env_batch::view(std::size_t first, std::size_t count) noexcept {

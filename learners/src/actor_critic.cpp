@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -230,16 +231,26 @@ actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
 
 std::pair<torch::Tensor, torch::Tensor> actor_critic_impl::log_prob_entropy(const torch::Tensor& out,
                                                                             const torch::Tensor& discrete,
-                                                                            const torch::Tensor& continuous) const {
+                                                                            const torch::Tensor& continuous,
+                                                                            const torch::Tensor& masks) const {
   const auto B = out.size(0);
   auto logp = torch::zeros({B}, out.options());
   auto entropy = torch::zeros({B}, out.options());
   std::int64_t offset = 0;
   for (std::size_t h = 0; h < spec.nvec.size(); ++h) {
     const std::int64_t n = spec.nvec[h];
-    auto lp = torch::log_softmax(out.narrow(1, offset, n), 1);
+    auto logits = out.narrow(1, offset, n);
+    torch::Tensor illegal;
+    if (masks.defined()) {
+      illegal = masks.narrow(1, offset, n).logical_not();
+      logits = logits.masked_fill(illegal, -std::numeric_limits<float>::infinity());
+    }
+    auto lp = torch::log_softmax(logits, 1);
     logp = logp + lp.gather(1, discrete.narrow(1, static_cast<std::int64_t>(h), 1)).squeeze(1);
-    entropy = entropy - (lp.exp() * lp).sum(1);
+    // A masked value's term is 0 (not 0 × −∞): filled before the product,
+    // so that no NaN reaches the gradient either.
+    const auto lp_terms = masks.defined() ? lp.masked_fill(illegal, 0.0) : lp;
+    entropy = entropy - (lp.exp() * lp_terms).sum(1);
     offset += n;
   }
   if (spec.continuous_dim() > 0) {

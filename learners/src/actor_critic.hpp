@@ -64,9 +64,13 @@ struct actor_critic_impl : torch::nn::Module {
   }
 
   /// Log probabilities and entropies [B] of `discrete` [B, heads] (int64) and
-  /// `continuous` [B, c] actions under the actor's output `out`.
+  /// `continuous` [B, c] actions under the actor's output `out`. With
+  /// `masks` (bool [B, logits_dim], true = legal; undefined: none), a
+  /// masked logit is −∞: each head's distribution is over its legal values,
+  /// and a masked logit gets no gradient.
   std::pair<torch::Tensor, torch::Tensor> log_prob_entropy(const torch::Tensor& out, const torch::Tensor& discrete,
-                                                           const torch::Tensor& continuous) const;
+                                                           const torch::Tensor& continuous,
+                                                           const torch::Tensor& masks = {}) const;
 
   /// Parameters in a fixed order (the flat weights' layout).
   std::vector<torch::Tensor> ordered() const;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -57,11 +58,13 @@ struct mlp_policy::impl {
   std::vector<float> samples;     // rows × continuous_dim: the unclipped Gaussian samples
   std::vector<float> normalizer;  // normalizer_block() published with the weights; empty without obs norm
   std::vector<float> normalized;  // one normalised input row
+  std::vector<float> encoded = std::vector<float>(spec.input_dim());  // one input row, one-hot elements expanded
   training::frame_stack stack;
   std::vector<coral::rng> rngs;
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
   bool deterministic = false;
+  bool use_masks = true;
 };
 
 mlp_policy::mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed)
@@ -70,6 +73,8 @@ mlp_policy::mlp_policy(const network_spec& spec, std::size_t rows, std::uint64_t
 mlp_policy::~mlp_policy() = default;
 
 void mlp_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
+
+void mlp_policy::set_use_masks(bool on) noexcept { impl_->use_masks = on; }
 
 void mlp_policy::load_weights(std::span<const float> weights) {
   auto& m = *impl_;
@@ -95,13 +100,21 @@ void mlp_policy::act(const actors::policy_rows& rows) {
   const std::size_t cont = m.spec.continuous_dim();
   const std::size_t H = m.spec.lstm;
   constexpr double half_log_2pi = 0.91893853320467274178;
+  const bool masked = m.use_masks && rows.masked();
   for (const auto& range : rows.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+      // A row with no agent in play (or one waiting for its turn) gets no
+      // action: the env ignores it, and its state does not move.
+      if (!rows.active(r)) continue;
       // The observation starts a new episode (an env reset after a failure too).
       const bool restart = term[r] != 0 || trunc[r] != 0 || failed[r] != 0;
       if (restart) m.stack.restart(r);
       m.stack.push(r, batch.observations().row(r));
       const float* x = m.stack.row(r).data();
+      if (!m.spec.one_hot.empty()) {
+        encode_observation(m.spec, m.stack.row(r), m.encoded);
+        x = m.encoded.data();
+      }
       if (!m.normalizer.empty()) {
         training::normalize_observation(m.normalizer, x, m.normalized.data());
         x = m.normalized.data();
@@ -122,24 +135,34 @@ void mlp_policy::act(const actors::policy_rows& rows) {
       auto& rng = m.rngs[r];
       double logp = 0;
       auto discrete = batch.discrete_actions().row(r);
+      // A masked value's logit is −∞: it is never drawn and has no share of
+      // the probability (the env guarantees each head a legal value).
+      const std::uint8_t* legal = masked ? rows.action_mask(r).data() : nullptr;
+      const auto allowed = [legal](std::size_t j) { return legal == nullptr || legal[j] != 0; };
       std::size_t offset = 0;
       for (std::size_t h = 0; h < m.spec.nvec.size(); ++h) {
         const auto k = static_cast<std::size_t>(m.spec.nvec[h]);
         const float* logits = row_out + offset;
-        const float mx = *std::max_element(logits, logits + k);
+        float mx = -std::numeric_limits<float>::infinity();
+        std::size_t best = k;
+        for (std::size_t j = 0; j < k; ++j) {
+          if (allowed(offset + j) && (best == k || logits[j] > mx)) {
+            mx = logits[j];
+            best = j;
+          }
+        }
         double sum = 0;
-        for (std::size_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j] - mx));
-        std::size_t pick = k - 1;
-        if (m.deterministic) {
-          pick = static_cast<std::size_t>(std::max_element(logits, logits + k) - logits);
-        } else {
+        for (std::size_t j = 0; j < k; ++j) {
+          if (allowed(offset + j)) sum += std::exp(static_cast<double>(logits[j] - mx));
+        }
+        std::size_t pick = best;
+        if (!m.deterministic) {
           double u = rng.uniform() * sum;
           for (std::size_t j = 0; j < k; ++j) {
+            if (!allowed(offset + j)) continue;
+            pick = j;  // the last legal value, should rounding leave u ≥ 0
             u -= std::exp(static_cast<double>(logits[j] - mx));
-            if (u < 0) {
-              pick = j;
-              break;
-            }
+            if (u < 0) break;
           }
         }
         discrete[h] = static_cast<std::int32_t>(pick);

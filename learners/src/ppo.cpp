@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/learners/errors.hpp"
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/network.hpp"
@@ -37,6 +38,7 @@ network_spec spec_of(const train_options& o, const envs::space& observation, con
   auto spec = network_spec::from_spaces(observation, action, o.hidden, p.frames);
   spec.normalize_observations = p.normalize_observations;
   spec.lstm = p.lstm;
+  if (p.one_hot) spec.one_hot = categorical_elements(observation);
   return spec;
 }
 
@@ -54,6 +56,7 @@ std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::s
   const auto spec = spec_of(o, observation, action);
   auto policy = std::make_unique<mlp_policy>(spec, a.rows, a.seed);
   policy->set_deterministic(a.deterministic);
+  policy->set_use_masks(options_of<ppo_options>(o).ppo.action_masks);
   if (c == nullptr) return policy;
   check_acting_network(*c, ppo_signature(o, spec), a.file);
   auto weights = c->learner.parameters;
@@ -103,6 +106,7 @@ class ppo final : public algorithm, public distribution_part {
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
                                            options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
+    policy_->set_use_masks(p_.ppo.action_masks);
     // The learner scores the unclipped Gaussian samples; the envs get them clipped.
     assembler_->record_actions_from(policy_->sampled_actions());
     // A recurrent row's segment starts from the state the policy had there.
@@ -191,7 +195,8 @@ class ppo final : public algorithm, public distribution_part {
     r.finish("segment");
     if (seg.rows != sampler_->rows() || seg.horizon != p_.horizon || seg.obs_dim != assembler_width() ||
         seg.discrete_dim != sampler_->batch().discrete_action_dim() ||
-        seg.continuous_dim != sampler_->batch().continuous_action_dim() || seg.state_dim != spec_.state_dim()) {
+        seg.continuous_dim != sampler_->batch().continuous_action_dim() || seg.state_dim != spec_.state_dim() ||
+        seg.mask_dim != (sampler_->batch().has_action_masks() ? sampler_->batch().action_mask_dim() : 0)) {
       r.bad("segment shape");
     }
     auto& parts = parts_[seg.index];
@@ -238,7 +243,24 @@ class ppo final : public algorithm, public distribution_part {
   static ppo_config config_of(const train_options& o) { return with_backend(options_of<ppo_options>(o).ppo, o); }
 
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
+    check_agents(o, s.first_env());
     return spec_of(o, s.observation_space(), s.action_space());
+  }
+
+  /// Refuses memory across steps (stacked frames, an LSTM) on a multi-agent
+  /// env: a slot's steps are not consecutive rows of a segment there.
+  static void check_agents(const train_options& o, const envs::env& probe) {
+    const auto& p = options_of<ppo_options>(o);
+    const auto agents = probe.max_agents();
+    if (agents != 1 && p.frames > 1) {
+      throw config_error(fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--frames", p.frames, o.sampler.env, agents));
+    }
+    if (agents != 1 && p.lstm > 0) {
+      throw config_error(fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--lstm", p.lstm, o.sampler.env, agents));
+    }
+    if (p.lstm > 0 && p.ppo.action_masks && probe.action_mask_size() != 0) {
+      throw config_error(fmt::format(fmt::runtime(learners::errors::masked_lstm), p.lstm, o.sampler.env));
+    }
   }
 
   /// The width of a segment's observation rows (stacked frames).
@@ -365,12 +387,19 @@ void register_ppo() {
       within(field<O>("value-coef", "value loss coefficient", [](O& o) -> double& { return o.ppo.value_coef; }), 0, 1000),
       within(field<O>("entropy-coef", "entropy bonus coefficient", [](O& o) -> double& { return o.ppo.entropy_coef; }), 0, 1000),
       within(field<O>("max-grad-norm", "gradient norm clip, 0: off", [](O& o) -> double& { return o.ppo.max_grad_norm; }), 0, 1e9),
+      switch_off<O>("no-one-hot",
+                    "feed the observation's Discrete and MultiDiscrete elements as their index, not one-hot",
+                    [](O& o) -> bool& { return o.one_hot; }),
+      switch_off<O>("no-action-masks",
+                    "act and train as if every action were legal (an env that masks then gets illegal actions)",
+                    [](O& o) -> bool& { return o.ppo.action_masks; }),
       field<O>("reward-scale",
                "divide the rewards trained on by a running std of the discounted return (clipped to +-10)",
                [](O& o) -> bool& { return o.ppo.scale_rewards; }),
   };
   d.check = check_ppo_options;
   d.memory = add_ppo_memory;
+  d.multi_agent = true;
   d.make = plugin<ppo>();
   d.needs_torch = torch_chosen;
   d.acting = ppo_acting;

@@ -15,6 +15,7 @@
 
 #include "coral/core/error.hpp"
 #include "coral/learners/blas_core.hpp"
+#include "coral/learners/errors.hpp"
 #include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/fused/optim.hpp"
 #include "coral/learners/fused/ppo.hpp"
@@ -62,12 +63,11 @@ class fused_ppo final : public ppo_learner::backend {
   }
 
   std::vector<float> values(std::span<const float> observations) const override {
-    const auto D = spec_.input_dim();
-    if (D == 0 || observations.size() % D != 0) {
-      throw usage_error(fmt::format("ppo_learner: {} floats are not observations of {}", observations.size(), D));
-    }
-    auto in = normalized(observations);
-    return recurrent_ ? first_step_values(in, observations.size() / D) : critic(in, observations.size() / D);
+    std::vector<float> storage;
+    const auto inputs = detail::network_inputs(spec_, observations, storage);
+    const auto rows = inputs.size() / spec_.input_dim();
+    auto in = normalized(inputs);
+    return recurrent_ ? first_step_values(in, rows) : critic(in, rows);
   }
 
   training::learner_state state() const override {
@@ -206,12 +206,17 @@ class fused_ppo final : public ppo_learner::backend {
   // step 0: a row's initial state is the acting policy's); an unroll's
   // time-major keep and initial states.
   std::vector<float> keep_, mb_keep_, mb_h0_, mb_c0_;
+  // The gathered steps' action masks ([n][mask_dim_]; none where the env
+  // masks nothing or masks are off).
+  std::vector<std::uint8_t> mb_mask_;
+  std::size_t mask_dim_ = 0;
+  std::vector<std::size_t> mb_steps_;  // a minibatch's acted steps
 };
 
 training::update_stats fused_ppo::update(const training::rollout_segment& seg, std::uint64_t version,
                                          training::learner_activity* activity) {
   const auto& c = config_;
-  const auto R = seg.rows, T = seg.horizon, N = R * T, D = seg.obs_dim;
+  const auto R = seg.rows, T = seg.horizon, N = R * T, D = spec_.input_dim();
   const auto started = std::chrono::steady_clock::now();
   training::update_stats out;
   detail::policy_lag(seg, version, out);
@@ -219,11 +224,24 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
     throw usage_error(fmt::format("ppo_learner: the segment carries {} floats of state per row, the network {}",
                                   seg.state_dim, spec_.state_dim()));
   }
-  const auto mb = std::min(std::max<std::size_t>(c.minibatch_size, 1), N);
+  // The masks the actions were drawn under, where the env masks.
+  mask_dim_ = c.action_masks ? seg.mask_dim : 0;
+  if (mask_dim_ != 0 && mask_dim_ != spec_.logits_dim()) {
+    throw usage_error(fmt::format("ppo_learner: masks of {} bytes per step, the network has {} logits", mask_dim_,
+                                  spec_.logits_dim()));
+  }
+  // The acted steps (all of a single-agent segment's) are the samples; too
+  // few for a minibatch (an advantage's std needs 2) train nothing.
+  const auto samples = detail::acted_steps(seg);
+  const bool recurrent = recurrent_.has_value();
+  if (recurrent && (samples.size() != N || mask_dim_ != 0)) {
+    throw usage_error(fmt::format(fmt::runtime(errors::recurrent_ppo_agents), seg.rows));
+  }
+  const auto S = samples.size() < 2 ? 0 : samples.size();
+  const auto mb = std::min(std::max<std::size_t>(c.minibatch_size, 1), std::max<std::size_t>(S, 1));
   // A recurrent network trains on whole rows (truncated back-propagation
   // through the horizon): minibatches of mb / T rows, shuffled by row.
-  const bool recurrent = recurrent_.has_value();
-  const std::size_t units = recurrent ? R : N;
+  const std::size_t units = recurrent ? R : S;
   const std::size_t per_batch = recurrent ? std::max<std::size_t>(mb / T, 1) : mb;
   if (recurrent) {
     recurrent_->reserve(std::max(R, per_batch), T + 1);
@@ -238,7 +256,10 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   }
   // Normalised with the moments the acting policy had (the block published
   // with the weights it acted with, when the lag is 0).
-  const auto all_obs = normalized(seg.observations);  // [R][T + 1][D]
+  // The network's inputs (one-hot elements expanded), normalised.
+  std::vector<float> encoded;
+  const auto inputs = detail::network_inputs(spec_, seg.observations, encoded);
+  const auto all_obs = normalized(inputs);  // [R][T + 1][D]
   std::vector<float> bootstrap, final_values;
   values_for_gae(seg, all_obs, bootstrap, final_values);
   std::vector<float> rewards = seg.rewards;
@@ -263,8 +284,12 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
     std::size_t batches = 0;
     for (std::size_t start = 0; start + per_batch <= units; start += per_batch) {
       const std::span<const std::size_t> chosen(order.data() + start, per_batch);
+      mb_steps_.resize(per_batch);
+      if (!recurrent) {
+        for (std::size_t j = 0; j < per_batch; ++j) mb_steps_[j] = samples[chosen[j]];
+      }
       const auto st = recurrent ? recurrent_step(seg, all_obs, advantages, returns, chosen, lr)
-                                : mlp_step(seg, all_obs, advantages, returns, chosen, lr);
+                                : mlp_step(seg, all_obs, advantages, returns, mb_steps_, lr);
       if (activity != nullptr && !activity->step()) {
         stopping = true;
         break;
@@ -291,9 +316,9 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   if (!block_.empty()) {
     // The observations acted on, the bootstrap ones left out (each is the
     // next segment's first).
-    for (std::size_t r = 0; r < R; ++r) {
-      moments_.update(std::span<const float>(seg.observations).subspan(r * (T + 1) * D, T * D));
-    }
+    detail::for_each_acted_run(seg, [&](std::size_t first, std::size_t count) {
+      moments_.update(inputs.subspan(first * D, count * D));
+    });
     block_ = training::normalizer_block(moments_);
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -304,7 +329,9 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
 
 void fused_ppo::values_for_gae(const training::rollout_segment& seg, const std::vector<float>& all_obs,
                                std::vector<float>& bootstrap, std::vector<float>& final_values) {
-  const auto R = seg.rows, T = seg.horizon, D = seg.obs_dim, k = seg.truncated_steps.size();
+  const auto R = seg.rows, T = seg.horizon, D = spec_.input_dim(), k = seg.truncated_steps.size();
+  std::vector<float> encoded_final;
+  const auto final_inputs = detail::network_inputs(spec_, seg.truncated_observations, encoded_final);
   if (!recurrent_) {
     std::vector<float> last(R * D);
     for (std::size_t r = 0; r < R; ++r) {
@@ -312,7 +339,7 @@ void fused_ppo::values_for_gae(const training::rollout_segment& seg, const std::
                   last.begin() + static_cast<std::ptrdiff_t>(r * D));
     }
     bootstrap = critic(last, R);
-    if (k > 0) final_values = critic(normalized(seg.truncated_observations), k);
+    if (k > 0) final_values = critic(normalized(final_inputs), k);
     return;
   }
   // Every row unrolled over all T + 1 observations from its initial state,
@@ -341,7 +368,7 @@ void fused_ppo::values_for_gae(const training::rollout_segment& seg, const std::
     std::copy_n(hs.begin() + static_cast<std::ptrdiff_t>(at), H, h.begin() + static_cast<std::ptrdiff_t>(j * H));
     std::copy_n(cs.begin() + static_cast<std::ptrdiff_t>(at), H, cell.begin() + static_cast<std::ptrdiff_t>(j * H));
   }
-  final_values = one_step_values(normalized(seg.truncated_observations), k, h, cell);
+  final_values = one_step_values(normalized(final_inputs), k, h, cell);
 }
 
 std::vector<float> fused_ppo::one_step_values(std::span<const float> in, std::size_t rows, std::span<const float> h,
@@ -359,7 +386,8 @@ std::vector<float> fused_ppo::one_step_values(std::span<const float> in, std::si
 }
 
 void fused_ppo::size_minibatch(const training::rollout_segment& seg, std::size_t n) {
-  mb_obs_.resize(n * seg.obs_dim);
+  mb_obs_.resize(n * spec_.input_dim());
+  mb_mask_.resize(n * mask_dim_);
   mb_disc_.resize(n * seg.discrete_dim);
   mb_cont_.resize(n * seg.continuous_dim);
   for (auto* v : {&mb_logp_, &mb_val_, &mb_adv_, &mb_ret_}) v->resize(n);
@@ -368,13 +396,16 @@ void fused_ppo::size_minibatch(const training::rollout_segment& seg, std::size_t
 void fused_ppo::gather_step(const training::rollout_segment& seg, const std::vector<float>& all_obs,
                             const std::vector<float>& advantages, const std::vector<float>& returns, std::size_t i,
                             std::size_t at) {
-  const auto T = seg.horizon, D = seg.obs_dim, nd = seg.discrete_dim, nc = seg.continuous_dim;
+  const auto T = seg.horizon, D = spec_.input_dim(), nd = seg.discrete_dim, nc = seg.continuous_dim;
+  const auto md = mask_dim_;
   const auto row = (i / T) * (T + 1) + i % T;  // step i's observation in all_obs
   std::copy_n(all_obs.begin() + static_cast<std::ptrdiff_t>(row * D), D, mb_obs_.begin() + static_cast<std::ptrdiff_t>(at * D));
   std::copy_n(seg.discrete_actions.begin() + static_cast<std::ptrdiff_t>(i * nd), nd,
               mb_disc_.begin() + static_cast<std::ptrdiff_t>(at * nd));
   std::copy_n(seg.continuous_actions.begin() + static_cast<std::ptrdiff_t>(i * nc), nc,
               mb_cont_.begin() + static_cast<std::ptrdiff_t>(at * nc));
+  std::copy_n(seg.action_masks.begin() + static_cast<std::ptrdiff_t>(i * md), md,
+              mb_mask_.begin() + static_cast<std::ptrdiff_t>(at * md));
   mb_logp_[at] = seg.log_probs[i];
   mb_val_[at] = seg.values[i];
   mb_adv_[at] = advantages[i];
@@ -389,7 +420,8 @@ fused::ppo_minibatch fused_ppo::gathered(std::size_t n) const {
           .log_probs = mb_logp_,
           .values = mb_val_,
           .advantages = mb_adv_,
-          .returns = mb_ret_};
+          .returns = mb_ret_,
+          .action_masks = mb_mask_};
 }
 
 fused::ppo_step_stats fused_ppo::mlp_step(const training::rollout_segment& seg, const std::vector<float>& all_obs,

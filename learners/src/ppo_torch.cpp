@@ -83,13 +83,11 @@ std::vector<float> torch_ppo::weights() const {
 
 std::vector<float> torch_ppo::values(std::span<const float> observations) const {
   auto& s = *impl_;
-  const auto D = s.spec.input_dim();
-  if (D == 0 || observations.size() % D != 0) {
-    throw usage_error(fmt::format("ppo_learner: {} floats are not observations of {}", observations.size(), D));
-  }
+  std::vector<float> storage;
+  const auto inputs = detail::network_inputs(s.spec, observations, storage);
   torch::NoGradGuard no_grad;
-  const auto rows = static_cast<std::int64_t>(observations.size() / D);
-  auto in = s.normalized(observations, rows);
+  const auto rows = static_cast<std::int64_t>(inputs.size() / s.spec.input_dim());
+  auto in = s.normalized(inputs, rows);
   if (s.spec.lstm > 0) {  // each observation as an episode's first: from a zero state
     const auto zeros = torch::zeros({rows, static_cast<std::int64_t>(s.spec.lstm)}, torch::kFloat32);
     in = s.net->step(in, zeros, zeros).first;
@@ -105,7 +103,7 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   const auto R = static_cast<std::int64_t>(seg.rows);
   const auto T = static_cast<std::int64_t>(seg.horizon);
   const auto N = R * T;
-  const auto D = static_cast<std::int64_t>(seg.obs_dim);
+  const auto D = static_cast<std::int64_t>(s.spec.input_dim());
   training::update_stats out;
   const auto started = std::chrono::steady_clock::now();
 
@@ -119,7 +117,10 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   }
   // Normalised with the moments the acting policy had (the block published
   // with the weights it acted with, when the lag is 0).
-  const auto all_obs = s.normalized(seg.observations, R * (T + 1)).reshape({R, T + 1, D});
+  // The network's inputs (one-hot elements expanded), normalised.
+  std::vector<float> encoded;
+  const auto inputs = detail::network_inputs(s.spec, seg.observations, encoded);
+  const auto all_obs = s.normalized(inputs, R * (T + 1)).reshape({R, T + 1, D});
   torch::Tensor obs = all_obs.narrow(1, 0, T).reshape({N, D}).clone();
   // A recurrent network's unroll: each row from its state at step 0, zeroed
   // before every step that starts an episode (step t > 0 after an ended t − 1;
@@ -153,7 +154,8 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
     if (s.scaler) s.scaler->scale(rewards, seg.terminated, seg.truncated, seg.rows, seg.horizon);
     if (!seg.truncated_steps.empty()) {
       const auto k = static_cast<std::int64_t>(seg.truncated_steps.size());
-      auto final_obs = s.normalized(seg.truncated_observations, k);
+      std::vector<float> encoded_final;
+      auto final_obs = s.normalized(detail::network_inputs(s.spec, seg.truncated_observations, encoded_final), k);
       torch::Tensor fv;
       if (recurrent) {
         // The final observation continues the episode's state: one more step
@@ -187,13 +189,30 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
                                                   {N, static_cast<std::int64_t>(seg.continuous_dim)}, torch::kFloat32)
                                : torch::zeros({N, 0}, torch::kFloat32);
 
+  // The masks the actions were drawn under, where the env masks.
+  const auto md = static_cast<std::int64_t>(c.action_masks ? seg.mask_dim : 0);
+  if (md != 0 && md != static_cast<std::int64_t>(s.spec.logits_dim())) {
+    throw usage_error(fmt::format("ppo_learner: masks of {} bytes per step, the network has {} logits", md,
+                                  s.spec.logits_dim()));
+  }
+  torch::Tensor mask_all;
+  if (md != 0) {
+    mask_all = torch::from_blob(const_cast<std::uint8_t*>(seg.action_masks.data()), {N, md}, torch::kUInt8)
+                   .to(torch::kBool);
+  }
+
   const double lr = detail::annealed_rate(c, s.env_steps, s.total_steps);
   out.learning_rate = lr;
 
-  const auto mb = std::min<std::int64_t>(static_cast<std::int64_t>(std::max<std::size_t>(c.minibatch_size, 1)), N);
+  // The acted steps (all of a single-agent segment's) are the samples; too
+  // few for a minibatch (an advantage's std needs 2) train nothing.
+  const auto samples = detail::acted_steps(seg);
+  const auto S = static_cast<std::int64_t>(samples.size() < 2 ? 0 : samples.size());
+  const auto mb = std::min<std::int64_t>(static_cast<std::int64_t>(std::max<std::size_t>(c.minibatch_size, 1)),
+                                         std::max<std::int64_t>(S, 1));
   // A recurrent network trains on whole rows (truncated back-propagation
   // through the horizon): minibatches of mb / T rows, shuffled by row.
-  const std::int64_t units = recurrent ? R : N;
+  const std::int64_t units = recurrent ? R : S;
   const std::int64_t per_batch = recurrent ? std::max<std::int64_t>(mb / T, 1) : mb;
   std::vector<std::int64_t> order(static_cast<std::size_t>(units));
   std::vector<std::int64_t> steps_of(recurrent ? static_cast<std::size_t>(per_batch * T) : 0);
@@ -203,6 +222,9 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   bool stopping = false;  // a stop ends the update at a minibatch boundary (learner_activity)
   for (std::size_t epoch = 0; epoch < c.epochs && !stopping; ++epoch) {
     detail::shuffle(order, s.rng);
+    if (!recurrent) {
+      for (auto& o : order) o = static_cast<std::int64_t>(samples[static_cast<std::size_t>(o)]);
+    }
     const bool last_epoch = epoch + 1 == c.epochs;
     double kl_sum = 0, clip_sum = 0, pl_sum = 0, vl_sum = 0, ent_sum = 0;
     std::int64_t batches = 0;
@@ -224,7 +246,8 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
       }
       auto out_actor = s.net->actor_out(x);
       auto [logp, entropy] = s.net->log_prob_entropy(out_actor, disc_all.index_select(0, idx),
-                                                     cont_all.index_select(0, idx));
+                                                     cont_all.index_select(0, idx),
+                                                     md != 0 ? mask_all.index_select(0, idx) : torch::Tensor());
       auto value = s.net->value(x);
       auto adv = adv_all.index_select(0, idx);
       if (c.normalize_advantages) adv = (adv - adv.mean()) / (adv.std() + 1e-8);
@@ -274,10 +297,9 @@ training::update_stats torch_ppo::update(const training::rollout_segment& seg, s
   if (!s.block.empty()) {
     // The observations acted on, the bootstrap ones left out (each is the
     // next segment's first).
-    for (std::int64_t r = 0; r < R; ++r) {
-      s.moments.update(std::span<const float>(seg.observations).subspan(static_cast<std::size_t>(r * (T + 1) * D),
-                                                                       static_cast<std::size_t>(T * D)));
-    }
+    detail::for_each_acted_run(seg, [&](std::size_t first, std::size_t count) {
+      s.moments.update(inputs.subspan(first * static_cast<std::size_t>(D), count * static_cast<std::size_t>(D)));
+    });
     s.block = training::normalizer_block(s.moments);
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -29,14 +29,15 @@ struct ppo_torch_loss {
 
 /// The loss of rows `x` [B, in] with actions `discrete` [B, heads] (int64)
 /// and `continuous` [B, c], the acting policy's `old_log_prob` and
-/// `old_value` [B], `advantages` and `returns` [B].
+/// `old_value` [B], `advantages` and `returns` [B], and the action masks
+/// (bool [B, logits], or undefined: none).
 inline ppo_torch_loss ppo_loss(actor_critic_impl& net, const torch::Tensor& x, const torch::Tensor& discrete,
                                const torch::Tensor& continuous, const torch::Tensor& old_log_prob,
                                const torch::Tensor& old_value, torch::Tensor advantages, const torch::Tensor& returns,
-                               const ppo_config& c) {
+                               const ppo_config& c, const torch::Tensor& masks = {}) {
   ppo_torch_loss l;
   l.actor_out = net.actor_out(x);
-  std::tie(l.log_prob, l.entropy) = net.log_prob_entropy(l.actor_out, discrete, continuous);
+  std::tie(l.log_prob, l.entropy) = net.log_prob_entropy(l.actor_out, discrete, continuous, masks);
   l.value = net.value(x);
   if (c.normalize_advantages) advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8);
   l.log_ratio = l.log_prob - old_log_prob;

@@ -214,6 +214,9 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
     s.truncated_observations = {base, base + 1};
     s.state_dim = 2;  // a recurrent policy's state at each row's step 0
     for (std::size_t r = 0; r < rows; ++r) s.initial_states.insert(s.initial_states.end(), {base + r, -base - r});
+    s.acted[0] = 0;  // a waiting slot's step
+    s.use_masks(2);
+    s.action_masks[1] = 0;  // the first step's second action was illegal
     return s;
   };
   const auto a = make(2, 0.0f);
@@ -230,6 +233,9 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
   CHECK(back.truncated_steps == a.truncated_steps);
   CHECK(back.state_dim == 2);
   CHECK(back.initial_states == a.initial_states);
+  CHECK(back.acted == a.acted);
+  CHECK(back.mask_dim == 2);
+  CHECK(back.action_masks == a.action_masks);
 
   std::vector<rollout_segment> parts;
   parts.push_back(std::move(back));
@@ -242,6 +248,9 @@ TEST_CASE("PPO segments survive the wire and join row-wise with their truncated 
   CHECK(joined.rewards[6] == 100.0f);  // first step of the second part
   CHECK(joined.observations.size() == 5 * 4 * 2);
   CHECK(joined.initial_states == std::vector<float>{0, 0, 1, -1, 100, -100, 101, -101, 102, -102});
+  CHECK(joined.acted == std::vector<std::uint8_t>{0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1});
+  CHECK(joined.action_masks.size() == 15 * 2);
+  CHECK(joined.action_masks[6 * 2 + 1] == 0);  // the second part's first step
 
   // Cut short anywhere, it is refused with the field it ran out in.
   std::vector<std::byte> cut(bytes.begin(), bytes.begin() + 60);

@@ -58,12 +58,17 @@ torch_pass run_torch(twin::actor_critic& net, const fused::ppo_minibatch& b, con
   const auto C = static_cast<std::int64_t>(spec.continuous_dim());
   const auto cont = C > 0 ? torch::from_blob(f(b.continuous_actions), {B, C}, torch::kFloat32)
                           : torch::zeros({B, 0}, torch::kFloat32);
+  const auto logits = static_cast<std::int64_t>(spec.logits_dim());
+  const auto masks = b.action_masks.empty()
+                         ? torch::Tensor()
+                         : torch::from_blob(const_cast<std::uint8_t*>(b.action_masks.data()), {B, logits}, torch::kUInt8)
+                               .to(torch::kBool);
   const auto old_logp = torch::from_blob(f(b.log_probs), {B}, torch::kFloat32);
   const auto old_v = torch::from_blob(f(b.values), {B}, torch::kFloat32);
   const auto adv = torch::from_blob(f(b.advantages), {B}, torch::kFloat32);
   const auto ret = torch::from_blob(f(b.returns), {B}, torch::kFloat32);
 
-  const auto l = twin::ppo_loss(*net, x, disc, cont, old_logp, old_v, adv, ret, c);
+  const auto l = twin::ppo_loss(*net, x, disc, cont, old_logp, old_v, adv, ret, c, masks);
   net->zero_grad();
   l.loss.backward();
   torch::NoGradGuard no_grad;
@@ -93,6 +98,9 @@ TEST_CASE("the fused PPO step computes what the torch learner's minibatch body d
       {"Gaussian: 256 rows, advantages as given", 17, {}, 6, {64, 64}, 256, false, false},
       {"mixed: a categorical head and two Gaussians, 16x16x16", 5, {3}, 2, {16, 16, 16}, 7, true, true},
       {"mixed: one row (advantages as given: one row has no std)", 5, {4, 2}, 3, {16, 16, 16}, 1, true, false},
+      {"masked: tic-tac-toe's shape, 64x64, 256 rows", 9, {9}, 0, {64, 64}, 256, true, true, 0, 1, true},
+      {"masked: three heads, 7 rows", 10, {3, 4, 2}, 0, {32}, 7, true, true, 0, 1, true},
+      {"masked: a categorical head and a Gaussian, 33 rows", 5, {5}, 1, {16, 16}, 33, false, true, 0, 1, true},
   }));
   INFO(shape.name);
   const auto spec = coral::test::spec_of(shape);
@@ -119,12 +127,17 @@ TEST_CASE("the fused PPO step computes what the torch learner's minibatch body d
   // some are not.
   auto obs = normals(rows * spec.input_dim(), 1.0);
   std::vector<std::int32_t> disc;
+  std::vector<std::uint8_t> masks;  // the actions taken are legal
   for (std::size_t r = 0; r < rows; ++r) {
-    for (auto n : spec.nvec) disc.push_back(static_cast<std::int32_t>(gen.below(static_cast<std::uint64_t>(n))));
+    for (auto n : spec.nvec) {
+      const auto a = static_cast<std::int32_t>(gen.below(static_cast<std::uint64_t>(n)));
+      disc.push_back(a);
+      for (std::int32_t j = 0; j < n && shape.masked; ++j) masks.push_back(j == a || gen.uniform() < 0.6 ? 1 : 0);
+    }
   }
   auto cont = normals(rows * spec.continuous_dim(), 1.0);
   engine.forward(obs.data(), rows);
-  engine.log_prob_entropy(disc.data(), cont.data());
+  engine.log_prob_entropy(disc.data(), cont.data(), masks.empty() ? nullptr : masks.data());
   auto logp = normals(rows, 0.3);
   auto values = normals(rows, 0.3);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -133,7 +146,7 @@ TEST_CASE("the fused PPO step computes what the torch learner's minibatch body d
   }
   auto adv = normals(rows, 1.0);
   auto ret = normals(rows, 1.0);
-  const fused::ppo_minibatch batch{rows, obs, disc, cont, logp, values, adv, ret};
+  const fused::ppo_minibatch batch{rows, obs, disc, cont, logp, values, adv, ret, masks};
 
   const auto config = coral::test::oracle_ppo_config(shape.clip_value_loss, shape.normalize_advantages);
   const double lr = 3e-4;

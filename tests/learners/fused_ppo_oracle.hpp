@@ -32,6 +32,7 @@ struct ppo_oracle_shape {
   bool normalize_advantages;
   std::size_t lstm = 0;             ///< the LSTM's width (0: the MLP network)
   std::size_t steps = 1;            ///< with an LSTM: each sequence's steps
+  bool masked = false;              ///< action masks: each value legal with probability 0.6, one at least per head
 };
 
 /// The network spec of `s`.

@@ -174,3 +174,80 @@ TEST_CASE("a learner made where the torch learners are not linked names what nee
   CHECK(torch_linked());
   CHECK_NOTHROW(ppo_learner(spec, on_torch, 1, 1000));
 }
+
+TEST_CASE("the policy never draws a masked value and scores the legal ones alone", "[learners][network][masks]") {
+  // MultiDiscrete(3, 4) with small random weights: no value is near certain.
+  network_spec spec;
+  spec.raw_obs_dim = 2;
+  spec.nvec = {3, 4};
+  spec.hidden = {8};
+  coral::rng gen(5);
+  std::vector<float> weights(parameter_count(spec));
+  for (auto& w : weights) w = static_cast<float>(0.3 * gen.normal());
+  envs::env_batch batch(rows, 2, 2, 0, 7);
+  batch.declare_action_masks();
+  // Row r allows value r mod 3 of the first head and values {r mod 4, (r + 1) mod 4} of the second.
+  for (std::size_t r = 0; r < rows; ++r) {
+    auto m = batch.action_masks().row(r);
+    std::fill(m.begin(), m.end(), std::uint8_t{0});
+    m[r % 3] = 1;
+    m[3 + r % 4] = 1;
+    m[3 + (r + 1) % 4] = 1;
+    batch.observations().row(r)[0] = static_cast<float>(r);
+  }
+  std::vector<float> log_probs(rows), values(rows);
+  const actors::row_range all{0, rows};
+  for (const bool deterministic : {false, true}) {
+    mlp_policy policy(spec, rows, 9);
+    policy.load_weights(weights);
+    policy.set_deterministic(deterministic);
+    std::vector<int> seen(4, 0);
+    for (int step = 0; step < 200; ++step) {
+      policy.act({batch, std::span(&all, 1), log_probs, values});
+      for (std::size_t r = 0; r < rows; ++r) {
+        const auto d = batch.discrete_actions().row(r);
+        CHECK(d[0] == static_cast<std::int32_t>(r % 3));
+        const bool legal = d[1] == static_cast<std::int32_t>(r % 4) || d[1] == static_cast<std::int32_t>((r + 1) % 4);
+        CHECK(legal);
+        if (r == 0) ++seen[static_cast<std::size_t>(d[1])];
+        // The first head has one legal value: probability 1, log 0; the
+        // second's log probability is that of two values only (≥ log 1/2
+        // for the likelier of the two).
+        CHECK(log_probs[r] <= 0.0f);
+        CHECK(std::isfinite(log_probs[r]));
+      }
+    }
+    // Sampling draws both legal values of row 0's second head; greedy always one.
+    CHECK(seen[2] + seen[3] == 0);
+    if (deterministic) CHECK((seen[0] == 0 || seen[1] == 0));
+    if (!deterministic) CHECK((seen[0] > 0 && seen[1] > 0));
+  }
+  // With masks off the policy acts as if every value were legal.
+  mlp_policy blind(spec, rows, 9);
+  blind.load_weights(weights);
+  blind.set_use_masks(false);
+  bool illegal = false;
+  for (int step = 0; step < 200 && !illegal; ++step) {
+    blind.act({batch, std::span(&all, 1), log_probs, values});
+    for (std::size_t r = 0; r < rows; ++r) illegal = illegal || batch.discrete_actions().row(r)[0] != static_cast<std::int32_t>(r % 3);
+  }
+  CHECK(illegal);
+}
+
+TEST_CASE("the policy acts for active rows only", "[learners][network][multi-agent]") {
+  fixture f("cartpole");
+  mlp_policy policy(f.spec, rows, 1);
+  auto active = f.batch->active();
+  for (std::size_t r = 0; r < rows; ++r) {
+    active[r] = r % 2 == 0 ? 1 : 0;
+    f.batch->discrete_actions().row(r)[0] = 7;  // no action of cartpole's
+    f.log_probs[r] = 1.0f;
+  }
+  const actors::row_range all{0, rows};
+  policy.act({*f.batch, std::span(&all, 1), f.log_probs, f.values});
+  for (std::size_t r = 0; r < rows; ++r) {
+    INFO("row " << r);
+    CHECK((f.batch->discrete_actions().row(r)[0] == 7) == (r % 2 == 1));
+    CHECK((f.log_probs[r] == 1.0f) == (r % 2 == 1));
+  }
+}

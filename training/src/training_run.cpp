@@ -10,6 +10,7 @@
 #include "coral/core/error.hpp"
 #include "coral/core/json.hpp"
 #include "coral/core/stall_watchdog.hpp"
+#include "coral/training/agents_in_play.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/clip_recorder.hpp"
 #include "coral/training/dashboard.hpp"
@@ -196,14 +197,18 @@ std::string training_run::make_row(row_stream stream, row_window& window) {
   const double rate = dt > 0 ? static_cast<double>(s.env_steps - window.steps) / dt : 0.0;
   window = {s.env_steps, now};
   const auto part = algorithm_->row(stream, s, dt);
+  // Multi-agent envs: the mean number of agents in play per env (episodes
+  // and returns are per agent).
+  const double agents = agents_ ? static_cast<double>(agents_->total()) / static_cast<double>(options_.sampler.num_envs) : 0;
   if (stream == row_stream::metrics) {
-    return fmt::format("{:.3f},{},{:.1f},{},{},{},{},{}", seconds, s.env_steps, rate, s.episodes, s.mean_return,
-                       s.mean_length, part, s.updates);
+    return fmt::format("{:.3f},{},{:.1f},{},{},{},{}{},{}", seconds, s.env_steps, rate, s.episodes, s.mean_return,
+                       s.mean_length, agents_ ? fmt::format("{:.3f},", agents) : std::string(), part, s.updates);
   }
   return fmt::format(
-      "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f} | {} | updates {} ({:.2f} ms "
+      "[{:7.1f}s] steps {:>9} ({:>7.0f}/s) episodes {:>6} return {:8.2f} length {:7.1f}{} | {} | updates {} ({:.2f} ms "
       "each, {:.1f} s in all){}",
-      seconds, s.env_steps, rate, s.episodes, s.mean_return, s.mean_length, part, s.updates,
+      seconds, s.env_steps, rate, s.episodes, s.mean_return, s.mean_length,
+      agents_ ? fmt::format(" agents {:.1f}", agents) : std::string(), part, s.updates,
       1e3 * s.last_update.seconds, s.learner_seconds, bridge_ ? " | " + bridge_->row(dt) : std::string());
 }
 
@@ -350,8 +355,9 @@ void training_run::start() {
   const auto& o = options_;
   sampler_ = std::make_unique<actors::sampler>(o.sampler);
   const envs::env& probe = sampler_->first_env();
-  if (probe.max_agents() != 1) {
-    throw config_error(fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, probe.max_agents()));
+  if (probe.max_agents() != 1 && !find_algorithm(o.algo)->multi_agent) {
+    throw config_error(
+        fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, probe.max_agents(), o.algo));
   }
   target_ = o.target_return ? o.target_return : probe.solved_return();
   algorithm_ = find_algorithm(o.algo)->make(o, *sampler_);
@@ -397,10 +403,13 @@ void training_run::start() {
   gate_ = std::make_unique<actors::gate>(
       sampler_->group_rows(), actors::gate::options{.env_steps = start_steps_, .max_env_steps = o.total_steps});
   algorithm_->start(*this);
+  if (probe.max_agents() != 1) {
+    agents_ = std::make_unique<agents_in_play>(algorithm_->gate_policy(), sampler_->batch(), sampler_->group_rows());
+  }
   if (weights_.version() == 0) throw usage_error("training_run: the algorithm published no initial weights");
   if (bridge_) bridge_->handshake_learner(fingerprint(), {start_steps_, weights_.version(), *weights_.read().value});
   sampler_->announce_to(gate_->inbox());
-  metrics_header_ = fmt::format("{},{},updates", common_columns, algorithm_->columns());
+  metrics_header_ = fmt::format("{},{}{},updates", common_columns, agents_ ? "agents_in_play," : "", algorithm_->columns());
   metrics_ = std::make_unique<detail::metrics_file>(o.run_dir, metrics_header_, o.resume, start_steps_);
   if (o.tensorboard && !o.run_dir.empty()) {
     tensorboard_ = std::make_unique<detail::tensorboard_file>(o.run_dir, metrics_header_, o.resume, start_steps_);
@@ -496,7 +505,7 @@ train_result training_run::run() {
                                      .spin = so.spin});
     // The gate awaits its inbox only, closed at a stop above: no strand.
     rt.spawn("gate", pool,
-             gate_->run(algorithm_->gate_policy(), sampler_->ready_channels(),
+             gate_->run(agents_ ? *agents_ : algorithm_->gate_policy(), sampler_->ready_channels(),
                         [this](actors::gate_end why) { end(why); }),
              actor_waits::channels_only);
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -72,9 +73,12 @@ std::span<const float> actor_critic::log_probs() const noexcept { return {log_pr
 
 std::span<const float> actor_critic::entropies() const noexcept { return {entropy_.data(), rows_}; }
 
-void actor_critic::log_prob_entropy(const std::int32_t* discrete, const float* continuous) noexcept {
+void actor_critic::log_prob_entropy(const std::int32_t* discrete, const float* continuous,
+                                    const std::uint8_t* masks) noexcept {
   discrete_ = discrete;
   continuous_actions_ = continuous;
+  masks_ = masks;
+  constexpr float minus_infinity = -std::numeric_limits<float>::infinity();
   const std::size_t width = head_width(), heads = spec_.nvec.size();
   const float* out = actor_.outputs.back().data();
   const float* log_std = params_.data();
@@ -87,18 +91,30 @@ void actor_critic::log_prob_entropy(const std::int32_t* discrete, const float* c
   for (std::size_t r = 0; r < rows_; ++r) {
     const float* row = out + r * width;
     float* lsm = log_softmax_.data() + r * logits_;
+    const std::uint8_t* legal_row = masks == nullptr ? nullptr : masks + r * logits_;
     float logp = 0.0f, entropy = 0.0f;
     std::size_t offset = 0;
     for (std::size_t h = 0; h < heads; ++h) {
       const auto n = static_cast<std::size_t>(spec_.nvec[h]);
       const float* z = row + offset;
       float* lp = lsm + offset;
-      const float top = *std::max_element(z, z + n);
+      const std::uint8_t* legal = legal_row == nullptr ? nullptr : legal_row + offset;
+      const auto allowed = [legal](std::size_t j) { return legal == nullptr || legal[j] != 0; };
+      float top = minus_infinity;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (allowed(j)) top = std::max(top, z[j]);
+      }
       float sum = 0.0f;
-      for (std::size_t j = 0; j < n; ++j) sum += std::exp(z[j] - top);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (allowed(j)) sum += std::exp(z[j] - top);
+      }
       const float log_sum = std::log(sum);
       float head_entropy = 0.0f;
       for (std::size_t j = 0; j < n; ++j) {
+        if (!allowed(j)) {
+          lp[j] = minus_infinity;  // probability 0, no share of the entropy
+          continue;
+        }
         lp[j] = (z[j] - top) - log_sum;
         head_entropy -= std::exp(lp[j]) * lp[j];
       }
@@ -135,15 +151,21 @@ void actor_critic::backward(const float* d_log_prob, const float* d_entropy, con
   for (std::size_t r = 0; r < rows_; ++r) {
     const float gl = d_log_prob[r], ge = d_entropy[r];
     const float* lsm = log_softmax_.data() + r * logits_;
+    const std::uint8_t* legal = masks_ == nullptr ? nullptr : masks_ + r * logits_;
     float* d = d_out_.data() + r * width;
     std::size_t offset = 0;
     // A categorical head: d log p(a) / d z_j = [j = a] − p_j, and
-    // d entropy / d z_j = −p_j (log p_j + entropy).
+    // d entropy / d z_j = −p_j (log p_j + entropy); a masked logit (−∞, a
+    // constant) gets none.
     for (std::size_t h = 0; h < heads; ++h) {
       const auto n = static_cast<std::size_t>(spec_.nvec[h]);
       const auto a = static_cast<std::size_t>(discrete_[r * heads + h]);
       const float head_entropy = head_entropy_[r * heads + h];
       for (std::size_t j = 0; j < n; ++j) {
+        if (legal != nullptr && legal[offset + j] == 0) {
+          d[offset + j] = 0.0f;
+          continue;
+        }
         const float lp = lsm[offset + j];
         const float p = std::exp(lp);
         d[offset + j] = gl * ((j == a ? 1.0f : 0.0f) - p) - ge * p * (lp + head_entropy);

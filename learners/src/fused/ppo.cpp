@@ -41,7 +41,8 @@ ppo_step_stats ppo_loss_after_forward(actor_critic& net, ppo_workspace& work, co
   if (rows > work.advantages.size()) {
     throw usage_error(fmt::format(fmt::runtime(errors::fused_too_many_rows), rows, work.advantages.size()));
   }
-  net.log_prob_entropy(batch.discrete_actions.data(), batch.continuous_actions.data());
+  net.log_prob_entropy(batch.discrete_actions.data(), batch.continuous_actions.data(),
+                       batch.action_masks.empty() ? nullptr : batch.action_masks.data());
   const auto logp = net.log_probs();
   const auto entropy = net.entropies();
   const auto value = net.values();

@@ -114,7 +114,7 @@ class env_batch {
   [[nodiscard]] std::span<std::uint8_t> truncated() noexcept { return truncated_.block(0, rows()); }
   /// Truncated flags (0 or 1), one per row.
   [[nodiscard]] std::span<const std::uint8_t> truncated() const noexcept { return truncated_.block(0, rows()); }
-  /// Active mask (0 or 1), one per row.
+  /// Active mask (0 or 1), one per row; 1 until an env writes it.
   [[nodiscard]] std::span<std::uint8_t> active() noexcept { return active_.block(0, rows()); }
   /// Active mask (0 or 1), one per row.
   [[nodiscard]] std::span<const std::uint8_t> active() const noexcept { return active_.block(0, rows()); }

@@ -38,6 +38,22 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
     "learner sample over the run (--replay-ratio {} x (--total-steps {} - --learning-starts {})); the learner "
     "would wait for batches that are never filled";
 
+/// `--frames` above 1 or `--lstm` on a multi-agent env: the flag, its
+/// value, the env, its agent slots.
+inline constexpr std::string_view multi_agent_memory =
+    "{} {}: '{}' has {} agent slots per env, and a policy with memory across steps trains single-agent envs only";
+
+/// `--lstm` on an env that masks actions (with masks on): the width, the
+/// env. The recurrent loss has no masks yet.
+inline constexpr std::string_view masked_lstm =
+    "--lstm {}: '{}' masks actions, and recurrent PPO trains without action masks (add --no-action-masks to train "
+    "it with every action seen as legal)";
+/// The fused recurrent PPO given a segment with steps not acted or with
+/// action masks (check_agents refuses both before a run): its rows.
+inline constexpr std::string_view recurrent_ppo_agents =
+    "ppo_learner: a recurrent network trains every step of whole rows, without masks; this segment of {} rows has "
+    "steps not acted or masks";
+
 /// A torch learner made in a process without coral::learners_torch linked:
 /// what was made. (The `coral` command hands such runs to coral-torch first.)
 inline constexpr std::string_view torch_not_linked =

@@ -22,6 +22,10 @@ namespace coral::learners {
 /// several times faster, allocate nothing, and use no thread pool, so the
 /// policy never competes with the env threads for cores.
 ///
+/// act() acts for the active rows only (envs/env.hpp: an inactive row's
+/// action is ignored): an inactive row's action, log probability, value,
+/// frame stack, recurrent state and rng are left as they were.
+///
 /// act(): stacks each row's observations over `frames` (the stack restarts
 /// with each episode), runs the actor and the critic (with spec.lstm: the
 /// encoder, the LSTM cell from the row's own state, reset to zeros when the
@@ -71,6 +75,12 @@ class mlp_policy final : public actors::policy {
 
   /// Greedy actions (argmax / mean) instead of samples, for evaluation.
   void set_deterministic(bool on) noexcept;
+
+  /// Whether act() honours the env's action masks (the default): a masked
+  /// value's logit is −∞ (never drawn, no share of the probability or of
+  /// the log probability). Off, the policy acts as if every value were
+  /// legal, and the env handles what it gets (`--no-action-masks`).
+  void set_use_masks(bool on) noexcept;
 
  private:
   struct impl;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coral/actors/policy.hpp"
@@ -48,13 +49,27 @@ struct network_spec {
   /// actor and critic heads read its output. mlp_policy keeps each row's
   /// state; rollout segments carry it at their first step.
   std::size_t lstm = 0;
+  /// The observation's elements fed one-hot (PPO, unless `--no-one-hot`):
+  /// each one's position in the flat observation row (a Discrete leaf's
+  /// index, a MultiDiscrete component's) and its number of values, by
+  /// position (categorical_elements()). The network sees the row with each
+  /// such element replaced by that many floats (encode_observation()).
+  /// Empty: the flat row is the input as it is.
+  std::vector<std::pair<std::size_t, std::int32_t>> one_hot;
 
   /// The spec for these spaces. Throws config_error
   /// (errors::unsupported_action_space) for an action space without leaves.
   [[nodiscard]] static network_spec from_spaces(const envs::space& observation, const envs::space& action,
                                                 std::vector<std::size_t> hidden, std::size_t frames);
-  /// Input width: frames × raw_obs_dim.
-  [[nodiscard]] std::size_t input_dim() const noexcept { return frames * raw_obs_dim; }
+  /// Width of one observation as the network sees it: raw_obs_dim, plus
+  /// count − 1 for each one-hot element.
+  [[nodiscard]] std::size_t obs_width() const noexcept {
+    std::size_t width = raw_obs_dim;
+    for (const auto& [at, count] : one_hot) width += static_cast<std::size_t>(count) - 1;
+    return width;
+  }
+  /// Input width: frames × obs_width().
+  [[nodiscard]] std::size_t input_dim() const noexcept { return frames * obs_width(); }
   /// Sum of nvec: the width of the logits.
   [[nodiscard]] std::size_t logits_dim() const noexcept;
   /// Number of Box elements.
@@ -62,6 +77,19 @@ struct network_spec {
   /// Floats of recurrent state per row: the LSTM's h then c (2 × lstm), 0 without one.
   [[nodiscard]] std::size_t state_dim() const noexcept { return 2 * lstm; }
 };
+
+/// The elements of `observation`'s flat row that hold a category, in leaf
+/// order: every Discrete leaf and MultiDiscrete component (envs/space.hpp's
+/// flat layout stores its index as one float), with its number of values.
+/// Box elements are not among them. What network_spec::one_hot takes.
+[[nodiscard]] std::vector<std::pair<std::size_t, std::int32_t>> categorical_elements(const envs::space& observation);
+
+/// Writes the network's input for a stacked flat observation row `raw`
+/// (frames × raw_obs_dim floats) into `out` (input_dim() floats): frame by
+/// frame, each element as it is, except the one_hot ones, each written as
+/// `count` floats with a 1 at its index (all 0 for an index outside [0,
+/// count), such as an empty slot's meaningless row). Allocates nothing.
+void encode_observation(const network_spec& spec, std::span<const float> raw, std::span<float> out) noexcept;
 
 /// Sets torch's intra-op and inter-op thread counts to 1, once per process.
 ///

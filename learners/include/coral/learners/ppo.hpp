@@ -20,6 +20,9 @@ struct ppo_options {
   std::size_t lstm = 0;
   /// Normalise the network's input by running moments (`--obs-norm`; network_spec).
   bool normalize_observations = false;
+  /// Feed the observation's Discrete and MultiDiscrete elements one-hot
+  /// (network_spec::one_hot); off (`--no-one-hot`), as their index.
+  bool one_hot = true;
 };
 
 }  // namespace coral::learners

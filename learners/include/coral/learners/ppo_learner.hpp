@@ -34,6 +34,11 @@ struct ppo_config {
   /// Divide the rewards trained on by a running std of the discounted return
   /// (reward_scaler; `--reward-scale`).
   bool scale_rewards = false;
+  /// Honour the env's action masks (a segment's action_masks): a masked
+  /// value's logit is −∞ in the log probability and the entropy. Off
+  /// (`--no-action-masks`), the loss sees every value as legal, as the
+  /// policy then acts.
+  bool action_masks = true;
   /// The fused engine (coral/learners/fused/), or the torch twin.
   network_backend backend = network_backend::fused;
 };
@@ -84,8 +89,8 @@ class ppo_learner {
   /// The current flat weights (what the policy loads): the network's
   /// parameters, then, with spec.normalize_observations, normalizer_block().
   [[nodiscard]] std::vector<float> weights() const;
-  /// The critic's values of `observations` (rows of spec().input_dim() raw
-  /// floats), normalised as the learner trains (for checks and tests); with
+  /// The critic's values of `observations` (rows of frames × raw_obs_dim raw
+  /// floats), encoded and normalised as the learner trains (for checks and tests); with
   /// an LSTM, each from a zero state (as an episode's first observation).
   [[nodiscard]] std::vector<float> values(std::span<const float> observations) const;
   [[nodiscard]] training::learner_state state() const;

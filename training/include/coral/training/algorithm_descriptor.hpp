@@ -58,6 +58,10 @@ struct algorithm_descriptor {
   std::function<void(const train_options&)> check;
   /// Adds what a run of it allocates beyond the sampler's part. May be empty.
   std::function<void(actors::memory_estimate&, const train_options&, const actors::env_shape&)> memory;
+  /// Whether it trains multi-agent envs (env::max_agents() > 1: inactive
+  /// rows, per-slot chains; envs/env.hpp). A run of another algorithm on
+  /// such an env is refused before it starts (errors::multi_agent_unsupported).
+  bool multi_agent = false;
   /// Builds its plug-in for a run.
   algorithm_factory make;
   /// Whether a run with these options needs libtorch (a torch learner). A

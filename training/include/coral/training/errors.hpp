@@ -46,8 +46,10 @@ inline constexpr std::string_view checkpoint_io = "checkpoint '{}': {}";
 inline constexpr std::string_view no_checkpoint = "--resume: no checkpoint in '{}'";
 /// `--resume` without `--checkpoint-dir`.
 inline constexpr std::string_view resume_needs_dir = "--resume: requires --checkpoint-dir";
-/// An env with several agents per env (not supported by PPO yet): env, agents.
-inline constexpr std::string_view multi_agent_unsupported = "--env: '{}' has {} agents per env; coral train supports single-agent envs";
+/// An env with several agents per env given to an algorithm that trains
+/// single-agent envs only: env, agents, algo.
+inline constexpr std::string_view multi_agent_unsupported =
+    "--env: '{}' has {} agent slots per env; --algo {} trains single-agent envs (--algo ppo trains multi-agent ones)";
 /// A setting given to an algorithm that does not read it (it differs from
 /// its default): the flag (or, where no flag sets it alone, the field, such
 /// as `dqn.learning_rate`), the algorithms that read it ("PPO", "DQN and

@@ -38,6 +38,7 @@
 #include "coral/channels/latest.hpp"
 #include "coral/core/runtime.hpp"
 #include "coral/core/actor_graph.hpp"
+#include "coral/training/agents_in_play.hpp"
 #include "coral/training/algorithm.hpp"
 #include "coral/training/learner_activity.hpp"
 #include "coral/training/remote_link.hpp"
@@ -172,6 +173,7 @@ class training_run {
   std::unique_ptr<actors::sampler> sampler_;
   std::unique_ptr<algorithm> algorithm_;
   std::unique_ptr<actors::gate> gate_;
+  std::unique_ptr<agents_in_play> agents_;  // multi-agent envs sampled here: counts agents in play at the gate
   std::vector<detail::dir_lock> locks_;  // the run and checkpoint directories, held while the run lives
   std::unique_ptr<detail::metrics_file> metrics_;
   std::unique_ptr<detail::tensorboard_file> tensorboard_;  // null without a run dir or with tensorboard off

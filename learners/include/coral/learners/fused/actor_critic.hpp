@@ -62,9 +62,14 @@ class actor_critic {
 
   /// Each row's log probability and entropy of the actions `discrete`
   /// [rows][nvec.size()] and `continuous` [rows][continuous_dim] under the
-  /// last forward(), as the twin's log_prob_entropy(). The actions must
-  /// stay valid until backward().
-  void log_prob_entropy(const std::int32_t* discrete, const float* continuous) noexcept;
+  /// last forward(), as the twin's log_prob_entropy(). With `masks`
+  /// [rows][sum of nvec] (1 = legal, envs/env.hpp's action-mask rows), a
+  /// masked value's logit is −∞: each head's softmax, log probability and
+  /// entropy are over its legal values alone, and a masked logit gets no
+  /// gradient (every head needs a legal value, and the action taken must be
+  /// one). The actions and masks must stay valid until backward().
+  void log_prob_entropy(const std::int32_t* discrete, const float* continuous,
+                        const std::uint8_t* masks = nullptr) noexcept;
   /// The log probabilities of the last log_prob_entropy() [rows].
   [[nodiscard]] std::span<const float> log_probs() const noexcept;
   /// The entropies of the last log_prob_entropy() [rows].
@@ -93,6 +98,7 @@ class actor_critic {
   const float* x_ = nullptr;
   const std::int32_t* discrete_ = nullptr;
   const float* continuous_actions_ = nullptr;
+  const std::uint8_t* masks_ = nullptr;
   std::vector<float> log_softmax_;  // [max_rows][logits_]
   std::vector<float> head_entropy_; // [max_rows][nvec.size()]
   std::vector<float> z_;            // [max_rows][continuous_]: (action − mean) / std

@@ -34,6 +34,9 @@ struct ppo_minibatch {
   std::span<const float> values;                    ///< [rows]: the acting policy's
   std::span<const float> advantages;                ///< [rows]: GAE, not yet normalised
   std::span<const float> returns;                   ///< [rows]
+  /// [rows][sum of nvec]: the action masks the actions were drawn under
+  /// (1 = legal), or empty: every value legal (actor_critic::log_prob_entropy()).
+  std::span<const std::uint8_t> action_masks = {};
 };
 
 /// What a minibatch step measured, as the torch update accumulates it.
