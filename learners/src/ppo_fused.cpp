@@ -15,7 +15,6 @@
 
 #include "coral/core/error.hpp"
 #include "coral/learners/blas_core.hpp"
-#include "coral/learners/errors.hpp"
 #include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/fused/optim.hpp"
 #include "coral/learners/fused/ppo.hpp"
@@ -235,7 +234,10 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   const auto samples = detail::acted_steps(seg);
   const bool recurrent = recurrent_.has_value();
   if (recurrent && (samples.size() != N || mask_dim_ != 0)) {
-    throw usage_error(fmt::format(fmt::runtime(errors::recurrent_ppo_agents), seg.rows));
+    // check_agents() refuses both before a run.
+    throw usage_error(fmt::format("ppo_learner: a recurrent network trains every step of whole rows, without masks; "
+                                  "this segment of {} rows has steps not acted or masks",
+                                  seg.rows));
   }
   const auto S = samples.size() < 2 ? 0 : samples.size();
   const auto mb = std::min(std::max<std::size_t>(c.minibatch_size, 1), std::max<std::size_t>(S, 1));

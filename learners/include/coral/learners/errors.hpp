@@ -48,11 +48,6 @@ inline constexpr std::string_view multi_agent_memory =
 inline constexpr std::string_view masked_lstm =
     "--lstm {}: '{}' masks actions, and recurrent PPO trains without action masks (add --no-action-masks to train "
     "it with every action seen as legal)";
-/// The fused recurrent PPO given a segment with steps not acted or with
-/// action masks (check_agents refuses both before a run): its rows.
-inline constexpr std::string_view recurrent_ppo_agents =
-    "ppo_learner: a recurrent network trains every step of whole rows, without masks; this segment of {} rows has "
-    "steps not acted or masks";
 
 /// A torch learner made in a process without coral::learners_torch linked:
 /// what was made. (The `coral` command hands such runs to coral-torch first.)
