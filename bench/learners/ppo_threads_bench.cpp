@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "coral/core/rng.hpp"
+#include "learner_bench.hpp"
 #include "coral/learners/blas_core.hpp"
 #include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/fused/optim.hpp"
@@ -49,24 +50,7 @@ namespace fused = coral::learners::fused;
 using coral::learners::network_spec;
 using coral::learners::ppo_config;
 
-template <class F>
-double seconds_per_call(F&& f) {
-  for (int i = 0; i < 20; ++i) f();  // warm-up
-  std::vector<double> reps;
-  for (int r = 0; r < 15; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    std::size_t n = 0;
-    double elapsed = 0;
-    do {
-      f();
-      ++n;
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } while (elapsed < 0.02);
-    reps.push_back(elapsed / static_cast<double>(n));
-  }
-  std::sort(reps.begin(), reps.end());
-  return reps[reps.size() / 2];
-}
+using coral::bench::seconds_per_call;
 
 void set_blas_threads(int n) {
   using setter = void (*)(int);
@@ -170,12 +154,7 @@ int main() {
   };
   for (const auto& s : shapes) {
     for (const std::size_t rows : {64, 128, 256, 512}) {
-      network_spec spec;
-      spec.raw_obs_dim = s.in;
-      spec.nvec = s.nvec;
-      spec.low.assign(s.continuous, -1.0f);
-      spec.high.assign(s.continuous, 1.0f);
-      spec.hidden = {64, 64};
+      const auto spec = coral::bench::mlp_64x64(s.in, s.nvec, s.continuous);
       ppo_config config;
       config.learning_rate = 3e-4;
       coral::rng gen(1);
