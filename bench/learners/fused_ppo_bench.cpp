@@ -17,7 +17,10 @@
 // layer but the first) plus 10 per parameter for clipping and Adam; the
 // elementwise rest (tanh, softmax, the loss) is not counted.
 //
-// Then the Q-learners' whole updates, the torch learners' own update()
+// Then whole updates, the learners' own update() on each backend:
+// recurrent PPO at configs/memory-ppo-lstm.toml's shape (32 rows of 24
+// steps, 8 epochs of minibatches of 8 whole rows, 2 -> 64 -> LSTM 64);
+// and the Q-learners', the torch learners' own update()
 // (dqn_learner, r2d2_learner on the torch backend) against fused::dqn_step and fused::r2d2_step
 // on the same batch: DQN at `--algo dqn`'s defaults on CartPole (batches
 // of 128, 4 -> 64x64 -> 2) and R2D2 at configs/cartpole-r2d2.toml's (32
@@ -44,6 +47,7 @@
 #include <vector>
 
 #include "coral/core/rng.hpp"
+#include "learner_bench.hpp"
 #include "coral/learners/blas_core.hpp"
 #include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/fused/optim.hpp"
@@ -52,7 +56,9 @@
 #include "coral/learners/fused/r2d2.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/ppo_learner.hpp"
 #include "coral/learners/r2d2_learner.hpp"
+#include "coral/training/rollout.hpp"
 
 namespace {
 
@@ -61,24 +67,7 @@ namespace twin = coral::learners::detail;
 using coral::learners::network_spec;
 using coral::learners::ppo_config;
 
-template <class F>
-double seconds_per_call(F&& f) {
-  for (int i = 0; i < 20; ++i) f();  // warm-up
-  std::vector<double> reps;
-  for (int r = 0; r < 15; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    std::size_t n = 0;
-    double elapsed = 0;
-    do {
-      f();
-      ++n;
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } while (elapsed < 0.02);
-    reps.push_back(elapsed / static_cast<double>(n));
-  }
-  std::sort(reps.begin(), reps.end());
-  return reps[reps.size() / 2];
-}
+using coral::bench::seconds_per_call;
 
 struct shape {
   std::string name;
@@ -133,12 +122,7 @@ int main() {
       {"cartpole: 4 -> 64x64 -> Discrete 2, 256 rows", 4, {2}, 0, 256, 0.01},
   };
   for (const auto& s : shapes) {
-    network_spec spec;
-    spec.raw_obs_dim = s.in;
-    spec.nvec = s.nvec;
-    spec.low.assign(s.continuous, -1.0f);
-    spec.high.assign(s.continuous, 1.0f);
-    spec.hidden = {64, 64};
+    const auto spec = coral::bench::mlp_64x64(s.in, s.nvec, s.continuous);
     ppo_config config;
     config.entropy_coef = s.entropy_coef;
     config.learning_rate = 3e-4;
@@ -225,7 +209,43 @@ int main() {
                 torch_s / fused_s, rate * 1e-9, 100.0 * rate / sgemm_rate);
   }
 
-  std::printf("\n%-50s %12s %12s %8s\n", "Q-learning update", "torch us", "fused us", "ratio");
+  std::printf("\n%-50s %12s %12s %8s\n", "whole update", "torch us", "fused us", "ratio");
+  {
+    // Recurrent PPO at configs/memory-ppo-lstm.toml's shape: a segment of
+    // 32 rows of 24 steps (episode ends mid-row, initial states), 8 epochs
+    // of minibatches of 8 whole rows, 2 -> 64 -> LSTM 64 -> heads; the
+    // learners' own update() (the bootstrap unroll, GAE, the minibatches).
+    network_spec spec;
+    spec.raw_obs_dim = 2;
+    spec.nvec = {2};
+    spec.hidden = {64};
+    spec.lstm = 64;
+    ppo_config config;
+    config.epochs = 8;
+    config.minibatch_size = 192;
+    config.learning_rate = 2e-3;
+    config.entropy_coef = 0.003;
+    const std::size_t R = 32, T = 24;
+    coral::rng gen(4);
+    coral::training::rollout_segment seg(0, R, T, spec.input_dim(), 1, 0);
+    for (auto& x : seg.observations) x = static_cast<float>(gen.uniform(-1.0, 1.0));
+    for (std::size_t i = 0; i < R * T; ++i) {
+      seg.discrete_actions[i] = static_cast<std::int32_t>(gen.below(2));
+      seg.log_probs[i] = std::log(0.5f);
+      seg.rewards[i] = gen.uniform() < 0.2 ? 0.25f : 0.0f;
+      seg.terminated[i] = i % T == 11 ? 1 : 0;
+    }
+    seg.state_dim = spec.state_dim();
+    for (std::size_t k = 0; k < R * seg.state_dim; ++k) seg.initial_states.push_back(static_cast<float>(0.1 * gen.normal()));
+    auto on_torch = config;
+    on_torch.backend = coral::learners::network_backend::torch;
+    coral::learners::ppo_learner torch_learner(spec, on_torch, 1, 1'000'000'000);
+    coral::learners::ppo_learner fused_learner(spec, config, 1, 1'000'000'000);
+    const double torch_s = seconds_per_call([&] { torch_learner.update(seg, torch_learner.updates()); });
+    const double fused_s = seconds_per_call([&] { fused_learner.update(seg, fused_learner.updates()); });
+    std::printf("%-50s %12.1f %12.1f %7.1fx\n", "ppo lstm memory: 32 x 24, 8 epochs of 8 rows", torch_s * 1e6,
+                fused_s * 1e6, torch_s / fused_s);
+  }
   {
     coral::learners::network_spec spec;
     spec.raw_obs_dim = 4;
@@ -271,7 +291,6 @@ int main() {
     coral::learners::dqn_config dqn;
     dqn.n_step = 5;
     dqn.learning_rate = 1e-3;
-    dqn.adam_epsilon = 1e-3;
     coral::learners::r2d2_config config;
     config.seq_len = 20;
     config.burn_in = 10;

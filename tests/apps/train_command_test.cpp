@@ -81,7 +81,7 @@ TEST_CASE("each built-in algorithm gets the same defaults from coral train and f
   }
   // R2D2's own defaults, not DQN's.
   const auto r2d2 = algorithm_lines(dir / "r2d2-command" / "config.toml");
-  for (const char* line : {"replay-capacity = 20000", "replay-batch = 32", "learning-rate = 0.001", "gamma = 0.997"}) {
+  for (const char* line : {"replay-capacity = 5000", "replay-batch = 32", "learning-rate = 0.001", "target-update = 100"}) {
     CHECK(std::find(r2d2.begin(), r2d2.end(), line) != r2d2.end());
   }
 }

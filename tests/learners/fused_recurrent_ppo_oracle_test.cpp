@@ -69,7 +69,7 @@ TEST_CASE("the fused recurrent PPO step computes what the torch learner's recurr
           "[learners][fused][oracle][recurrent]") {
   const auto shape = GENERATE(values<coral::test::ppo_oracle_shape>({
       // name, in, nvec, Box elements, hidden, rows, clip value loss, normalise advantages, LSTM, steps
-      {"memory: 6 -> 64 -> LSTM 64, 8 rows of 24 steps", 6, {2}, 0, {64}, 8, true, true, 64, 24},
+      {"memory: 2 -> 64 -> LSTM 64, 8 rows of 24 steps", 2, {2}, 0, {64}, 8, true, true, 64, 24},
       {"positions-only cartpole: 2 -> 64 -> LSTM 64, 4 rows of 64, value loss unclipped", 2, {2}, 0, {64}, 4, false,
        true, 64, 64},
       {"Gaussian: 17 -> 32x32 -> LSTM 16, 3 rows of 5", 17, {}, 6, {32, 32}, 3, true, true, 16, 5},

@@ -182,6 +182,19 @@ TEST_CASE("DQN with prioritized replay solves cartpole within 300k env steps for
   CHECK(r.env_steps <= 300'000);
 }
 
+// R2D2 with `coral train --algo r2d2`'s defaults (no other flag), on the
+// single-threaded executor for the same reason as DQN's above.
+TEST_CASE("R2D2 at its defaults solves cartpole within the 500k-step budget, deterministically",
+          "[learning][r2d2][cartpole]") {
+  auto o = defaults("cartpole", 1);
+  o.algo = "r2d2";
+  o.sampler.executor = coral::executor_mode::single;
+  const auto r = run(o);
+  CHECK(r.solved);
+  CHECK(r.mean_return >= 475);
+  CHECK(r.env_steps <= step_budget);
+}
+
 TEST_CASE("DQN solves the bandit and password sanity envs", "[learning][dqn][sanity]") {
   auto env = GENERATE(as<std::string>{}, "bandit", "password");
   CAPTURE(env);

@@ -151,7 +151,8 @@ TEST_CASE("bad R2D2 flags are refused naming the flag, before anything starts", 
   check([](train_options& o) { options_of<r2d2_options>(o).sequences.overlap = 9; }, "--seq-overlap");
   // Not given, the overlap is half a sequence; 0 is none (it once meant
   // "not given").
-  CHECK(coral::learners::r2d2_config{}.effective_overlap() == 40);
+  CHECK(coral::learners::r2d2_config{}.effective_overlap() == 10);
+  CHECK(coral::learners::r2d2_config{.seq_len = 80}.effective_overlap() == 40);
   CHECK(coral::learners::r2d2_config{.overlap = 0}.effective_overlap() == 0);
   auto none = small_r2d2(3000);
   options_of<r2d2_options>(none).sequences.overlap = 0;

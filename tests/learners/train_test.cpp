@@ -132,10 +132,10 @@ TEST_CASE("a run given no algorithm options gets its descriptor's defaults: R2D2
     }
     return std::string("(none)");
   };
-  CHECK(value("replay-capacity") == "20000");
+  CHECK(value("replay-capacity") == "5000");
   CHECK(value("replay-batch") == "32");
   CHECK(value("learning-rate") == "0.001");
-  CHECK(value("gamma") == "0.997");
+  CHECK(value("target-update") == "100");
   CHECK(value("lstm") == "64");
   CHECK(value("frames") == "(none)");
   o.algo = "dqn";

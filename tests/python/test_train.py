@@ -93,17 +93,17 @@ def test_a_list_goes_to_a_list_flag_and_is_refused_by_a_single_value_flag(capsys
 
 
 def test_r2d2_takes_an_overlap_of_zero(capsys):
-    # 0 once stood for "seq-len / 2" inside, so seq_overlap=0 ran with 40.
+    # 0 once stood for "seq-len / 2" inside, so seq_overlap=0 ran with half the sequence.
     coral.train(algo="r2d2", seq_overlap=0, total_steps=1500, learning_starts=500, no_run_dir=True)
-    assert "(burn-in 40, overlap 0)" in capsys.readouterr().out
+    assert "(burn-in 10, overlap 0)" in capsys.readouterr().out
     coral.train(algo="r2d2", total_steps=1500, learning_starts=500, no_run_dir=True)
-    assert "(burn-in 40, overlap 40)" in capsys.readouterr().out
+    assert "(burn-in 10, overlap 10)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("algo, expected", [
     ("ppo", {"horizon": "64", "learning-rate": "0.005", "gamma": "0.99", "lstm": "0"}),
     ("dqn", {"replay-capacity": "100000", "replay-batch": "128", "learning-rate": "0.0005", "gamma": "0.99"}),
-    ("r2d2", {"replay-capacity": "20000", "replay-batch": "32", "learning-rate": "0.001", "gamma": "0.997",
+    ("r2d2", {"replay-capacity": "5000", "replay-batch": "32", "learning-rate": "0.001", "target-update": "100",
               "lstm": "64"}),
 ])
 def test_train_gets_each_algorithm_s_own_defaults(tmp_path, algo, expected):

@@ -4,8 +4,8 @@
 #include "coral/learners/fused/recurrent_actor_critic.hpp"
 
 #include <algorithm>
+#include <string>
 
-#include <fmt/format.h>
 
 #include "coral/core/error.hpp"
 #include "coral/core/rng.hpp"

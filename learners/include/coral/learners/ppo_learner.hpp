@@ -72,8 +72,12 @@ struct ppo_config {
 /// Thread safety: one thread at a time (the learner actor).
 class ppo_learner {
  public:
-  /// Seeds torch with `seed` and builds the network (its initial weights
-  /// depend only on the seed and the spec).
+  /// Builds the network, its initial weights drawn from `seed` (the fused
+  /// engine's draws, fused::init_orthogonal or
+  /// fused::init_recurrent_actor_critic, or torch's after
+  /// torch::manual_seed, as config.backend says): they depend only on the
+  /// seed, the spec and the backend. usage_error
+  /// (errors::torch_not_linked) for the torch backend where it is not linked.
   ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed, std::uint64_t total_steps);
   ~ppo_learner();
   ppo_learner(const ppo_learner&) = delete;

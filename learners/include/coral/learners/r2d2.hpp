@@ -16,8 +16,8 @@ namespace coral::learners {
 /// n-step, replay batch, capacity, ratio, priorities, target update,
 /// exploration ladder) are read from dqn_config.
 struct r2d2_config {
-  std::size_t seq_len = 80;       ///< slots per stored sequence, burn-in included
-  std::size_t burn_in = 40;       ///< leading slots that only warm the state
+  std::size_t seq_len = 20;       ///< slots per stored sequence, burn-in included
+  std::size_t burn_in = 10;       ///< leading slots that only warm the state
   /// `overlap` when not given: seq_len / 2. (0 is a real overlap, none.)
   static constexpr std::size_t half_overlap = static_cast<std::size_t>(-1);
   std::size_t overlap = half_overlap;  ///< slots shared by consecutive sequences; half_overlap: seq_len / 2
@@ -31,18 +31,17 @@ struct r2d2_config {
 };
 
 /// DQN's settings at R2D2's defaults where they differ (the paper's, or
-/// what the small envs need; docs/training.md, "R2D2").
+/// what solves the small envs coral ships; docs/training.md, "R2D2").
 [[nodiscard]] inline dqn_config r2d2_q_defaults() {
   dqn_config d;
   d.learning_rate = 1e-3;
-  d.gamma = 0.997;
   d.n_step = 5;
   d.batch_size = 32;        // sequences per update
-  d.replay_ratio = 4;
-  d.replay_capacity = 20'000;  // sequences
+  d.replay_ratio = 16;      // trained slots per env step
+  d.replay_capacity = 5'000;  // sequences: 50,000 env steps at the default stride of 10
   d.priority_alpha = 0.9;
   d.priority_beta = 0.6;
-  d.target_update = 400;
+  d.target_update = 100;
   d.max_grad_norm = 40;
   return d;
 }
