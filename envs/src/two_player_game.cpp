@@ -6,25 +6,32 @@ namespace coral::envs {
 
 std::vector<config_key> two_player_game::common_keys(std::string_view reference, std::string_view reference_what) {
   return {{.name = "opponent", .type = config_type::text, .default_value = "none",
-           .description = fmt::format("none (two agent slots, one per player), random, or {} ({}) playing the "
-                                      "other side inside the env (one agent slot)",
+           .description = fmt::format("none (two agent slots, one per player), random, or {} ({}; also named "
+                                      "reference) playing the other side inside the env (one agent slot)",
                                       reference, reference_what)},
           {.name = "side", .type = config_type::text, .default_value = "random",
-           .description = "with an opponent: the agent's side, first, second or random (drawn each episode)"}};
+           .description = "with an opponent: the agent's side, first, second or random (drawn each episode)"},
+          {.name = "opening", .default_value = "0",
+           .description = "two agent slots only: each game starts after a number of random moves drawn from 0 to "
+                          "this (training on varied positions; ignored with an opponent)",
+           .min = 0, .max = 4}};
 }
 
 two_player_game::two_player_game(const env_config& config, env_seed seed, std::string_view reference,
                                  space observation_space, std::int32_t actions)
-    : observation_space_(std::move(observation_space)), action_space_(space::discrete(actions)), rng_(seed) {
+    : observation_space_(std::move(observation_space)),
+      action_space_(space::discrete(actions)),
+      rng_(seed),
+      opening_(config.get_int("opening")) {
   const std::string& opponent = config.get_string("opponent");
   if (opponent == "none") {
     opponent_ = opponent_kind::none;
   } else if (opponent == "random") {
     opponent_ = opponent_kind::random;
-  } else if (opponent == reference) {
+  } else if (opponent == reference || opponent == "reference") {
     opponent_ = opponent_kind::reference;
   } else {
-    config.reject("opponent", fmt::format("'{}' is not one of none, random, {}", opponent, reference));
+    config.reject("opponent", fmt::format("'{}' is not one of none, random, {} (or reference)", opponent, reference));
   }
   const std::string& side = config.get_string("side");
   if (side == "first") {
@@ -44,6 +51,10 @@ void two_player_game::write_mask(std::span<std::uint8_t> mask) const {
 
 std::int32_t two_player_game::opponent_move() {
   if (opponent_ == opponent_kind::reference) return reference_move(to_move_, rng_);
+  return random_move();
+}
+
+std::int32_t two_player_game::random_move() {
   // Uniform among the legal moves: count, draw, walk.
   const std::int32_t n = action_space_.n();
   std::uint64_t legal_moves = 0;
@@ -72,6 +83,14 @@ void two_player_game::write_rows(const env_rows& rows) const {
 void two_player_game::reset(const env_rows& rows) {
   clear_board();
   to_move_ = 0;
+  if (opponent_ == opponent_kind::none && opening_ > 0) {
+    // At most 4 moves: no game (tic-tac-toe's, connect four's) ends that soon.
+    const auto moves = rng_.below(static_cast<std::uint64_t>(opening_) + 1);
+    for (std::uint64_t m = 0; m < moves; ++m) {
+      (void)play(random_move(), to_move_);
+      to_move_ = 1 - to_move_;
+    }
+  }
   if (opponent_ != opponent_kind::none) {
     agent_player_ = side_ == side_kind::first ? 0 : side_ == side_kind::second ? 1 : static_cast<int>(rng_.below(2));
     if (agent_player_ == 1) {

@@ -10,6 +10,7 @@
 #include "coral/core/error.hpp"
 #include "coral/core/json.hpp"
 #include "coral/core/stall_watchdog.hpp"
+#include "coral/envs/registry.hpp"
 #include "coral/training/agents_in_play.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/dashboard.hpp"
@@ -55,6 +56,15 @@ void training_run::validate(const train_options& options) {
   // The process that trains serves the live view: its port is checked here.
   if (o.dashboard.on && !sampler_rank(o)) dashboard::check(o.dashboard);
   if (algo->check) algo->check(o);
+  {
+    // What the env offers the algorithm, on env 0 as the run builds it.
+    const auto probe = envs::registry::global().make(o.sampler.env, o.sampler.env_args, o.sampler.seed, 0);
+    if (probe->max_agents() != 1 && !algo->multi_agent) {
+      throw config_error(
+          fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, probe->max_agents(), o.algo));
+    }
+    if (algo->check_env) algo->check_env(o, *probe);
+  }
   detail::check_memory_budget(o, *algo);  // what the run allocates fits in this machine's memory
 }
 
@@ -307,10 +317,6 @@ void training_run::start() {
   const auto& o = options_;
   sampler_ = std::make_unique<actors::sampler>(o.sampler);
   const envs::env& probe = sampler_->first_env();
-  if (probe.max_agents() != 1 && !find_algorithm(o.algo)->multi_agent) {
-    throw config_error(
-        fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, probe.max_agents(), o.algo));
-  }
   target_ = o.target_return ? o.target_return : probe.solved_return();
   algorithm_ = find_algorithm(o.algo)->make(o, *sampler_);
   if (o.remote) {
