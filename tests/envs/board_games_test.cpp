@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "coral/core/error.hpp"
 #include "harness.hpp"
 
 using namespace coral::envs;
@@ -220,4 +221,31 @@ TEST_CASE("a two-agent game's opening plays 0 to N random moves; with an opponen
     opponent.slice.reset_all();
     for (const float x : opponent.batch.observations().row(0)) CHECK(x == 0.0f);
   }
+}
+
+TEST_CASE("board=cells observes each cell as a category: 0 empty, 1 own, 2 the other's", "[envs][tictactoe][connect4]") {
+  for (const char* game : {"tictactoe", "connect4"}) {
+    INFO(game);
+    harness signs(game, {}, 3);
+    harness cells(game, {{"board", "cells"}}, 3);
+    const auto& space = cells.slice.at(0).observation_space();
+    REQUIRE(space.kind() == space_kind::multi_discrete);
+    CHECK(space.nvec() == std::vector<std::int32_t>(signs.slice.at(0).observation_space().flat_size(), 3));
+    signs.slice.reset_all();
+    cells.slice.reset_all();
+    // The same moves in both: each row's cells say what its signs say.
+    for (int move = 0; move < 3; ++move) {
+      const std::size_t mover = signs.batch.active()[0] != 0 ? 0 : 1;
+      signs.batch.discrete_actions()(mover, 0) = move;
+      cells.batch.discrete_actions()(mover, 0) = move;
+      signs.slice.step_all();
+      cells.slice.step_all();
+      for (std::size_t row = 0; row < 2; ++row) {
+        const auto s = signs.batch.observations().row(row);
+        const auto c = cells.batch.observations().row(row);
+        for (std::size_t i = 0; i < s.size(); ++i) CHECK(c[i] == (s[i] > 0 ? 1.0f : s[i] < 0 ? 2.0f : 0.0f));
+      }
+    }
+  }
+  CHECK_THROWS_AS(harness("tictactoe", {{"board", "pieces"}}, 1), coral::config_error);
 }

@@ -30,8 +30,13 @@
 /// player who took it: −1 for it, +1 for the other player.
 ///
 /// Observations are from the point of view of the row's player: +1 for its
-/// own pieces, −1 for the other player's, 0 for empty cells. The action
-/// mask (Discrete(n): n bytes) marks the legal moves.
+/// own pieces, −1 for the other player's, 0 for empty cells. With
+/// `board=cells` the observation is a MultiDiscrete of 3 values per cell
+/// instead (0 empty, 1 own, 2 the other's), which a network sees one-hot:
+/// own and other pieces on inputs of their own rather than as opposite
+/// signs of one (a sign feature that says "play on your column" also says
+/// "do not play on theirs", the opposite of a block). The action mask
+/// (Discrete(n): n bytes) marks the legal moves.
 ///
 /// Thread safety: as for every env.
 
@@ -74,7 +79,7 @@ class two_player_game : public env {
 
  protected:
   /// The common config keys: opponent (`reference` is the game's reference
-  /// opponent's name), side and opening.
+  /// opponent's name), side, board and opening.
   [[nodiscard]] static std::vector<config_key> common_keys(std::string_view reference, std::string_view reference_what);
 
   /// Reads `opponent` and `side`; rejects (config_error naming the key) any
@@ -100,6 +105,8 @@ class two_player_game : public env {
   /// The row that plays `player`.
   [[nodiscard]] std::size_t row_of(int player) const noexcept { return opponent_ == opponent_kind::none ? player : 0; }
   void write_rows(const env_rows& rows) const;
+  /// write_observation(), then, with board=cells, each cell as a category.
+  void observe(std::span<float> obs, int player) const;
   void write_mask(std::span<std::uint8_t> mask) const;
   std::int32_t opponent_move();
   /// A legal move uniformly at random.
@@ -115,6 +122,7 @@ class two_player_game : public env {
   int to_move_ = 0;
   int agent_player_ = 0;
   std::int64_t opening_ = 0;
+  bool cells_ = false;
 };
 
 }  // namespace coral::envs
