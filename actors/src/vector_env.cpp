@@ -217,10 +217,7 @@ vector_env::vector_env(sampler_options options, autoreset_mode mode)
   // keeps the same wiring and spin, and the env is not probed again.
   options_ = resolve_auto(std::move(options_));
   build(options_.seed);
-  if (sampler_->first_env().max_agents() != 1) {
-    throw config_error(fmt::format(fmt::runtime(errors::vector_env_multi_agent), options_.env,
-                                   sampler_->first_env().max_agents()));
-  }
+  agents_ = sampler_->first_env().max_agents();
   handoff_ = std::make_shared<handoff>(sampler_->rows(), options_.spin);
 }
 
@@ -305,10 +302,17 @@ void vector_env::check_no_step_after_end() const {
   const auto commands = b.commands();
   const auto terminated = b.terminated();
   const auto truncated = b.truncated();
-  for (const auto id : handoff_->ids()) {
-    const bool ended = (terminated[id] | truncated[id]) != 0;
-    if (ended && (commands[id] & (envs::row_command::reset | envs::row_command::hold)) == 0) {
-      throw usage_error(fmt::format(fmt::runtime(errors::vector_env_step_after_end), id));
+  const auto active = b.active();
+  // A batch holds every row of its envs: each env's rows start at a multiple of agents_.
+  for (const auto first : handoff_->ids()) {
+    if (first % agents_ != 0) continue;
+    // An env's episode is over when no row is both in play and not ended (env.hpp).
+    bool playing = false;
+    for (std::size_t r = first; r < first + agents_ && !playing; ++r) {
+      playing = active[r] != 0 && (terminated[r] | truncated[r]) == 0;
+    }
+    if (!playing && (commands[first] & (envs::row_command::reset | envs::row_command::hold)) == 0) {
+      throw usage_error(fmt::format(fmt::runtime(errors::vector_env_step_after_end), first / agents_));
     }
   }
 }
@@ -319,13 +323,14 @@ std::span<const std::uint32_t> vector_env::held() const noexcept {
 
 bool vector_env::render(std::uint32_t env_id, envs::rgb_frame& frame) const {
   const auto ids = held();
-  if (!std::binary_search(ids.begin(), ids.end(), env_id)) {
+  const auto row = static_cast<std::uint64_t>(env_id) * agents_;
+  if (!std::binary_search(ids.begin(), ids.end(), row)) {
     throw usage_error(fmt::format(fmt::runtime(errors::vector_env_render_not_held), env_id));
   }
   for (const auto& group : sampler_->groups()) {
     const row_range rows = group->rows();
-    if (env_id >= rows.first && env_id - rows.first < rows.count) {
-      return group->slice().at(env_id - rows.first).render(frame);
+    if (row >= rows.first && row - rows.first < rows.count) {
+      return group->slice().at((row - rows.first) / agents_).render(frame);
     }
   }
   throw usage_error(fmt::format(fmt::runtime(errors::vector_env_render_not_held), env_id));

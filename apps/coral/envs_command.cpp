@@ -19,6 +19,7 @@
 #include "coral/envs/registry.hpp"
 #include "coral/envs/rgb_frame.hpp"
 #include "coral/training/video_writer.hpp"
+#include "coral/video_flag.hpp"
 
 namespace coral::cli {
 namespace {
@@ -130,7 +131,7 @@ void rollout(std::ostream& out, const rollout_options& o) {
   const auto args = envs::parse_env_args(o.env_args);
   // A video path that cannot be written, or no ffmpeg, is refused before the env is built.
   std::optional<training::video_writer> video;
-  if (!o.video.empty()) video.emplace(o.video, training::video_options{.fps = o.video_fps});
+  if (!o.video.empty()) open_video(video, o.video, o.video_fps);
   std::vector<std::unique_ptr<envs::env>> made;
   made.push_back(r.make(o.env, args, o.seed, 0));
   const envs::space action_space = made.front()->action_space();
@@ -160,9 +161,7 @@ void rollout(std::ostream& out, const rollout_options& o) {
     if (video && slice.at(0).render(frame)) video->write(frame);
   };
   if (video) {
-    if (!slice.at(0).render(frame)) {
-      throw config_error(fmt::format(fmt::runtime(cli::errors::env_does_not_render), o.env));
-    }
+    first_frame(slice.at(0), o.env, frame);
     video->write(frame);
   }
   out << fmt::format(R"({{"step":0,"observation":{}{}}})", per_row(rows, obs),
@@ -262,12 +261,9 @@ void add_envs_command(CLI::App& app, std::ostream& out) {
       "scalars in leaf order separated by ':' (Discrete '1', MultiDiscrete '2:0', Box '0.5:-1'); multi-agent "
       "envs take one action per row separated by '/' or one for all rows. Default: uniform random actions "
       "from the seed");
-  rollout_cmd->add_option("--video", roll->video,
-                          "write the rollout's frames to this video file (.mp4 or .gif, encoded by ffmpeg): the "
-                          "reset frame, then one per step (steps + 1 frames); envs that render: docs/envs.md");
-  rollout_cmd->add_option("--video-fps", roll->video_fps, "frames per second of --video")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+  add_video_flags(*rollout_cmd, roll->video, roll->video_fps,
+                  "write the rollout's frames to this video file (.mp4 or .gif, encoded by ffmpeg): the reset frame, "
+                  "then one per step (steps + 1 frames); envs that render: docs/envs.md");
 
   envs_cmd->callback([envs_cmd, list, &out] {
     if (envs_cmd->get_subcommands().empty()) list_envs(out, *list);

@@ -26,6 +26,8 @@
 #include "coral/flag_checks.hpp"
 #include "coral/learners/trained_policy.hpp"
 #include "coral/training/checkpoint.hpp"
+#include "coral/training/video_writer.hpp"
+#include "coral/video_flag.hpp"
 
 namespace coral::cli {
 namespace {
@@ -37,6 +39,8 @@ struct eval_flags {
   std::uint64_t seed = 0;
   const CLI::Option* seed_flag = nullptr;
   std::vector<std::string> env_args;
+  std::string video;  // empty: none
+  int video_fps = 30;
 };
 
 struct episode_result {
@@ -69,6 +73,9 @@ std::string summary(const std::vector<episode_result>& done, const learners::tra
 }
 
 void run_eval(std::ostream& out, const eval_flags& f) {
+  // A video path that cannot be written, or no ffmpeg, is refused before the checkpoint is read.
+  std::optional<training::video_writer> video;
+  if (!f.video.empty()) open_video(video, f.video, f.video_fps);
   learners::policy_options po;
   po.deterministic = f.deterministic;
   po.env_args = envs::parse_env_args(f.env_args);
@@ -93,17 +100,45 @@ void run_eval(std::ostream& out, const eval_flags& f) {
   envs::env_slice slice(batch, 0, std::move(one));
   std::vector<episode_result> done;
   done.reserve(f.episodes);
-  out << fmt::format("evaluating {} ({} {}, trained {} env steps) for {} episodes, seed {}, {}\n",
-                     policy.file().string(), o.algo, o.sampler.env, policy.env_steps(), f.episodes, seed,
-                     f.deterministic ? "deterministic" : "sampled actions")
-      << std::flush;
-  // A first SIGINT/SIGTERM ends the evaluation after the step in progress,
-  // with the episodes done so far and the summary; a second ends the process.
-  interrupt_scope interrupts([] {});
   std::int64_t step = 0;
+  auto env_failed = [&](const envs::env_failed& e) {
+    return error(fmt::format(fmt::runtime(errors::eval_env_failed), o.sampler.env, done.size() + 1, step, e.what()));
+  };
   try {
     slice.reset_all();
+  } catch (const envs::env_failed& e) {
+    throw env_failed(e);
+  }
+  // The first episode is filmed: a frame of each state an action is chosen
+  // in, so as many frames as the episode has steps.
+  envs::rgb_frame frame;
+  if (video) first_frame(slice.at(0), o.sampler.env, frame);  // an env that does not render is refused here
+  out << fmt::format("evaluating {} ({} {}, trained {} env steps) for {} episodes, seed {}, {}{}\n",
+                     policy.file().string(), o.algo, o.sampler.env, policy.env_steps(), f.episodes, seed,
+                     f.deterministic ? "deterministic" : "sampled actions",
+                     video ? fmt::format(", episode 1 filmed to {}", video->path().string()) : std::string())
+      << std::flush;
+  auto end_video = [&] {
+    if (!video) return;
+    const auto frames = video->frames();
+    if (frames > 0) {
+      video->finish();
+      out << fmt::format("video: {} ({} frames)\n", video->path().string(), frames) << std::flush;
+    }
+    video.reset();  // no frames (stopped at once): nothing written
+  };
+  // A first SIGINT/SIGTERM ends the evaluation after the step in progress,
+  // with the episodes done so far (and the video of the first, as far as it
+  // got) and the summary; a second ends the process.
+  interrupt_scope interrupts([] {});
+  try {
     while (done.size() < f.episodes && !interrupted()) {
+      if (video) {
+        if (step > 0 && !slice.at(0).render(frame)) {
+          throw error(fmt::format(fmt::runtime(errors::env_does_not_render), o.sampler.env));
+        }
+        video->write(frame);
+      }
       // The env's mask, where it masks: a masked action is never taken.
       const auto a = policy.act(batch.observations().row(0),
                                 batch.has_action_masks() ? std::as_const(batch).action_masks().row(0)
@@ -117,13 +152,15 @@ void run_eval(std::ostream& out, const eval_flags& f) {
         out << fmt::format("episode {}: return {} length {}\n", done.size(), json::number(done.back().ret),
                            done.back().length)
             << std::flush;
+        end_video();
         policy.reset(0);  // the observation in the row starts the next episode
         step = 0;
       }
     }
   } catch (const envs::env_failed& e) {
-    throw error(fmt::format(fmt::runtime(errors::eval_env_failed), o.sampler.env, done.size() + 1, step, e.what()));
+    throw env_failed(e);
   }
+  end_video();
   out << summary(done, policy, seed, interrupted()) << '\n' << std::flush;
 }
 
@@ -157,6 +194,9 @@ void add_eval_command(CLI::App& app, std::ostream& out) {
   cmd->add_option("--env-arg", f->env_args,
                   "set an env config key: key=value (repeatable), over the run's env args kept in the checkpoint")
       ->allow_extra_args(false);
+  add_video_flags(*cmd, f->video, f->video_fps,
+                  "film the first episode into this video file (.mp4 or .gif, encoded by ffmpeg): one frame per step, "
+                  "the state each action is chosen in; envs that render: docs/envs.md");
   cmd->callback([&out, f] { run_eval(out, *f); });
 }
 

@@ -282,6 +282,13 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, cons
                   "stop the run, with a report of every actor and channel, when no env step and no learner update "
                   "happened for this long (0: never)")
       ->capture_default_str();
+  cmd->add_option("--video-every", o.video_every,
+                  fmt::format("every N updates, record one episode of the current policy (at most {} steps) into "
+                              "<run dir>/videos/update-<updates>.mp4, on a low-priority thread that skips a request "
+                              "while a clip is being written; needs ffmpeg and an env that renders (0: none; at most {})",
+                              training::max_clip_steps, training::max_video_every))
+      ->check(at_most(static_cast<double>(training::max_video_every)))
+      ->capture_default_str();
   add_dashboard_flags(*cmd, f->dashboard,
                       "its actors and channels, how busy each actor is, its rates and learning curve");
   const given_flags given{target, run_dir, checkpoint_every, std::move(algorithm_flags)};

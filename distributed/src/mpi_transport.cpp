@@ -6,7 +6,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -104,16 +106,29 @@ mpi_transport::~mpi_transport() {
   while (in_flight() != 0 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  // Sends a peer has not received yet (a stopped rank): the peer may read their buffers
+  // whenever it runs again, for as long as this process lives, so they are never freed.
+  std::vector<std::size_t> peers;
   for (auto& p : pending_) {
     MPI_Cancel(&p->request);
     int done = 0;
     MPI_Test(&p->request, &done, MPI_STATUS_IGNORE);
     if (done != 0) continue;
-    // Still in flight: MPI may read the buffer until the send completes,
-    // which nothing here can wait for any more. The buffer is left to the
-    // process's end, never freed under a peer that is receiving it.
     MPI_Request_free(&p->request);
+    peers.push_back(p->to);
     (void)p.release();
+  }
+  if (!peers.empty()) {
+    // Said once the buffers are let go (a test resumes a stopped peer on this line).
+    const auto count = peers.size();
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    std::string names;
+    for (const auto r : peers) names += (names.empty() ? "" : ", ") + name(r);
+    const auto text = fmt::format(fmt::runtime(errors::sends_undelivered), count, names,
+                                  std::chrono::duration_cast<std::chrono::seconds>(final_sends_limit).count());
+    std::fprintf(stderr, "coral: %s\n", text.c_str());
+    std::fflush(stderr);
   }
   pending_.clear();
   // A peer that never calls MPI_Finalize would hold this one for ever.

@@ -81,17 +81,18 @@ replay::replay_actor_config replay_config(const train_options& o, actors::sample
 }
 
 /// The policy a DQN checkpoint acts with outside a run: q_policy with the
-/// online network of `c`, greedy, or epsilon-greedy with eval_epsilon.
+/// online network of `c` (none loaded without one), greedy, or
+/// epsilon-greedy with eval_epsilon.
 std::unique_ptr<actors::policy> dqn_acting(const train_options& o, const envs::space& observation,
-                                           const envs::space& action, const checkpoint& c, const acting_options& a) {
+                                           const envs::space& action, const checkpoint* c, const acting_options& a) {
   const auto spec = network_spec::from_spaces(observation, action, o.hidden, 1);
-  check_acting_network(c, q_signature(q_network_widths(spec, action.to_string())), a.file);
+  if (c != nullptr) check_acting_network(*c, q_signature(q_network_widths(spec, action.to_string())), a.file);
   auto config = dqn_of(o);
   config.epsilon_base = eval_epsilon;
   config.epsilon_alpha = 0;
   config.exploration_steps = 0;
   auto policy = std::make_unique<q_policy>(spec, a.rows, a.seed, config);
-  policy->load_weights(c.learner.parameters);
+  if (c != nullptr) policy->load_weights(c->learner.parameters);
   policy->set_deterministic(a.deterministic);
   return policy;
 }

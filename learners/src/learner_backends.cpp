@@ -69,7 +69,7 @@ void check_sequence_batch(const network_spec& spec, const replay::sequence_batch
 
 ppo_learner::ppo_learner(const network_spec& spec, const ppo_config& config, std::uint64_t seed,
                          std::uint64_t total_steps)
-    : impl_(config.backend == network_backend::fused && detail::fused_ppo_supports(spec)
+    : impl_(config.backend == network_backend::fused
                 ? detail::make_fused_ppo(spec, config, seed, total_steps)
                 : require_torch_backend("ppo_learner").ppo(spec, config, seed, total_steps)) {}
 ppo_learner::~ppo_learner() = default;

@@ -62,12 +62,6 @@ std::vector<std::pair<std::size_t, std::int32_t>> categorical_elements(const env
   return out;
 }
 
-std::size_t network_spec::obs_width() const noexcept {
-  std::size_t width = raw_obs_dim;
-  for (const auto& [at, count] : one_hot) width += static_cast<std::size_t>(count) - 1;
-  return width;
-}
-
 void encode_observation(const network_spec& spec, std::span<const float> raw, std::span<float> out) noexcept {
   std::size_t o = 0;
   for (std::size_t f = 0; f < spec.frames; ++f) {

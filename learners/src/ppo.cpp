@@ -50,16 +50,21 @@ std::string ppo_signature(const train_options& o, const network_spec& spec) {
 
 /// The policy a PPO checkpoint acts with outside a run: the batcher's
 /// mlp_policy with the weights the learner publishes after restoring `c`
-/// (its parameters, then the normaliser's block from its moments).
+/// (its parameters, then the normaliser's block from its moments); none
+/// loaded without a checkpoint.
 std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::space& observation,
-                                           const envs::space& action, const checkpoint& c, const acting_options& a) {
+                                           const envs::space& action, const checkpoint* c, const acting_options& a) {
   const auto spec = spec_of(o, observation, action);
-  check_acting_network(c, ppo_signature(o, spec), a.file);
-  auto weights = c.learner.parameters;
+  auto policy = std::make_unique<mlp_policy>(spec, a.rows, a.seed);
+  policy->set_deterministic(a.deterministic);
+  policy->set_use_masks(options_of<ppo_options>(o).ppo.action_masks);
+  if (c == nullptr) return policy;
+  check_acting_network(*c, ppo_signature(o, spec), a.file);
+  auto weights = c->learner.parameters;
   if (spec.normalize_observations) {
     running_moments moments(spec.input_dim());
     try {
-      moments.load(c.learner.observation_moments);
+      moments.load(c->learner.observation_moments);
     } catch (const usage_error&) {
       throw training::checkpoint_error(
           fmt::format(fmt::runtime(training::errors::checkpoint_bad_record), a.file, "observation_moments"));
@@ -67,10 +72,7 @@ std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::s
     const auto block = normalizer_block(moments);
     weights.insert(weights.end(), block.begin(), block.end());
   }
-  auto policy = std::make_unique<mlp_policy>(spec, a.rows, a.seed);
   policy->load_weights(weights);
-  policy->set_deterministic(a.deterministic);
-  policy->set_use_masks(options_of<ppo_options>(o).ppo.action_masks);
   return policy;
 }
 
@@ -155,9 +157,7 @@ class ppo final : public algorithm, public distribution_part {
   std::string describe_setup() const override {
     return fmt::format("horizon {}, max policy lag {}, {} parameters on the {} backend{}{}{}", p_.horizon,
                        p_.max_policy_lag, parameter_count(spec_),
-                       config_of(options_).backend == network_backend::fused && detail::fused_ppo_supports(spec_)
-                           ? "fused"
-                           : "torch", spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
+                       backend_name(config_of(options_)), spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
                        spec_.normalize_observations ? ", obs norm" : "",
                        p_.ppo.scale_rewards ? ", reward scale" : "");
   }
@@ -299,7 +299,8 @@ class ppo final : public algorithm, public distribution_part {
 /// What PPO needs of the env: memory across steps (stacked frames, an LSTM)
 /// only where a row's steps are one agent's (a single-agent env: on a
 /// multi-agent one a slot's steps are not consecutive rows of a segment),
-/// and self-play's teams and reference opponent.
+/// an LSTM only without action masks (its loss has none), and self-play's
+/// teams and reference opponent.
 void check_ppo_env(const train_options& o, const envs::env& probe) {
   const auto& p = options_of<ppo_options>(o);
   const auto agents = probe.max_agents();
@@ -310,6 +311,9 @@ void check_ppo_env(const train_options& o, const envs::env& probe) {
   if (agents > 1 && p.lstm > 0) {
     throw config_error(
         fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--lstm", p.lstm, o.sampler.env, agents));
+  }
+  if (p.lstm > 0 && p.ppo.action_masks && probe.action_mask_size() != 0) {
+    throw config_error(fmt::format(fmt::runtime(learners::errors::masked_lstm), p.lstm, o.sampler.env));
   }
   detail::self_play_run::check(o, probe);
 }
@@ -440,10 +444,7 @@ void register_ppo() {
   d.multi_agent = true;
   d.check_env = check_ppo_env;
   d.make = plugin<ppo>();
-  // The fused engine has the MLP actor-critic; the recurrent one is torch's.
-  d.needs_torch = [](const train_options& o) {
-    return torch_chosen(o) || options_of<O>(o).lstm > 0;
-  };
+  d.needs_torch = torch_chosen;
   d.acting = ppo_acting;
   register_algorithm(std::move(d));
 }

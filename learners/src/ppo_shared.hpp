@@ -155,9 +155,6 @@ inline void check_ppo_state(const training::learner_state& st, bool obs_norm, bo
   }
 }
 
-/// Whether the fused engine has the network of `spec` (ppo_fused.cpp).
-[[nodiscard]] bool fused_ppo_supports(const network_spec& spec) noexcept;
-
 /// The fused backend (ppo_fused.cpp).
 [[nodiscard]] std::unique_ptr<ppo_learner::backend> make_fused_ppo(const network_spec& spec, const ppo_config& config,
                                                                    std::uint64_t seed, std::uint64_t total_steps);

@@ -58,17 +58,18 @@ std::string r2d2_signature(const network_spec& spec) {
 }
 
 /// The policy an R2D2 checkpoint acts with outside a run: r2d2_policy with
-/// the online network of `c`, greedy, or epsilon-greedy with eval_epsilon.
+/// the online network of `c` (none loaded without one), greedy, or
+/// epsilon-greedy with eval_epsilon.
 std::unique_ptr<actors::policy> r2d2_acting(const train_options& o, const envs::space& observation,
-                                            const envs::space& action, const checkpoint& c, const acting_options& a) {
+                                            const envs::space& action, const checkpoint* c, const acting_options& a) {
   const auto spec = spec_of(o, observation, action);
-  check_acting_network(c, r2d2_signature(spec), a.file);
+  if (c != nullptr) check_acting_network(*c, r2d2_signature(spec), a.file);
   auto config = r2d2_of(o).q;
   config.epsilon_base = eval_epsilon;
   config.epsilon_alpha = 0;
   config.exploration_steps = 0;
   auto policy = std::make_unique<r2d2_policy>(spec, a.rows, a.seed, config, 0);
-  policy->load_weights(c.learner.parameters);
+  if (c != nullptr) policy->load_weights(c->learner.parameters);
   policy->set_deterministic(a.deterministic);
   return policy;
 }

@@ -133,7 +133,7 @@ trained_policy load_policy(const std::filesystem::path& path, const policy_optio
   m->env_steps = c.learner.env_steps;
   const training::acting_options a{.rows = m->batch.rows(), .seed = m->seed, .deterministic = m->deterministic, .file = name};
   try {
-    m->policy = descriptor->acting(o, m->observation_space, m->action_space, c, a);
+    m->policy = descriptor->acting(o, m->observation_space, m->action_space, &c, a);
   } catch (const usage_error& e) {  // weights of another size than the network the signature names
     throw training::checkpoint_error(fmt::format(fmt::runtime(training::errors::checkpoint_does_not_fit), name, e.what()));
   }

@@ -10,6 +10,15 @@
 See docs/python.md.
 """
 
+import sys as _sys
+
+try:
+    import numpy as _numpy  # noqa: F401  (coral's one dependency: a clear error here, not deep inside)
+except ImportError as _missing:
+    raise ImportError(f"coral needs numpy, which {_sys.executable} (Python {_sys.version.split()[0]}) cannot "
+                      f"import ({_missing}): install it into this environment (pip install numpy), or make the "
+                      "venv with --system-site-packages to use Debian's python3-numpy") from None
+
 from . import _coral, spaces
 from ._errors import EnvError
 from ._pyenv import register

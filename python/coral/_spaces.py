@@ -96,6 +96,34 @@ def to_desc(space):
     raise ValueError(f"{space!r}: coral takes Box, Discrete, MultiDiscrete, MultiBinary, Dict and Tuple spaces")
 
 
+def _children(desc):
+    return [child for _, child in desc[1]] if desc[0] == "dict" else list(desc[1])
+
+
+def flat_size(desc):
+    """Floats in a flat row of the space described (coral's flattening)."""
+    kind = desc[0]
+    if kind == "box":
+        return int(np.prod(desc[1])) if len(desc[1]) else 1
+    if kind == "discrete":
+        return 1
+    if kind == "multi_discrete":
+        return len(desc[1])
+    return sum(flat_size(child) for child in _children(desc))
+
+
+def discrete_values(desc):
+    """Values of every Discrete/MultiDiscrete component added up: the width of an action-mask row."""
+    kind = desc[0]
+    if kind == "discrete":
+        return int(desc[1])
+    if kind == "multi_discrete":
+        return int(sum(desc[1]))
+    if kind in ("dict", "tuple"):
+        return sum(discrete_values(child) for child in _children(desc))
+    return 0
+
+
 def batch(space, n):
     """The space of n stacked values of `space` (Gymnasium's batch_space)."""
     return _batch_space(space, n)

@@ -70,12 +70,12 @@ def _python_names(message):
 
 def make_vec(env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
              autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-             stats_key="coral_episode", coral_infos=True, render_mode=None, **env_args):
+             stats_key="coral_episode", coral_infos=True, render_mode=None, enforce_masks=True, **env_args):
     """coral's envs as a vector env; see VectorEnv."""
     return VectorEnv(env_id, num_envs, batch_size=batch_size, num_threads=num_threads, topology=topology,
                      seed=seed, autoreset_mode=autoreset_mode, copy=copy, envs_per_group=envs_per_group,
                      executor=executor, spin_us=spin_us, stats_key=stats_key, coral_infos=coral_infos,
-                     render_mode=render_mode, **env_args)
+                     render_mode=render_mode, enforce_masks=enforce_masks, **env_args)
 
 
 class VectorEnv(_gym.VectorEnv):
@@ -101,6 +101,26 @@ class VectorEnv(_gym.VectorEnv):
     An env registered from Python renders as its instances do: render_mode is
     theirs, and render() returns what their render() does.
 
+    Multi-agent envs (several agent slots per env: a C++ env such as tictactoe or
+    population, or a PettingZoo-style env given to coral.register) have one row per
+    slot: num_envs is then the number of rows, make_vec's num_envs times
+    agents_per_env, and row r is slot r % agents_per_env of env r // agents_per_env.
+    infos["active"] (bool per row) says which rows hold an agent in play: an
+    inactive row's observation means nothing and its action is ignored; its
+    reward and flags are 0 unless its agent's episode ended on this step (a
+    player waiting for its turn learns the game's outcome). Episode statistics
+    are per agent episode. reset_mask and per-env seeds are per env: the rows
+    of one env reset together, and seeds are one per env.
+
+    Action masks: for an env that masks actions, infos["action_mask"] holds each
+    row's legal actions (int8, 1 = legal; one column per value of each discrete
+    action component, Gymnasium's convention, so that
+    action_space.sample(mask=...) takes a row's), valid for the active rows. An
+    action that an active row's mask rules out is refused with a ValueError
+    naming the env, row and action, before anything reaches the env;
+    enforce_masks=False passes such actions on to the env, which handles them
+    as it documents (tictactoe and connect4: the mover loses the game).
+
     Arrays returned are views of coral's rows, valid until the next call to
     step, send, reset, async_reset or close; pass copy=True for copies. A
     batch of envs that are not consecutive rows (pool batches drawn from
@@ -109,7 +129,7 @@ class VectorEnv(_gym.VectorEnv):
 
     def __init__(self, env_id, num_envs, *, batch_size=None, num_threads=None, topology=None, seed=0,
                  autoreset_mode="next_step", copy=False, envs_per_group=None, executor="threads", spin_us=50,
-                 stats_key="coral_episode", coral_infos=True, render_mode=None, **env_args):
+                 stats_key="coral_episode", coral_infos=True, render_mode=None, enforce_masks=True, **env_args):
         if not isinstance(env_id, str):
             raise ValueError(f"env_id: {env_id!r} is invalid: must be an env name (see coral.env_names())")
         num_envs = _count("num_envs", num_envs)
@@ -136,6 +156,8 @@ class VectorEnv(_gym.VectorEnv):
             batch_size = {"sync": num_envs, "double-buffer": num_envs // 2, "pool": max(1, num_envs // 4)}[topology]
         if not isinstance(coral_infos, (bool, np.bool_)):
             raise ValueError(f"coral_infos: {coral_infos!r} is invalid: must be True or False")
+        if not isinstance(enforce_masks, (bool, np.bool_)):
+            raise ValueError(f"enforce_masks: {enforce_masks!r} is invalid: must be True or False")
         if not coral_infos and batch_size != num_envs:
             raise ValueError("coral_infos: False needs batch_size=num_envs (a pool batch's infos[\"env_id\"] "
                              "says which envs it holds)")
@@ -152,8 +174,15 @@ class VectorEnv(_gym.VectorEnv):
                                               envs_per_group, executor, spin_us, args)
         except ValueError as e:
             raise ValueError(_python_names(str(e))) from None
+        # One row per agent slot: Gymnasium's num_envs is the rows' count (its wrappers size arrays by it).
+        self.agents_per_env = agents = self._engine.agents_per_env
+        self._instances = num_envs
+        num_envs *= agents
         self.num_envs = num_envs
-        self.batch_size = self._engine.batch_size
+        self.batch_size = self._engine.batch_size * agents
+        self._engine.set_enforce_masks(bool(enforce_masks))
+        # Rows of an env with agent slots or action masks: which are in play, which actions are legal.
+        self._agent_infos = {}
         self.copy = bool(copy)
         self.metadata = {"autoreset_mode": autoreset_mode, "env_id": env_id, "topology": topology}
         self.spec = None
@@ -190,6 +219,10 @@ class VectorEnv(_gym.VectorEnv):
         self._all_ids.flags.writeable = False
         self._all_true = np.ones(num_envs, dtype=bool)
         self._all_true.flags.writeable = False
+        if agents > 1:
+            self._agent_infos["active"] = v["active"]
+        if self._engine.has_action_masks:
+            self._agent_infos["action_mask"] = v["action_masks"]
         self._count = 0
         self._started = False
         # A whole-batch step whose outputs are all views returns the same
@@ -210,6 +243,7 @@ class VectorEnv(_gym.VectorEnv):
                          "failed": v["failed"], "_failed": self._all_true}
             stats = self._stats(v["episode_returns"], v["episode_lengths"], ended)
             infos.update(stats)
+            self._put_agent_infos(infos, every)
             if self._same_step:
                 infos["final_obs"] = self._final_all
                 infos["_final_obs"] = ended
@@ -239,7 +273,7 @@ class VectorEnv(_gym.VectorEnv):
         if options is not None:
             if not isinstance(options, dict) or set(options) - {"reset_mask"}:
                 raise ValueError(f"options: {options!r} is invalid (allowed: {{'reset_mask': bool array}})")
-            mask = _reset_mask(options["reset_mask"], self.num_envs)
+            mask = self._env_rows_mask(_reset_mask(options["reset_mask"], self.num_envs))
         self._check_sync("reset")
         holding = self._engine.holding
         per_env = isinstance(seed, (list, tuple)) or (seed is not None and mask is not None and not mask.all())
@@ -267,6 +301,7 @@ class VectorEnv(_gym.VectorEnv):
         self._count = self._engine.recv()
         obs = self._observations(slice(None))
         infos = {"env_id": self._ids(), "_env_id": self._all_true} if self._coral_infos else {}
+        self._put_agent_infos(infos, slice(None))
         self._add_env_infos(infos, self._ids(), "info")
         if self.copy:
             obs, infos = _copy(obs), _copy(infos)
@@ -366,12 +401,13 @@ class VectorEnv(_gym.VectorEnv):
                                "Python (coral.register) have instances to reach")
         if self._started and self.batch_size != self.num_envs:
             raise RuntimeError(f"{what}: the envs of a pool may be stepping; use batch_size=num_envs")
-        return [self._adapters[i].env for i in range(self.num_envs)]
+        return [self._adapters[i].env for i in range(self._instances)]
 
     # --- the rest -----------------------------------------------------------
 
     def render(self):
-        """The frames of every env, env 0 first (a tuple), as Gymnasium's SyncVectorEnv gives them:
+        """The frames of every env, env 0 first (a tuple; one per env, not per agent slot), as
+        Gymnasium's SyncVectorEnv gives them:
         for a C++ env with render_mode="rgb_array", (height, width, 3) uint8 arrays (new ones each
         call) of each env as the last reset or step left it; for a Python env, what its instances'
         render() return. None for a C++ env made with render_mode=None. While no env steps: after
@@ -386,7 +422,7 @@ class VectorEnv(_gym.VectorEnv):
         if not self._engine.holding:
             self._check_closed_meanwhile()
             raise RuntimeError("render: no batch in hand: reset() the env first")
-        return tuple(self._engine.render(list(range(self.num_envs))))
+        return tuple(self._engine.render(list(range(self._instances))))
 
     def _resolve_render_mode(self, env_id, render_mode, env_args):
         """The vector env's render_mode, and its metadata's render_modes and render_fps."""
@@ -439,7 +475,7 @@ class VectorEnv(_gym.VectorEnv):
         SyncVectorEnv gives it; for a C++ env (or a pool's stepping envs), the seed of the vector
         env's own np_random."""
         if self._adapters is not None and not (self._started and self.batch_size != self.num_envs):
-            envs = [self._adapters[i].env for i in range(self.num_envs)]
+            envs = [self._adapters[i].env for i in range(self._instances)]
             if all(hasattr(env, "np_random_seed") for env in envs):
                 return tuple(env.np_random_seed for env in envs)
         return super().np_random_seed
@@ -476,17 +512,36 @@ class VectorEnv(_gym.VectorEnv):
                              "Python envs only (coral.register), before the first reset or between steps; an "
                              "int seed without a mask rebuilds every env")
         if isinstance(seed, (list, tuple)):
-            if len(seed) != self.num_envs:
-                raise ValueError(f"seed: {len(seed)} seeds for {self.num_envs} envs")
+            if len(seed) != self._instances:
+                raise ValueError(f"seed: {len(seed)} seeds for {self._instances} envs")
             seeds = [None if s is None else _seed(s) for s in seed]
         else:
-            seeds = [_seed(seed) + i for i in range(self.num_envs)]
+            seeds = [_seed(seed) + i for i in range(self._instances)]
         for i, s in enumerate(seeds):
-            if mask is None or mask[i]:
+            if mask is None or mask[i * self.agents_per_env]:
                 # Taken by the env's next reset: the reset command sent below, or the first reset of
                 # the envs built with the vector env (nothing steps them before that).
                 self._adapters[i].seed = s
         self._seeded = True
+
+    def _env_rows_mask(self, mask):
+        """A reset mask over rows, checked to take or leave each env's rows together."""
+        if self.agents_per_env == 1:
+            return mask
+        per_env = mask.reshape(self._instances, self.agents_per_env)
+        mixed = np.flatnonzero(per_env.any(axis=1) & ~per_env.all(axis=1))
+        if mixed.size:
+            e = int(mixed[0])
+            raise ValueError(f"`options['reset_mask']`: env {e}'s rows {e * self.agents_per_env}.."
+                             f"{(e + 1) * self.agents_per_env - 1} differ; the rows of an env (its agent slots) "
+                             "reset together")
+        return mask
+
+    def _put_agent_infos(self, infos, rows):
+        """infos["active"] and infos["action_mask"] (with their "_" masks) of `rows`, for an env that has them."""
+        for key, column in self._agent_infos.items():
+            infos[key] = column[rows]
+            infos["_" + key] = self._all_true[:len(infos[key])]
 
     def _ids(self):
         if self._count == self.num_envs:
@@ -523,10 +578,13 @@ class VectorEnv(_gym.VectorEnv):
             return
         n = len(ids)
         env_infos = {}
-        for k, env_id in enumerate(ids):
+        agents = self.agents_per_env
+        for k, row in enumerate(ids):
             if only is not None and not only[k]:
                 continue
-            info = getattr(self._adapters[int(env_id)], which)
+            info = getattr(self._adapters[int(row) // agents], which)
+            if isinstance(info, list):  # an env with agent slots: one info per slot
+                info = info[int(row) % agents]
             if info:
                 _put_info(env_infos, info, k, n)
         for key, value in env_infos.items():
@@ -564,6 +622,7 @@ class VectorEnv(_gym.VectorEnv):
             infos = {"env_id": ids, "_env_id": mask, "failed": v["failed"][rows], "_failed": mask}
         stats = self._stats(returns, lengths, ended)
         infos.update(stats)
+        self._put_agent_infos(infos, rows)
         # Gymnasium's infos (coral_infos=False) have final_obs only when an episode ended.
         if self._same_step and (self._coral_infos or ended.any()):
             infos["final_obs"] = self._final_observations(rows, ended)

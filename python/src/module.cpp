@@ -89,10 +89,19 @@ class vec {
         buffers_(std::make_shared<buffers>()) {
     discrete_bounds(v_.action_space(), bounds_);
     starts_.assign(bounds_.size(), 0);
+    agents_ = v_.agents_per_env();
+    masked_ = v_.batch().has_action_masks();
+    std::size_t offset = 0;
+    for (const auto n : bounds_) {
+      mask_offsets_.push_back(offset);
+      offset += static_cast<std::size_t>(n);
+    }
     buffers_->batch = v_.shared_batch();
-    buffers_->ids.assign(v_.num_envs(), 0);
-    buffers_->ended.assign(v_.num_envs(), 0);
-    marks_.assign(v_.num_envs(), 0);
+    // Per row: an env has agents_per_env() rows, one per agent slot.
+    const std::size_t rows = v_.num_envs() * v_.agents_per_env();
+    buffers_->ids.assign(rows, 0);
+    buffers_->ended.assign(rows, 0);
+    marks_.assign(rows, 0);
     single_discrete_ = v_.action_space().kind() == envs::space_kind::discrete;
   }
 
@@ -124,6 +133,10 @@ class vec {
     d["commands"] = column(b.commands().data(), py::dtype::of<std::uint8_t>());
     d["ids"] = column(buffers_->ids.data(), py::dtype::of<std::int32_t>());
     d["ended"] = column(buffers_->ended.data(), py::dtype::of<bool>());
+    // Written by the envs as 0 or 1: read as bool, and the masks as int8 (Gymnasium's mask dtype).
+    d["active"] = column(b.active().data(), py::dtype::of<bool>());
+    d["action_masks"] = matrix(b.action_masks().data(), b.action_mask_dim(), py::dtype::of<std::int8_t>());
+    d["teams"] = column(b.teams().data(), py::dtype::of<std::int32_t>());
     return d;
   }
 
@@ -283,6 +296,9 @@ class vec {
 
   actors::vector_env& engine() noexcept { return v_; }
 
+  /// Whether actions a row's action mask rules out are refused (the default) or passed on to the env.
+  void set_enforce_masks(bool on) noexcept { enforce_masks_ = on; }
+
  private:
   static actors::sampler_options make_options(const std::string& env, std::size_t num_envs, std::size_t batch_size,
                                               std::size_t threads, const std::string& topology, std::uint64_t seed,
@@ -372,19 +388,46 @@ class vec {
     if (part.is_none()) throw std::invalid_argument("actions: the discrete part is missing");
     const auto a = integers(part, "actions", fmt::format("{} actions", space_text()));
     check_shape(a, width, n);
+    const auto active = buffers_->batch->active();
     for (std::size_t i = 0; i < n; ++i) {
       const auto row = static_cast<std::size_t>(ids[i]);
+      if (active[row] == 0) continue;  // no agent in this slot now: its action is ignored
       const std::int64_t* src = a.data() + i * width;
       for (std::size_t k = 0; k < width; ++k) {
         // Both within ±2^63 of each other only when src is near start: compare before subtracting.
         if (src[k] < starts_[k] || src[k] - starts_[k] >= bounds_[k]) {
-          throw std::invalid_argument(fmt::format("actions: env {}: action {} is outside {} (component {}, allowed {}..{})",
-                                                  row, src[k], space_text(), k, starts_[k],
+          throw std::invalid_argument(fmt::format("actions: {}: action {} is outside {} (component {}, allowed {}..{})",
+                                                  row_text(row), src[k], space_text(), k, starts_[k],
                                                   starts_[k] + bounds_[k] - 1));
         }
-        slab(row, k) = static_cast<std::int32_t>(src[k] - starts_[k]);
+        const auto value = static_cast<std::int32_t>(src[k] - starts_[k]);
+        if (!legal(row, k, value)) throw std::invalid_argument(masked_out(row, k, src[k]));
+        slab(row, k) = value;
       }
     }
+  }
+
+  /// Whether `value` (less its start) of discrete component k is legal in `row` now.
+  [[nodiscard]] bool legal(std::size_t row, std::size_t k, std::int32_t value) const {
+    if (!masked_ || !enforce_masks_) return true;
+    return buffers_->batch->action_masks()(row, mask_offsets_[k] + static_cast<std::size_t>(value)) != 0;
+  }
+
+  /// "env 3" for a single-agent env; "env 1, row 3 (agent slot 1)" for a multi-agent one.
+  [[nodiscard]] std::string row_text(std::size_t row) const {
+    if (agents_ == 1) return fmt::format("env {}", row);
+    return fmt::format("env {}, row {} (agent slot {})", row / agents_, row, row % agents_);
+  }
+
+  /// The refusal of `given` for component k of `row`, which the row's action mask rules out.
+  [[nodiscard]] std::string masked_out(std::size_t row, std::size_t k, std::int64_t given) const {
+    std::string allowed;
+    for (std::int32_t v = 0; v < bounds_[k]; ++v) {
+      if (legal(row, k, v)) allowed += fmt::format("{}{}", allowed.empty() ? "" : ", ", starts_[k] + v);
+    }
+    return fmt::format("actions: {}: action {}{} is not allowed by its action mask (legal now: {}); "
+                       "make_vec(..., enforce_masks=False) passes such actions on to the env",
+                       row_text(row), given, bounds_.size() > 1 ? fmt::format(" (component {})", k) : "", allowed);
   }
 
   /// The continuous part of n actions into rows ids[0..n).
@@ -393,7 +436,9 @@ class vec {
     const std::size_t width = slab.cols();
     if (width == 0) return;
     const auto a = rows_of<float>(part, width, n, "continuous");
+    const auto active = buffers_->batch->active();
     for (std::size_t i = 0; i < n; ++i) {
+      if (active[static_cast<std::size_t>(ids[i])] == 0) continue;  // ignored, as in write_discrete()
       std::memcpy(slab.row(static_cast<std::size_t>(ids[i])).data(), a.data() + i * width, width * sizeof(float));
     }
   }
@@ -434,10 +479,12 @@ class vec {
     const T* src = a.data();
     const auto n = static_cast<std::int64_t>(bounds_.front());
     auto& actions_slab = buffers_->batch->discrete_actions();
+    const auto active = buffers_->batch->active();
     for (std::size_t i = 0; i < held.size(); ++i) {
+      if (active[held[i]] == 0) continue;  // ignored (see write_discrete())
       if (static_cast<std::int64_t>(src[i]) < starts_.front()) return false;
       const auto value = static_cast<std::int64_t>(src[i]) - starts_.front();
-      if (value < 0 || value >= n) return false;
+      if (value < 0 || value >= n || !legal(held[i], 0, static_cast<std::int32_t>(value))) return false;
       actions_slab(held[i], 0) = static_cast<std::int32_t>(value);
     }
     return true;
@@ -452,6 +499,10 @@ class vec {
 
   std::vector<std::int32_t> bounds_;
   std::vector<std::int64_t> starts_;  ///< per discrete component, see set_action_starts()
+  std::vector<std::size_t> mask_offsets_;  ///< per discrete component: where its bytes start in a mask row
+  std::size_t agents_ = 1;  ///< rows per env
+  bool masked_ = false;  ///< the env writes action masks
+  bool enforce_masks_ = true;
   std::string space_text_;
   std::vector<std::uint8_t> marks_;
   std::vector<envs::rgb_frame> frames_;  ///< render(): one per env, drawn into again and again
@@ -617,7 +668,10 @@ PYBIND11_MODULE(_coral, m) {
       .def("step", &vec::step)
       .def("close", &vec::close)
       .def("render", &vec::render, py::arg("env_ids"))
+      .def("set_enforce_masks", &vec::set_enforce_masks, py::arg("on"))
       .def_property_readonly("num_envs", [](vec& v) { return v.engine().num_envs(); })
+      .def_property_readonly("agents_per_env", [](vec& v) { return v.engine().agents_per_env(); })
+      .def_property_readonly("has_action_masks", [](vec& v) { return v.engine().batch().has_action_masks(); })
       .def_property_readonly("batch_size", [](vec& v) { return v.engine().batch_size(); })
       .def_property_readonly("holding", [](vec& v) { return v.engine().holding(); })
       .def_property_readonly("closed", [](vec& v) { return v.engine().closed(); })

@@ -273,11 +273,6 @@ TEST_CASE("vector env misuse is refused with a clear error", "[actors][vector_en
   CHECK_THROWS_WITH(v.send(), std::string(errors::vector_env_not_holding));
   v.close();
 
-  auto multi = counter_options(topology::sync);
-  multi.env = "race";
-  multi.env_args = {};
-  CHECK_THROWS_WITH(vector_env(multi, autoreset_mode::same_step),
-                    fmt::format(fmt::runtime(errors::vector_env_multi_agent), "race", 4));
   CHECK_THROWS_WITH(parse_autoreset_mode("sometimes"),
                     fmt::format(fmt::runtime(coral::errors::bad_value), "autoreset_mode", "sometimes",
                                 "next_step, same_step, disabled"));
@@ -418,6 +413,60 @@ TEST_CASE("a vector env draws the envs of the batch in hand and refuses the othe
     } else {
       CHECK_THROWS_MATCHES(v.render(id, frame), coral::usage_error, Catch::Message(refusal(id)));
     }
+  }
+  v.close();
+}
+
+TEST_CASE("a vector env over a two-player game hands out both slots of each env, who is to move and the legal moves",
+          "[actors][vector_env][multi-agent]") {
+  sampler_options o;
+  o.env = "tictactoe";
+  o.topo = topology::sync;
+  o.num_envs = 3;
+  o.threads = 1;
+  o.spin = 20us;
+  vector_env v(o, autoreset_mode::disabled);
+  REQUIRE(v.agents_per_env() == 2);
+  v.start();
+  auto ids = next(v);
+  REQUIRE(ids == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5});
+  auto& b = v.batch();
+  // Each move: the player to move takes the lowest free cell. X (slot 0) then wins on the
+  // diagonal 2-4-6 with its fourth move, the game's seventh.
+  for (int move = 0; move < 7; ++move) {
+    for (std::uint32_t env = 0; env < 3; ++env) {
+      const std::uint32_t mover = 2 * env + static_cast<std::uint32_t>(move % 2);
+      CHECK(b.active()[mover] == 1);
+      CHECK(b.active()[mover ^ 1U] == 0);
+      const auto mask = b.action_masks().row(mover);
+      CHECK(std::count(mask.begin(), mask.end(), std::uint8_t{1}) == 9 - move);
+      const auto legal = std::find(mask.begin(), mask.end(), std::uint8_t{1}) - mask.begin();
+      CHECK(legal == move);
+      b.discrete_actions()(mover, 0) = static_cast<std::int32_t>(legal);
+      b.discrete_actions()(mover ^ 1U, 0) = 8;  // the waiting player's row: ignored
+    }
+    v.send();
+    ids = next(v);
+  }
+  for (std::uint32_t env = 0; env < 3; ++env) {
+    CHECK(b.terminated()[2 * env] == 1);      // X moved and won
+    CHECK(b.terminated()[2 * env + 1] == 1);  // O, waiting, lost
+    CHECK(b.rewards()[2 * env] == 1.0F);
+    CHECK(b.rewards()[2 * env + 1] == -1.0F);
+  }
+  // No autoreset: every env's game is over, and stepping one without a reset is refused, by env.
+  CHECK_THROWS_WITH(v.send(), fmt::format(fmt::runtime(errors::vector_env_step_after_end), 0));
+  b.commands()[0] = coral::envs::row_command::reset;
+  b.commands()[2] = coral::envs::row_command::reset;
+  CHECK_THROWS_WITH(v.send(), fmt::format(fmt::runtime(errors::vector_env_step_after_end), 2));
+  b.commands()[4] = coral::envs::row_command::reset;
+  v.send();
+  ids = next(v);
+  for (std::uint32_t env = 0; env < 3; ++env) {
+    CHECK(b.active()[2 * env] == 1);
+    CHECK(b.active()[2 * env + 1] == 0);
+    const auto mask = b.action_masks().row(2 * env);
+    CHECK(std::count(mask.begin(), mask.end(), std::uint8_t{1}) == 9);
   }
   v.close();
 }

@@ -630,7 +630,8 @@ TEST_CASE("`coral` hands a run that needs libtorch to coral-torch, and names wha
                                        fmt::format("{} and {}", (lone / "bin" / "coral-torch").string(),
                                                    (lone / "libexec" / "coral" / "coral-torch").string()))));
   CHECK(missing.out.empty());
-  const auto unstartable = run(broken / "bin" / "coral", {"train", "--no-run-dir", "--total-steps", "2048", "--lstm", "8"});
+  const auto unstartable =
+      run(broken / "bin" / "coral", {"train", "--no-run-dir", "--total-steps", "2048", "--backend", "torch"});
   CHECK(unstartable.exit_code == rejected);
   CHECK(unstartable.err ==
         error_line(text(cm::torch_program_failed, (broken / "bin" / "coral-torch").string(), "Permission denied")));

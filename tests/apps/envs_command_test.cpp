@@ -267,14 +267,14 @@ TEST_CASE("coral envs rollout --video refuses, before anything runs, an env that
   r = run({"envs", "rollout", "--env", "cartpole", "--steps", "3", "--video", lost.string()});
   CHECK(r.code == 1);
   CHECK(r.out.empty());
-  CHECK(r.err == "error: " +
+  CHECK(r.err == "error: --video: " +
                      fmt::format(fmt::runtime(coral::training::errors::video_no_directory), lost.string(),
                                  (dir / "no" / "such").string()) +
                      "\n");
 
   r = run({"envs", "rollout", "--env", "cartpole", "--steps", "3", "--video", (dir / "c.webm").string()});
   CHECK(r.code == 1);
-  CHECK(r.err == "error: " +
+  CHECK(r.err == "error: --video: " +
                      fmt::format(fmt::runtime(coral::training::errors::video_bad_extension),
                                  (dir / "c.webm").string()) +
                      "\n");

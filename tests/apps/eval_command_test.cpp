@@ -31,6 +31,7 @@
 #include "coral/training/errors.hpp"
 #include "../support/scratch_dir.hpp"
 #include "../support/short_run.hpp"
+#include "../support/video_probe.hpp"
 #include "run_cli.hpp"
 
 namespace fs = std::filesystem;
@@ -227,4 +228,70 @@ TEST_CASE("SIGINT stops coral eval with the episodes done and the summary, exit 
   CHECK_THAT(json, Catch::Contains("\"interrupted\":true"));
   CHECK(episodes_in(end.out).size() >= 2);
   CHECK_THAT(json, Catch::StartsWith(fmt::format(R"({{"episodes":{},)", episodes_in(end.out).size())));
+}
+
+TEST_CASE("coral eval --video films the first episode, one frame per step, and changes none of the episodes",
+          "[apps][eval][video]") {
+  const auto dir = coral::test::fresh_dir("eval-video");
+  for (const std::string algo : {"ppo", "dqn"}) {
+    INFO(algo);
+    const auto checkpoint = trained(algo).string();
+    const auto file = dir / (algo == "ppo" ? "first.mp4" : "first.gif");
+    std::string plain, filmed, err;
+    REQUIRE(coral::test::run_cli({"eval", "--checkpoint", checkpoint, "--episodes", "3", "--seed", "7"}, plain, err) ==
+            ok);
+    REQUIRE(coral::test::run_cli({"eval", "--checkpoint", checkpoint, "--episodes", "3", "--seed", "7", "--video",
+                                  file.string(), "--video-fps", "20"},
+                                 filmed, err) == ok);
+    INFO(filmed << err);
+    const auto episodes = episodes_in(filmed);
+    REQUIRE(episodes.size() == 3);
+    CHECK(episodes == episodes_in(plain));  // filming steps nothing and draws nothing
+    CHECK(last_line(filmed) == last_line(plain));
+    CHECK_THAT(filmed, Catch::Contains(fmt::format("episode 1 filmed to {}\n", file.string())));
+    CHECK_THAT(filmed, Catch::Contains(fmt::format("episode 1: return {} length {}\nvideo: {} ({} frames)\n",
+                                                   coral::json::number(episodes[0].ret), episodes[0].length,
+                                                   file.string(), episodes[0].length)));
+    const auto facts = coral::test::probe_video(file);
+    REQUIRE(facts.read);
+    CHECK(facts.codec == (algo == "ppo" ? "h264" : "gif"));
+    CHECK(facts.frames == episodes[0].length);  // the states the actions were chosen in
+    CHECK(facts.width == 600);
+    CHECK(facts.height == 400);
+  }
+}
+
+TEST_CASE("coral eval --video refuses, before anything runs, a path it cannot write, no ffmpeg and an env that does "
+          "not render, naming the flag",
+          "[apps][eval][video][errors]") {
+  const auto good = trained("ppo").string();
+  const auto faulty = as_env(trained("ppo"), "faulty", coral::test::fresh_dir("eval-video-faulty") / "f.ckpt").string();
+  const auto dir = coral::test::fresh_dir("eval-video-refused");
+  const auto no_ffmpeg = coral::test::fresh_dir("eval-video-no-ffmpeg");
+  const auto lost = dir / "no" / "such" / "e.mp4";
+  auto eval = [&](const std::string& checkpoint, const fs::path& video) {
+    return coral::test::invocation{.argv = {CORAL_BINARY, "eval", "--checkpoint", checkpoint, "--video", video.string()}};
+  };
+  auto without_ffmpeg = eval(good, dir / "e.mp4");
+  without_ffmpeg.extra_env = {"PATH=" + no_ffmpeg.string()};
+  const auto ends = coral::test::run_children(
+      {eval(good, lost), eval(good, dir / "e.webm"), without_ffmpeg, eval(faulty, dir / "f.mp4")}, 2, std::chrono::seconds(60));
+  auto error = [](std::string_view format, auto&&... args) {
+    return "error: " + fmt::format(fmt::runtime(format), args...) + "\n";
+  };
+  const std::vector<std::string> expected{
+      error("--video: " + std::string(coral::training::errors::video_no_directory), lost.string(),
+            (dir / "no" / "such").string()),
+      error("--video: " + std::string(coral::training::errors::video_bad_extension), (dir / "e.webm").string()),
+      error("--video: " + std::string(coral::training::errors::video_ffmpeg_not_found), (dir / "e.mp4").string()),
+      error(cm::env_does_not_render, "faulty")};
+  REQUIRE(ends.size() == expected.size());
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    INFO("case " << i << ": " << ends[i].out << ends[i].err);
+    CHECK_FALSE(ends[i].killed);
+    CHECK(ends[i].exit_code == rejected);
+    CHECK(ends[i].out.empty());
+    CHECK(ends[i].err == expected[i]);
+  }
+  CHECK(fs::is_empty(dir));  // no video, no partial file
 }

@@ -323,11 +323,13 @@ TEST_CASE("faults injected with the faulty env are reported by the env that caus
 TEST_CASE("a PPO update longer than --stall-seconds is busy, not stalled: the run ends with its checkpoint",
           "[apps][signals][train][stall]") {
   const auto dir = fresh_dir("signals-busy-update");
-  // 4096 samples a segment in minibatches of 32, 400 epochs: 51,200
+  // 4096 samples a segment in minibatches of 32, 1,200 epochs: 153,600
   // minibatch steps an update (seconds, on the fused engine too), while env
-  // steps wait for it (lag 0).
-  const auto r = run_to_end({"train", "--horizon", "512", "--epochs", "400", "--minibatch-size", "32",
-                             "--max-policy-lag", "0", "--stall-seconds", "0.25", "--total-steps", "8192",
+  // steps wait for it (lag 0). The limit is 1 s, not less: on a loaded
+  // machine one minibatch step may wait a few hundred ms for a core, and
+  // that is a stall by the rule (no learner step for the limit).
+  const auto r = run_to_end({"train", "--horizon", "512", "--epochs", "1200", "--minibatch-size", "32",
+                             "--max-policy-lag", "0", "--stall-seconds", "1", "--total-steps", "8192",
                              "--keep-going", "--checkpoint-dir", "ck", "--no-run-dir", "--progress-seconds", "0"},
                             dir, 300s);
   INFO(r.err);
@@ -336,7 +338,7 @@ TEST_CASE("a PPO update longer than --stall-seconds is busy, not stalled: the ru
   // The test means something only if an update took longer than the limit.
   std::smatch m;
   REQUIRE(std::regex_search(r.out, m, std::regex("updates [0-9]+ \\(([0-9.]+) ms each")));
-  CHECK(std::stod(m[1].str()) > 250.0);
+  CHECK(std::stod(m[1].str()) > 1000.0);
   fs::remove_all(dir);
 }
 

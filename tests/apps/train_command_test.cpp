@@ -20,6 +20,8 @@
 #include "coral/training/errors.hpp"
 #include "../support/count_steps.hpp"
 #include "../support/scratch_dir.hpp"
+#include "../support/video_probe.hpp"
+#include "coral/errors.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "child_process.hpp"
@@ -328,4 +330,86 @@ TEST_CASE("coral train's warnings go to stderr: stdout is progress and the JSON 
   CHECK(out.find("; skipped") == std::string::npos);
   CHECK(out.find("resumed from ") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("coral train --video-every records clips of the policy into <run dir>/videos, from the flag or its config "
+          "key",
+          "[apps][train_command][video]") {
+  const auto dir = fresh_path("train-command-clips");
+  fs::create_directories(dir);
+  std::ofstream(dir / "clips.toml") << "[train]\nvideo-every = 2\n";
+  const std::vector<std::string> run{CORAL_BINARY, "train", "--total-steps", "4096", "--executor", "single",
+                                     "--progress-seconds", "0"};
+  auto with = [&](std::vector<std::string> more) {
+    coral::test::invocation i{.argv = run};
+    i.argv.insert(i.argv.end(), more.begin(), more.end());
+    return i;
+  };
+  // 8 updates: clips asked for at updates 2, 4, 6 and 8.
+  const auto ends = coral::test::run_children(
+      {with({"--run-dir", (dir / "flag").string(), "--video-every", "2"}),
+       with({"--run-dir", (dir / "config").string(), "--config", (dir / "clips.toml").string()})},
+      2, std::chrono::seconds(120));
+  for (const auto& [end, name] : {std::pair{ends[0], "flag"}, std::pair{ends[1], "config"}}) {
+    INFO(name << ": " << end.out << end.err);
+    REQUIRE(end.exit_code == 0);
+    CHECK(end.err.empty());
+    CHECK_THAT(last_line(end.out), Catch::Contains(R"("updates":8,)"));
+    // The first request finds the recorder idle, and a run that ends writes
+    // the clip it asked for: update 2's clip at least; later ones may have
+    // been skipped while one was written.
+    std::vector<std::pair<fs::path, int>> clips;
+    std::istringstream lines(end.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with("clip: ")) continue;
+      const auto open = line.rfind(" (");
+      clips.emplace_back(line.substr(6, open - 6), std::stoi(line.substr(open + 2)));
+      // cartpole: the return is the length
+      CHECK(line == fmt::format(fmt::runtime(te::clip_written), clips.back().first.string(), clips.back().second,
+                                clips.back().second));
+    }
+    REQUIRE_FALSE(clips.empty());
+    CHECK(clips.front().first == dir / name / "videos" / "update-000002.mp4");
+    for (const auto& [file, frames] : clips) {
+      const auto facts = coral::test::probe_video(file);
+      REQUIRE(facts.read);
+      CHECK(facts.frames == frames);
+      CHECK(facts.width == 600);
+    }
+    CHECK(static_cast<std::size_t>(std::distance(fs::directory_iterator(dir / name / "videos"),
+                                                 fs::directory_iterator())) == clips.size());
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("coral train --video-every is refused before the run without a run dir, ffmpeg or an env that renders, or "
+          "above its bound",
+          "[apps][train_command][video][errors]") {
+  const auto dir = fresh_path("train-command-clips-refused");
+  const auto no_ffmpeg = coral::test::fresh_dir("train-command-no-ffmpeg");
+  const std::vector<std::string> run{CORAL_BINARY, "train", "--total-steps", "4096", "--progress-seconds", "0"};
+  auto with = [&](std::vector<std::string> more) {
+    coral::test::invocation i{.argv = run};
+    i.argv.insert(i.argv.end(), more.begin(), more.end());
+    return i;
+  };
+  auto without_ffmpeg = with({"--run-dir", (dir / "a").string(), "--video-every", "2"});
+  without_ffmpeg.extra_env = {"PATH=" + no_ffmpeg.string()};
+  const auto ends = coral::test::run_children(
+      {with({"--no-run-dir", "--video-every", "2"}), without_ffmpeg,
+       with({"--env", "bandit", "--run-dir", (dir / "b").string(), "--video-every", "2"}),
+       with({"--run-dir", (dir / "c").string(), "--video-every", "1000001"})},
+      2, std::chrono::seconds(60));
+  const std::vector<std::string> expected{
+      std::string(te::video_every_needs_run_dir), std::string(te::video_every_no_ffmpeg),
+      fmt::format(fmt::runtime(te::video_every_no_render), "bandit"),
+      "--video-every: " + fmt::format(fmt::runtime(coral::cli::errors::number_too_large), "1000001", 1000000)};
+  REQUIRE(ends.size() == expected.size());
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    INFO("case " << i << ": " << ends[i].out << ends[i].err);
+    CHECK(ends[i].exit_code == 1);
+    CHECK(ends[i].out.empty());
+    CHECK(ends[i].err == "error: " + expected[i] + "\n");
+  }
+  CHECK_FALSE(fs::exists(dir));  // refused before any run dir was made
 }

@@ -81,6 +81,22 @@ pid_t rank_pid(int rank) {
   return -1;
 }
 
+/// A regex matching error text `format` with its {} placeholders filled by `fields` (patterns), in order.
+std::regex format_pattern(std::string_view format, const std::vector<std::string>& fields) {
+  static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+  std::string out;
+  std::size_t field = 0;
+  for (std::size_t at = 0; at < format.size();) {
+    const auto next = format.find("{}", at);
+    const std::string literal(format.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    out += std::regex_replace(literal, special, R"(\$&)");
+    if (next == std::string_view::npos) break;
+    out += "(" + fields.at(field++) + ")";
+    at = next + 2;
+  }
+  return std::regex(out);
+}
+
 }  // namespace
 
 /// Runs `args` on 3 ranks to the end, which must come by itself with exit 0.
@@ -310,6 +326,54 @@ TEST_CASE("a sampler rank that stops answering ends the run through the learner'
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.out + r.err, Catch::Contains("run stalled: nothing moved for 3 s (--stall-seconds):"));
   CHECK(std::regex_search(r.out + r.err, std::regex("rank 1 on [^:]+: last message [0-9.]+ s ago")));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a sampler rank stopped while weights are on the way to it reads them whole when it runs again after the "
+          "learner's end",
+          "[mpi][faults]") {
+  const auto dir = fresh_dir("mpi-stopped-weights");
+  // Long updates (300 epochs of 32-row minibatches) while the samplers wait for their weights
+  // (lag 0): rank 1 is stopped waiting, so the weights the learner publishes next stay on the
+  // way to it (10 KiB: MPI's rendezvous, which the receiver completes by reading the sender's
+  // buffer). Shared memory's single copy (CMA, Open MPI's default) is what reads a freed buffer
+  // as it is then; the copy-in/copy-out mode would only garble the floats after the first 4 KiB.
+  auto inv = mpi_train(3, {"--env", "cartpole", "--total-steps", "10000000", "--keep-going", "--no-run-dir",
+                           "--progress-seconds", "0.2", "--stall-seconds", "2", "--epochs", "300",
+                           "--minibatch-size", "32", "--max-policy-lag", "0"},
+                       dir);
+  std::erase(inv.extra_env, std::string("OMPI_MCA_btl_vader_single_copy_mechanism=none"));
+  inv.extra_env.push_back("CORAL_MPI_TEST=" + std::to_string(::getpid()));
+  // glibc fills freed memory with this byte: a buffer freed under a send shows at once,
+  // whatever the allocator does with it next.
+  inv.extra_env.push_back("MALLOC_PERTURB_=165");
+  coral::test::child c(inv, 180s);
+  REQUIRE(c.wait_for_output("s] steps"));
+  const pid_t victim = rank_pid(1);
+  REQUIRE(victim > 0);
+  ::kill(victim, SIGSTOP);
+  // The learner stalls, stops, waits for rank 1's stop, then ends with the weights undelivered
+  // and says so once it has let their buffers go: rank 1 runs again from here, and receives
+  // them while the learner is in MPI_Finalize.
+  const auto undelivered = format_pattern(coral::distributed::errors::sends_undelivered, {"[0-9]+", "rank 1 on [^ ]+", "5"});
+  const bool said = c.wait_until([&](const std::string& out) { return std::regex_search(out, undelivered); });
+  ::kill(victim, SIGCONT);
+  const auto r = c.finish();
+  ::kill(victim, SIGKILL);  // if mpirun left it behind
+  INFO(r.out << r.err);
+  REQUIRE(said);
+  REQUIRE_FALSE(r.killed);
+  CHECK(r.exit_code != 0);
+  // A buffer freed under the send reads as "a malformed message from rank 0 on vm: weights
+  // (10124 bytes left over)": rank 1 reads whatever the memory holds by then.
+  CHECK_THAT(r.out + r.err, !Catch::Contains("a malformed message"));
+  // Rank 1 took the weights and then the learner's stop, and says why the run ended, as rank 2 does.
+  const auto formatted = fmt::format(fmt::runtime(coral::distributed::errors::rank_failed), "rank 0 on", "");
+  const auto learner_failed = formatted.substr(0, formatted.find(" failed"));
+  const auto text = r.out + r.err;
+  std::size_t reports = 0;
+  for (auto at = text.find(learner_failed); at != std::string::npos; at = text.find(learner_failed, at + 1)) ++reports;
+  CHECK(reports == 2);
   fs::remove_all(dir);
 }
 

@@ -2,7 +2,8 @@
 // too): its PPO gradients against finite differences of its own loss, the
 // orthogonal initialisers, gradient clipping, Adam's vectorised update
 // against its scalar formula, the sigmoid kernel against the exact one,
-// the LSTM trunk's gradients against finite differences, the Q-networks'
+// the LSTM trunk's and the recurrent actor-critic's gradients against
+// finite differences, the Q-networks'
 // updates within their buffers, and the refusals. The torch twins as the oracle: fused_*oracle_test.cpp.
 
 #include <algorithm>
@@ -24,6 +25,8 @@
 #include "coral/learners/fused/lstm_trunk.hpp"
 #include "coral/learners/fused/q_network.hpp"
 #include "coral/learners/fused/r2d2.hpp"
+#include "coral/learners/fused/recurrent_actor_critic.hpp"
+#include "coral/learners/fused/recurrent_ppo.hpp"
 #include "coral/replay/sequence.hpp"
 #include "../support/float_ulps.hpp"
 
@@ -155,37 +158,117 @@ TEST_CASE("init_orthogonal gives orthogonal weights with the twin's gains, zero 
   CHECK(fused::init_orthogonal(spec, 12) != flat);
 }
 
+namespace {
+
+/// Walks initialised flat parameters from the front, checking each part.
+struct init_walk {
+  const std::vector<float>& flat;
+  std::size_t at = 0;
+
+  /// The next `n` floats are zero.
+  void zeros(std::size_t n) {
+    CHECK(std::all_of(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + n),
+                      [](float v) { return v == 0.0f; }));
+    at += n;
+  }
+  /// The next floats are an orthogonal weight of `l`.
+  void weight(const layer& l) {
+    check_orthogonal(flat.data() + at, l.in, l.out, l.gain);
+    at += l.in * l.out;
+  }
+  /// The next floats are an orthogonal weight of `l`, then a zero bias.
+  void dense(const layer& l) {
+    weight(l);
+    zeros(l.out);
+  }
+  /// The next floats are the trunk of engine_spec(4, ..., {16, 8}) with
+  /// an LSTM of 6: the encoder 4→16→8 (gain √2), weight_ih [24][8] and
+  /// weight_hh [24][6] (gain 1), both biases [24].
+  void trunk() {
+    dense({4, 16, std::sqrt(2.0)});
+    dense({16, 8, std::sqrt(2.0)});
+    weight({8, 24, 1.0});
+    weight({6, 24, 1.0});
+    zeros(2 * 24);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("init_recurrent_q_network gives orthogonal weights with the twin's gains and zero biases",
           "[learners][fused][recurrent]") {
   auto spec = engine_spec(4, {3}, 0, {16, 8});
   spec.lstm = 6;
   const auto flat = fused::init_recurrent_q_network(spec, 11);
-  // The encoder 4→16→8 (gain √2), weight_ih [24][8] and weight_hh [24][6]
-  // (gain 1), both biases [24], then the head 6→3 (gain 1) and its bias.
-  const double root2 = std::sqrt(2.0);
-  std::size_t at = 0;
-  auto zeros = [&](std::size_t n) {
-    CHECK(std::all_of(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + n),
-                      [](float v) { return v == 0.0f; }));
-    at += n;
-  };
-  for (const layer l : {layer{4, 16, root2}, layer{16, 8, root2}}) {
-    check_orthogonal(flat.data() + at, l.in, l.out, l.gain);
-    at += l.in * l.out;
-    zeros(l.out);
-  }
-  for (const layer l : {layer{8, 24, 1.0}, layer{6, 24, 1.0}}) {
-    check_orthogonal(flat.data() + at, l.in, l.out, l.gain);
-    at += l.in * l.out;
-  }
-  zeros(2 * 24);
-  check_orthogonal(flat.data() + at, 6, 3, 1.0);
-  at += 6 * 3;
-  zeros(3);
-  CHECK(at == flat.size());
+  // The trunk, then the head 6→3 (gain 1) and its bias.
+  init_walk walk{flat};
+  walk.trunk();
+  walk.dense({6, 3, 1.0});
+  CHECK(walk.at == flat.size());
   CHECK(fused::recurrent_q_network(spec, 1, 1).parameters().size() == flat.size());
   CHECK(fused::init_recurrent_q_network(spec, 11) == flat);
   CHECK(fused::init_recurrent_q_network(spec, 12) != flat);
+}
+
+TEST_CASE("init_recurrent_actor_critic gives orthogonal weights with the twin's gains, zero biases and log std",
+          "[learners][fused][recurrent]") {
+  auto spec = engine_spec(4, {3}, 2, {16, 8});
+  spec.lstm = 6;
+  const auto flat = fused::init_recurrent_actor_critic(spec, 11);
+  // Log std (2), the trunk, the actor head 6→5 (gain 0.01), the critic
+  // head 6→1 (gain 1), each with its bias.
+  init_walk walk{flat};
+  walk.zeros(2);
+  walk.trunk();
+  walk.dense({6, 5, 0.01});
+  walk.dense({6, 1, 1.0});
+  CHECK(walk.at == flat.size());
+  CHECK(fused::recurrent_actor_critic::parameter_count(spec) == flat.size());
+  CHECK(fused::init_recurrent_actor_critic(spec, 11) == flat);
+  CHECK(fused::init_recurrent_actor_critic(spec, 12) != flat);
+}
+
+TEST_CASE("the fused recurrent actor-critic's PPO gradients are the finite differences of its loss, resets included",
+          "[learners][fused][recurrent]") {
+  auto spec = engine_spec(3, {3}, 2, {5});
+  spec.lstm = 4;
+  const std::size_t B = 2, T = 4, N = B * T;
+  fused::recurrent_actor_critic net(spec, B, T);
+  auto weights = fused::init_recurrent_actor_critic(spec, 3);
+  coral::rng gen(4);
+  for (auto& w : weights) w += static_cast<float>(0.2 * gen.normal());
+  std::copy(weights.begin(), weights.end(), net.parameters().begin());
+  random_batch data(spec, N, 5);
+  std::vector<float> h0(B * 4), c0(B * 4);
+  for (auto* v : {&h0, &c0}) {
+    for (auto& x : *v) x = static_cast<float>(0.5 * gen.normal());
+  }
+  // Row 1 starts an episode at step 2 (time-major: t × B + b).
+  const std::vector<float> keep{1, 1, 1, 1, 1, 0, 1, 1};
+  const fused::recurrent_ppo_minibatch batch{.rows = B, .steps = T, .keep = keep, .h0 = h0, .c0 = c0,
+                                             .steps_of = data.batch};
+  coral::learners::ppo_config config;
+  config.clip = 100.0;  // no clipping: the loss is smooth in every parameter
+  config.clip_value_loss = false;
+  config.entropy_coef = 0.1;
+  fused::ppo_workspace work(N);
+  fused::recurrent_ppo_loss_gradients(net, work, batch, config);
+  const std::vector<float> analytic(net.gradients().begin(), net.gradients().end());
+  double scale = 0;
+  for (const float g : analytic) scale = std::max(scale, static_cast<double>(std::fabs(g)));
+  constexpr float h = 1e-2f;  // as the MLP's test above
+  for (std::size_t j = 0; j < weights.size(); ++j) {
+    auto params = net.parameters();
+    const float kept = params[j];
+    params[j] = kept + h;
+    const double up = fused::recurrent_ppo_loss_gradients(net, work, batch, config).loss;
+    params[j] = kept - h;
+    const double down = fused::recurrent_ppo_loss_gradients(net, work, batch, config).loss;
+    params[j] = kept;
+    const double numeric = (up - down) / (2.0 * h);
+    INFO("parameter " << j << ": analytic " << analytic[j] << ", numeric " << numeric);
+    CHECK(std::fabs(numeric - analytic[j]) <= 2e-2 * std::max(std::fabs(numeric), std::fabs(double{analytic[j]})) + 1e-3 * scale);
+  }
 }
 
 TEST_CASE("clip_grad_norm scales the gradients to the norm only where they exceed it", "[learners][fused]") {

@@ -8,7 +8,6 @@
 // flat_adam.
 
 #include "../../learners/src/actor_critic.hpp"
-#include "../../learners/src/adam.hpp"
 #include "../../learners/src/ppo_torch_loss.hpp"
 
 #include <algorithm>
@@ -28,7 +27,7 @@
 #include "coral/learners/fused/ppo.hpp"
 #include "coral/learners/network.hpp"
 #include "coral/learners/ppo_learner.hpp"
-#include "fused_oracle_support.hpp"
+#include "fused_ppo_oracle.hpp"
 
 namespace fused = coral::learners::fused;
 using coral::test::floats_of;
@@ -38,34 +37,6 @@ using coral::learners::network_spec;
 using coral::learners::ppo_config;
 
 namespace {
-
-struct oracle_shape {
-  std::string name;
-  std::size_t in;
-  std::vector<std::int32_t> nvec;
-  std::size_t continuous;
-  std::vector<std::size_t> hidden;
-  std::size_t rows;
-  bool clip_value_loss;
-  bool normalize_advantages;
-  bool masked = false;  ///< action masks: each value legal with probability 0.6, one at least per head
-};
-
-network_spec spec_of(const oracle_shape& s) {
-  network_spec spec;
-  spec.raw_obs_dim = s.in;
-  spec.nvec = s.nvec;
-  spec.low.assign(s.continuous, -1.0f);
-  spec.high.assign(s.continuous, 1.0f);
-  spec.hidden = s.hidden;
-  return spec;
-}
-
-void require_close(double got, double want, const std::string& what) {
-  INFO(what << ": fused " << got << ", torch " << want);
-  CHECK(std::fabs(got - want) <= 1e-5 * std::max(std::fabs(got), std::fabs(want)) + 1e-7);
-}
-
 
 // The torch update's minibatch body: the loss's parts, after backward.
 struct torch_pass {
@@ -115,20 +86,11 @@ torch_pass run_torch(twin::actor_critic& net, const fused::ppo_minibatch& b, con
   return p;
 }
 
-std::vector<float> torch_gradients(const twin::actor_critic& net) {
-  std::vector<float> g;
-  for (const auto& p : net->ordered()) {
-    const auto v = floats_of(p.grad());
-    g.insert(g.end(), v.begin(), v.end());
-  }
-  return g;
-}
-
 }  // namespace
 
 TEST_CASE("the fused PPO step computes what the torch learner's minibatch body does, to 1e-5",
           "[learners][fused][oracle]") {
-  const auto shape = GENERATE(values<oracle_shape>({
+  const auto shape = GENERATE(values<coral::test::ppo_oracle_shape>({
       {"cartpole: one categorical head, 64x64, 256 rows", 4, {2}, 0, {64, 64}, 256, true, true},
       {"cartpole: 7 rows, value loss unclipped", 4, {2}, 0, {64, 64}, 7, false, true},
       {"MultiDiscrete: three heads, one layer of 32", 10, {3, 4, 2}, 0, {32}, 7, true, true},
@@ -136,12 +98,12 @@ TEST_CASE("the fused PPO step computes what the torch learner's minibatch body d
       {"Gaussian: 256 rows, advantages as given", 17, {}, 6, {64, 64}, 256, false, false},
       {"mixed: a categorical head and two Gaussians, 16x16x16", 5, {3}, 2, {16, 16, 16}, 7, true, true},
       {"mixed: one row (advantages as given: one row has no std)", 5, {4, 2}, 3, {16, 16, 16}, 1, true, false},
-      {"masked: tic-tac-toe's shape, 64x64, 256 rows", 9, {9}, 0, {64, 64}, 256, true, true, true},
-      {"masked: three heads, 7 rows", 10, {3, 4, 2}, 0, {32}, 7, true, true, true},
-      {"masked: a categorical head and a Gaussian, 33 rows", 5, {5}, 1, {16, 16}, 33, false, true, true},
+      {"masked: tic-tac-toe's shape, 64x64, 256 rows", 9, {9}, 0, {64, 64}, 256, true, true, 0, 1, true},
+      {"masked: three heads, 7 rows", 10, {3, 4, 2}, 0, {32}, 7, true, true, 0, 1, true},
+      {"masked: a categorical head and a Gaussian, 33 rows", 5, {5}, 1, {16, 16}, 33, false, true, 0, 1, true},
   }));
   INFO(shape.name);
-  const auto spec = spec_of(shape);
+  const auto spec = coral::test::spec_of(shape);
   const std::size_t rows = shape.rows;
   coral::rng gen(std::hash<std::string>{}(shape.name) % 1000);
   auto normals = [&](std::size_t n, double scale) {
@@ -186,13 +148,7 @@ TEST_CASE("the fused PPO step computes what the torch learner's minibatch body d
   auto ret = normals(rows, 1.0);
   const fused::ppo_minibatch batch{rows, obs, disc, cont, logp, values, adv, ret, masks};
 
-  ppo_config config;
-  config.clip = 0.2;
-  config.clip_value_loss = shape.clip_value_loss;
-  config.normalize_advantages = shape.normalize_advantages;
-  config.entropy_coef = 0.01;
-  config.value_coef = 0.5;
-  config.max_grad_norm = 0.5;
+  const auto config = coral::test::oracle_ppo_config(shape.clip_value_loss, shape.normalize_advantages);
   const double lr = 3e-4;
 
   fused::adam engine_adam(weights.size(), config.adam_epsilon);
@@ -215,31 +171,14 @@ TEST_CASE("the fused PPO step computes what the torch learner's minibatch body d
     require_close(got.approx_kl, want.approx_kl, "approx kl");
     require_close(got.clip_fraction, want.clip_fraction, "clip fraction");  // torch's mean is a float
 
-    // Every parameter's gradient, tensor by tensor in ordered() order.
-    const auto torch_grads = torch_gradients(net);
-    std::size_t at = 0, index = 0;
-    for (const auto& p : net->ordered()) {
-      const auto n = static_cast<std::size_t>(p.numel());
-      require_close(std::span<const float>(engine.gradients()).subspan(at, n),
-                    std::span<const float>(torch_grads).subspan(at, n), "gradient of parameter " + std::to_string(index));
-      at += n;
-      ++index;
-    }
-    REQUIRE(at == engine.gradients().size());
-
-    // Clipping and Adam on each side's own gradients.
-    const double engine_norm = fused::clip_grad_norm(engine.gradients(), config.max_grad_norm);
-    const double torch_norm = twin::clip_grad_norm(net->ordered(), config.max_grad_norm);
-    require_close(engine_norm, torch_norm, "gradient norm");
-    engine_adam.step(engine.parameters(), engine.gradients(), lr);
-    torch_adam.step(net->ordered(), lr);
-    require_close(engine.parameters(), twin::flatten(*net), "parameters after clipping and Adam");
+    coral::test::check_gradients_and_step(engine.parameters(), engine.gradients(), net, engine_adam, torch_adam, config,
+                                          lr);
   }
 }
 
 TEST_CASE("ppo_step is ppo_loss_gradients, clipping and Adam, in one call", "[learners][fused]") {
-  const oracle_shape shape{"", 4, {2}, 1, {8}, 5, true, true};
-  const auto spec = spec_of(shape);
+  const coral::test::ppo_oracle_shape shape{"", 4, {2}, 1, {8}, 5, true, true};
+  const auto spec = coral::test::spec_of(shape);
   coral::rng gen(9);
   auto normals = [&](std::size_t n) {
     std::vector<float> v(n);

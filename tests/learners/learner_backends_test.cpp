@@ -1,4 +1,4 @@
-// The DQN and R2D2 learners on their two backends: the fused engine's and
+// The PPO, DQN and R2D2 learners on their two backends: the fused engine's and
 // the torch twin's, loaded with the same weights and Adam state, make the
 // same updates on the same batches (stats, TD errors or priorities, weights,
 // target syncs) to 1e-5 relative; their states are alike, so a checkpoint
@@ -6,6 +6,7 @@
 
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/r2d2_learner.hpp"
+#include "coral/learners/ppo_learner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include "coral/replay/sequence.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/checkpoint.hpp"
+#include "coral/training/rollout.hpp"
 #include "../support/scratch_dir.hpp"
 #include "sequence_batches.hpp"
 
@@ -328,4 +330,88 @@ TEST_CASE("a DQN or R2D2 run checkpointed on one backend resumes on the other", 
   const auto resumed = training::read_checkpoint(r2.checkpoint);
   CHECK(resumed.learner.adam_steps == saved.learner.adam_steps + (r2.updates - r1.updates));
   CHECK(resumed.learner.parameters.size() == saved.learner.parameters.size());
+}
+
+namespace backends_test {
+
+/// A segment of `rows` × `steps` random cartpole steps for `spec`: episode
+/// ends (terminated and truncated) mid-row, random initial states where
+/// the network is recurrent.
+coral::training::rollout_segment random_segment(const network_spec& spec, std::size_t rows, std::size_t steps,
+                                                coral::rng& gen) {
+  const std::size_t D = spec.input_dim();
+  coral::training::rollout_segment seg(0, rows, steps, D, 1, 0);
+  for (auto& x : seg.observations) x = static_cast<float>(gen.normal());
+  for (std::size_t i = 0; i < rows * steps; ++i) {
+    seg.discrete_actions[i] = static_cast<std::int32_t>(gen.below(2));
+    seg.log_probs[i] = static_cast<float>(std::log(0.5) + 0.2 * gen.normal());
+    seg.values[i] = static_cast<float>(gen.normal());
+    seg.rewards[i] = static_cast<float>(gen.uniform());
+    const double end = gen.uniform();
+    if (end < 0.05) {
+      seg.terminated[i] = 1;
+    } else if (end < 0.1) {
+      seg.truncated[i] = 1;
+      seg.truncated_steps.push_back(static_cast<std::uint32_t>(i));
+      for (std::size_t k = 0; k < D; ++k) seg.truncated_observations.push_back(static_cast<float>(gen.normal()));
+    }
+  }
+  seg.state_dim = spec.state_dim();
+  for (std::size_t k = 0; k < rows * seg.state_dim; ++k) seg.initial_states.push_back(static_cast<float>(0.5 * gen.normal()));
+  return seg;
+}
+
+}  // namespace backends_test
+
+TEST_CASE("the fused and torch PPO learners make the same updates from the same state, recurrent or not",
+          "[learners][ppo][backend]") {
+  using namespace backends_test;
+  // With an LSTM: minibatches of 2 whole rows of 8 steps, observations
+  // normalised and rewards scaled; without: minibatches of 16 steps.
+  const std::size_t lstm = GENERATE(16, 0);
+  CAPTURE(lstm);
+  auto spec = cartpole_shape({16}, lstm);
+  spec.normalize_observations = lstm > 0;
+  ppo_config config;
+  config.minibatch_size = 16;
+  config.epochs = 2;
+  config.scale_rewards = lstm > 0;
+  auto on_torch = config;
+  on_torch.backend = network_backend::torch;
+  ppo_learner fused(spec, config, 3, 100'000);
+  ppo_learner torch(spec, on_torch, 3, 100'000);
+  coral::rng gen(19);
+  // One mid-run state in both: moved weights, random Adam moments.
+  auto start = fused.state();
+  const auto moved = mid_run_state(jittered(start.parameters, 0.05, gen), 4, gen);
+  start.parameters = moved.parameters;
+  start.adam_m = moved.adam_m;
+  start.adam_v = moved.adam_v;
+  start.adam_steps = moved.adam_steps;
+  fused.restore(start);
+  torch.restore(start);
+  REQUIRE(fused.weights() == torch.weights());
+
+  for (std::uint64_t update = 1; update <= 2; ++update) {
+    INFO("update " << update);
+    const auto seg = random_segment(spec, 4, 8, gen);
+    const auto a = fused.update(seg, update);
+    const auto b = torch.update(seg, update);
+    check_close(a.policy_loss, b.policy_loss, "policy loss");
+    check_close(a.value_loss, b.value_loss, "value loss");
+    check_close(a.entropy, b.entropy, "entropy");
+    check_close(a.approx_kl, b.approx_kl, "approx kl");
+    CHECK(a.clip_fraction == b.clip_fraction);
+    CHECK(a.learning_rate == b.learning_rate);
+    require_close(fused.weights(), torch.weights(), "weights (and the normaliser's block)");
+    const auto fs = fused.state(), ts = torch.state();
+    CHECK(fs.adam_steps == ts.adam_steps);
+    CHECK(fs.rng == ts.rng);
+    require_close(fs.adam_m, ts.adam_m, "Adam's first moments");
+    require_close(fs.adam_v, ts.adam_v, "Adam's second moments");
+  }
+  CHECK(fused.updates() == 2);
+  std::vector<float> obs(6 * 4);
+  for (auto& x : obs) x = static_cast<float>(gen.normal());
+  require_close(fused.values(obs), torch.values(obs), "values (from a zero state, with an LSTM)");
 }

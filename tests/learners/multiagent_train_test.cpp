@@ -119,3 +119,17 @@ TEST_CASE("memory across steps on a multi-agent env is refused naming the flag a
         Catch::Message(fmt::format(fmt::runtime(errors::multi_agent_memory), "--lstm", 8, "test-turns", 3)));
   }
 }
+
+TEST_CASE("--lstm on an env that masks actions is refused naming the flag and the env, unless masks are off",
+          "[learners][train][multi-agent]") {
+  auto o = turns_run(actors::topology::sync, coral::executor_mode::single, "fused");
+  o.sampler.env = "tictactoe";
+  o.sampler.env_args = {{"opponent", "minimax"}};  // one slot, masked moves
+  o.total_steps = 256;
+  options_of<ppo_options>(o).lstm = 8;
+  std::ostringstream progress;
+  CHECK_THROWS_MATCHES(train(o, progress), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(errors::masked_lstm), 8, "tictactoe")));
+  options_of<ppo_options>(o).ppo.action_masks = false;
+  CHECK_NOTHROW(train(o, progress));
+}

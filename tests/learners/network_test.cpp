@@ -167,9 +167,12 @@ TEST_CASE("a learner made where the torch learners are not linked names what nee
   CHECK_THROWS_WITH(r2d2_learner(spec, q_on_torch, r2d2_config{}, 1),
                     fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "r2d2_learner"));
   CHECK_NOTHROW(r2d2_learner(spec, dqn_config{}, r2d2_config{}, 1));  // and the recurrent one
+  CHECK_THROWS_WITH(ppo_learner(spec, on_torch, 1, 1000),
+                    fmt::format(fmt::runtime(coral::learners::errors::torch_not_linked), "ppo_learner"));
+  CHECK_NOTHROW(ppo_learner(spec, ppo_config{}, 1, 1000));  // the recurrent actor-critic too
   provide_torch_backend(linked);
   CHECK(torch_linked());
-  CHECK_NOTHROW(ppo_learner(spec, ppo_config{}, 1, 1000));  // with --lstm: the torch twin
+  CHECK_NOTHROW(ppo_learner(spec, on_torch, 1, 1000));
 }
 
 TEST_CASE("the policy never draws a masked value and scores the legal ones alone", "[learners][network][masks]") {

@@ -566,3 +566,16 @@ TEST_CASE("a policy lag bound beyond the run's segments, up to 2^64 - 1, runs li
   CHECK_FALSE(r.interrupted);
   CHECK(r.updates >= 1);
 }
+
+TEST_CASE("only --backend torch needs libtorch: every built-in network is the fused engine's, --lstm too",
+          "[learners][train][backend]") {
+  for (const char* algo : {"ppo", "dqn", "r2d2"}) {
+    CAPTURE(algo);
+    train_options o;
+    o.algo = algo;
+    if (o.algo == "ppo") options_of<ppo_options>(o).lstm = 16;
+    CHECK_FALSE(needs_torch(o));
+    o.backend = "torch";
+    CHECK(needs_torch(o));
+  }
+}

@@ -128,6 +128,18 @@ def test_train_writes_a_tensorboard_event_file_unless_no_tensorboard(tmp_path):
     assert (tmp_path / "off" / "metrics.csv").exists()
 
 
+def test_train_records_clips_with_video_every(tmp_path):
+    result = coral.train(total_steps=4096, executor="single", progress_seconds=0, run_dir=str(tmp_path / "run"),
+                         video_every=2, verbose=False)
+    assert result["updates"] == 8
+    clips = sorted(p.name for p in (tmp_path / "run" / "videos").iterdir())
+    # The first clip asked for (update 2) is always written; later ones may be skipped while one is written.
+    assert clips[0] == "update-000002.mp4"
+    assert all(name.startswith("update-") and name.endswith(".mp4") for name in clips)
+    with pytest.raises(ValueError, match=r"^--video-every needs a run dir"):
+        coral.train(total_steps=4096, no_run_dir=True, video_every=2, verbose=False)
+
+
 @pytest.mark.parametrize("flags, error, match", [
     (dict(env="nope"), ValueError, "nope"),
     (dict(algo="a3c"), ValueError, "--algo"),

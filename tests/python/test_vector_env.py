@@ -230,7 +230,7 @@ def test_pool_batches_of_one_group_are_views():
     (dict(env_id="cartpole", num_envs=4, max_steps="lots"), "max_steps"),
     (dict(env_id="cartpole", num_envs=4, executor="fibers"), "fibers"),
     (dict(env_id="cartpole", num_envs=4, seed=-1), "seed: -1 is invalid"),
-    (dict(env_id="race", num_envs=4), "single-agent"),
+    (dict(env_id="tictactoe", num_envs=4, enforce_masks="yes"), "enforce_masks: 'yes' is invalid"),
     (dict(env_id="cartpole", num_envs=4, topology="double-buffer", envs_per_group=4),
      r"^envs_per_group: 4 is invalid: double-buffer"),
     (dict(env_id="cartpole", num_envs=4, num_threads=100000), r"^num_threads: 100000 is invalid"),

@@ -299,12 +299,14 @@ TEST_CASE("a learner busy in one long update is not stalled; update after update
   coral::test::watchdog dog("busy learner and same-data stall", 120s);
   const auto dir = fresh_path("training-run-busy");
   auto o = count_run(2048, executor_mode::threads);
-  // Each update: 20 steps of 50 ms, the gate holding every group meanwhile:
-  // a second in which env steps stand still, past a 0.3 s stall limit.
+  // Each update: 10 steps of 400 ms, the gate holding every group meanwhile:
+  // 4 s in which env steps stand still, past a 1.5 s stall limit. (The
+  // limit leaves a step 1.1 s to be scheduled: under ThreadSanitizer on a
+  // loaded machine, 0.3 s beside 50 ms steps was crossed.)
   auto& shape = options_of<test::count_options>(o);
-  shape.update_steps = 20;
-  shape.step_ms = 50;
-  o.stall_seconds = 0.3;
+  shape.update_steps = 10;
+  shape.step_ms = 400;
+  o.stall_seconds = 1.5;
   std::ostringstream progress;
   const auto r = training_run(o, progress).run();
   CHECK(r.env_steps == 2048);

@@ -14,10 +14,12 @@
 #include "coral/envs/registry.hpp"
 #include "coral/training/agents_in_play.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/clip_recorder.hpp"
 #include "coral/training/dashboard.hpp"
 #include "coral/training/checkpoint_settings.hpp"
 #include "coral/training/errors.hpp"
 #include "coral/training/finite_checks.hpp"
+#include "coral/training/video_writer.hpp"
 #include "memory_budget.hpp"
 #include "coral/training/option_checks.hpp"
 #include "run_files.hpp"
@@ -33,6 +35,24 @@ using clock = std::chrono::steady_clock;
 using detail::out_of_range;
 
 constexpr std::string_view common_columns = "seconds,env_steps,steps_per_second,episodes,mean_return,mean_length";
+
+/// Refuses `--video-every` on a process that would record clips when they
+/// could not be recorded: no run dir, an algorithm that cannot act outside
+/// a run, no ffmpeg, an env that does not render.
+void check_clips(const train_options& o, const algorithm_descriptor& algo) {
+  if (o.run_dir.empty()) throw config_error(std::string(errors::video_every_needs_run_dir));
+  if (!algo.acting) throw config_error(fmt::format(fmt::runtime(errors::video_every_cannot_act), o.algo));
+  if (find_on_path("ffmpeg").empty()) throw config_error(std::string(errors::video_every_no_ffmpeg));
+  bool renders = false;
+  try {
+    renders = env_renders(o.sampler.env, o.sampler.env_args, o.sampler.seed);
+  } catch (const config_error&) {
+    throw;
+  } catch (const std::exception& e) {  // a renderer that cannot start
+    throw config_error(fmt::format("--video-every: {}", e.what()));
+  }
+  if (!renders) throw config_error(fmt::format(fmt::runtime(errors::video_every_no_render), o.sampler.env));
+}
 
 }  // namespace
 
@@ -56,6 +76,9 @@ void training_run::validate(const train_options& options) {
   check_setting_ranges(o);
   // The process that trains serves the live view: its port is checked here.
   if (o.dashboard.on && !sampler_rank(o)) dashboard::check(o.dashboard);
+  if (o.video_every > max_video_every) {
+    out_of_range("--video-every", o.video_every, fmt::format("must be in [0, {}] (0: no clips)", max_video_every));
+  }
   if (algo->check) algo->check(o);
   {
     // What the env offers the algorithm, on env 0 as the run builds it:
@@ -80,6 +103,8 @@ void training_run::validate(const train_options& options) {
     }
   }
   detail::check_memory_budget(o, *algo);  // what the run allocates fits in this machine's memory
+  // Last: it builds an env and renders a frame. The process that trains records the clips.
+  if (o.video_every != 0 && !sampler_rank(o)) check_clips(o, *algo);
 }
 
 training_run::training_run(const train_options& options, std::ostream& progress, std::ostream& warnings)
@@ -170,6 +195,8 @@ asio::awaitable<bool> training_run::tell_gate() {
 
 asio::awaitable<bool> training_run::updated(const update_stats& st, std::uint64_t updates, std::uint64_t env_steps) {
   stats_.record_update(st, updates);
+  // Hands the newest weights to the recorder, which never makes this wait.
+  if (clips_ && updates % options_.video_every == 0) (void)clips_->request(updates, weights_.read().value);
   if (env_steps >= next_row_) {
     record();
     const auto every = algorithm_->metrics_every();
@@ -299,6 +326,27 @@ std::uint64_t training_run::learner_progress() {
 
 std::uint16_t training_run::dashboard_port() const noexcept { return dashboard_ ? dashboard_->port() : 0; }
 
+void training_run::start_clips() {
+  const auto algo = find_algorithm(options_.algo);
+  clip_recorder::options co{.dir = std::filesystem::path(options_.run_dir) / "videos",
+                            .env = options_.sampler.env,
+                            .env_args = options_.sampler.env_args,
+                            .seed = options_.sampler.seed};
+  // Actions drawn as in training (a sample; a Q-network epsilon-greedy), from a stream of the clips' own.
+  const acting_options acting{
+      .rows = 1, .seed = options_.sampler.seed ^ clip_env_index, .deterministic = false, .file = {}};
+  clips_ = std::make_unique<clip_recorder>(
+      std::move(co),
+      [this, &algo, &acting](const envs::space& observation, const envs::space& action) {
+        return algo->acting(options_, observation, action, nullptr, acting);
+      },
+      [this](const std::string& line) {
+        std::lock_guard lock(rows_mutex_);
+        *progress_ << line << '\n' << std::flush;
+      },
+      [this](const std::string& line) { warn(line); });
+}
+
 void training_run::serve_dashboard(runtime& rt, const std::string& title) {
   if (!learner_rank(options_)) {
     sampler_->chart(graph_);
@@ -415,6 +463,7 @@ train_result training_run::run() {
     if (bridge_) (void)bridge_->close(stop_reason::failed, e.what());
     throw;
   }
+  if (learning && o.video_every != 0) start_clips();
   const auto& so = o.sampler;
   const auto& wiring = sampler_->wires();
   const auto bo = actors::batcher_options_behind_gate(so, wiring);
@@ -455,6 +504,7 @@ train_result training_run::run() {
                     // Actors that ignore the stop are abandoned; the learner's
                     // state is saved first when it is whole.
                     if (learning) checkpoint_after_failure(*rt_seen, std::string(), algorithm_actors);
+                    if (clips_) clips_->abandon();  // no ffmpeg left to finish a partial file after the exit
                     exit_now(what);
                   },
               .keep_waiting =
@@ -536,6 +586,7 @@ train_result training_run::run() {
     // not take the learner's state with it.
     const auto* failed = dynamic_cast<const actor_failed*>(&e);
     if (learning) checkpoint_after_failure(rt, failed != nullptr ? failed->actor() : std::string(), algorithm_actors);
+    if (clips_) clips_->abandon();
     // The other ranks hear why before this one ends.
     if (bridge_) (void)bridge_->close(stop_reason::failed, e.what());
     throw;
@@ -554,6 +605,8 @@ train_result training_run::run() {
     }
   }
   bool interrupted = ended_.load() < 0 || stopped_by_caller_;
+  // A run that ended keeps the clip it asked for last; a stopped one drops it.
+  if (clips_) interrupted ? clips_->abandon() : clips_->finish();
   if (bridge_) {
     const auto failure = bridge_->failure();
     const auto why = !failure.empty() ? stop_reason::failed

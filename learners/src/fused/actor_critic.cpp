@@ -52,6 +52,7 @@ actor_critic::actor_critic(const network_spec& spec, std::size_t max_rows)
   log_prob_.resize(max_rows);
   entropy_.resize(max_rows);
   d_out_.resize(max_rows * head_width());
+  d_x_critic_.resize(max_rows * spec.input_dim());
 }
 
 void actor_critic::forward(const float* x, std::size_t rows) {
@@ -139,7 +140,8 @@ void actor_critic::log_prob_entropy(const std::int32_t* discrete, const float* c
   }
 }
 
-void actor_critic::backward(const float* d_log_prob, const float* d_entropy, const float* d_value) noexcept {
+void actor_critic::backward(const float* d_log_prob, const float* d_entropy, const float* d_value,
+                            float* d_x) noexcept {
   const std::size_t width = head_width(), heads = spec_.nvec.size();
   // The log std's gradient sums a term of every row, which nearly cancel
   // (the entropy's pulls one way, the log probabilities' the other):
@@ -179,8 +181,12 @@ void actor_critic::backward(const float* d_log_prob, const float* d_entropy, con
     }
   }
   for (std::size_t k = 0; k < continuous_; ++k) grads_[k] = static_cast<float>(d_log_std[k]);
-  fused::backward(actor_, params_.data(), grads_.data(), x_, d_out_.data(), rows_, nullptr);
-  fused::backward(critic_, params_.data(), grads_.data(), x_, d_value, rows_, nullptr);
+  fused::backward(actor_, params_.data(), grads_.data(), x_, d_out_.data(), rows_, d_x);
+  fused::backward(critic_, params_.data(), grads_.data(), x_, d_value, rows_,
+                  d_x != nullptr ? d_x_critic_.data() : nullptr);
+  if (d_x != nullptr) {
+    for (std::size_t i = 0; i < rows_ * spec_.input_dim(); ++i) d_x[i] += d_x_critic_[i];
+  }
 }
 
 void orthogonal(float* w, std::size_t rows, std::size_t cols, double gain, std::uint64_t seed) {

@@ -16,7 +16,9 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
+#include "coral/learners/fused/actor_critic.hpp"
 #include "gemm.hpp"
 
 namespace coral::learners::fused {
@@ -168,6 +170,18 @@ void lstm_trunk::backward(const float* params, float* grads, const float* d_hs, 
     tanh_backward(features, d_features_.data(), n * features_);
     fused::backward(encoder_, params, grads, x_, d_features_.data(), n, nullptr);
   }
+}
+
+void init_lstm_trunk(float* flat, std::size_t offset, std::size_t in, const std::vector<std::size_t>& hidden,
+                     std::size_t width, std::uint64_t seed, std::uint64_t& stream) {
+  const lstm_trunk shape(in, hidden, width, offset, 0, 0);
+  auto fill = [&](std::size_t at, std::size_t rows, std::size_t cols, double gain) {
+    orthogonal(flat + at, rows, cols, gain, coral::rng(coral::env_seed{seed, stream++})());
+  };
+  std::fill_n(flat + offset, shape.count_, 0.0f);
+  for (const auto& layer : shape.encoder_.layers) fill(layer.offset, layer.out, layer.in, std::sqrt(2.0));
+  fill(shape.w_ih_, 4 * width, shape.features_, 1.0);
+  fill(shape.w_hh_, 4 * width, width, 1.0);
 }
 
 }  // namespace coral::learners::fused

@@ -28,11 +28,19 @@ float share_of_max(float a, float b) noexcept { return a > b ? 1.0f : (a < b ? 0
 
 ppo_step_stats ppo_loss_gradients(actor_critic& net, ppo_workspace& work, const ppo_minibatch& batch,
                                   const ppo_config& config) {
+  if (batch.rows > work.advantages.size()) {
+    throw usage_error(fmt::format(fmt::runtime(errors::fused_too_many_rows), batch.rows, work.advantages.size()));
+  }
+  net.forward(batch.observations.data(), batch.rows);
+  return ppo_loss_after_forward(net, work, batch, config, nullptr);
+}
+
+ppo_step_stats ppo_loss_after_forward(actor_critic& net, ppo_workspace& work, const ppo_minibatch& batch,
+                                      const ppo_config& config, float* d_input) {
   const std::size_t rows = batch.rows;
   if (rows > work.advantages.size()) {
     throw usage_error(fmt::format(fmt::runtime(errors::fused_too_many_rows), rows, work.advantages.size()));
   }
-  net.forward(batch.observations.data(), rows);
   net.log_prob_entropy(batch.discrete_actions.data(), batch.continuous_actions.data(),
                        batch.action_masks.empty() ? nullptr : batch.action_masks.data());
   const auto logp = net.log_probs();
@@ -90,7 +98,7 @@ ppo_step_stats ppo_loss_gradients(actor_critic& net, ppo_workspace& work, const 
     kl += (ratio - 1.0f) - log_ratio;
     clipped += std::fabs(ratio - 1.0f) > clip ? 1.0 : 0.0;
   }
-  net.backward(work.d_log_prob.data(), work.d_entropy.data(), work.d_value.data());
+  net.backward(work.d_log_prob.data(), work.d_entropy.data(), work.d_value.data(), d_input);
 
   const auto n = static_cast<double>(rows);
   ppo_step_stats stats;

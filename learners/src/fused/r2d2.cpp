@@ -154,28 +154,14 @@ r2d2_update_stats recurrent_q_network::loss_gradients(replay::sequence_batch& b,
 }
 
 std::vector<float> init_recurrent_q_network(const network_spec& spec, std::uint64_t seed) {
-  const std::size_t in = spec.input_dim(), H = spec.lstm;
+  const std::size_t H = spec.lstm;
   const std::size_t A = spec.nvec.empty() ? 0 : static_cast<std::size_t>(spec.nvec.front());
-  std::size_t encoder = 0, features = in;
-  mlp encoder_shape;
-  if (!spec.hidden.empty()) {
-    encoder_shape = make_mlp(in, std::vector<std::size_t>(spec.hidden.begin(), spec.hidden.end() - 1),
-                             spec.hidden.back(), 0, 0);
-    encoder = parameter_count(encoder_shape);
-    features = spec.hidden.back();
-  }
-  // The encoder, weight_ih [4H][F], weight_hh [4H][H], bias_ih, bias_hh
-  // [4H] each, then the head's weight [A][H] and bias [A] (lstm_trunk.hpp).
-  const std::size_t w_ih = encoder, w_hh = w_ih + 4 * H * features, head = w_hh + 4 * H * H + 8 * H;
+  // The trunk, then the head's weight [A][H] and bias [A] (lstm_trunk.hpp).
+  const std::size_t head = lstm_trunk(spec.input_dim(), spec.hidden, H, 0, 0, 0).parameter_count();
   std::vector<float> flat(head + A * H + A, 0.0f);
   std::uint64_t stream = 0;
-  auto fill = [&](std::size_t offset, std::size_t rows, std::size_t cols, double gain) {
-    orthogonal(flat.data() + offset, rows, cols, gain, coral::rng(coral::env_seed{seed, stream++})());
-  };
-  for (const auto& layer : encoder_shape.layers) fill(layer.offset, layer.out, layer.in, std::sqrt(2.0));
-  fill(w_ih, 4 * H, features, 1.0);
-  fill(w_hh, 4 * H, H, 1.0);
-  fill(head, A, H, 1.0);
+  init_lstm_trunk(flat.data(), 0, spec.input_dim(), spec.hidden, H, seed, stream);
+  orthogonal(flat.data() + head, A, H, 1.0, coral::rng(coral::env_seed{seed, stream++})());
   return flat;
 }
 

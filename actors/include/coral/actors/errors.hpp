@@ -29,9 +29,6 @@ inline constexpr std::string_view memory_over_budget =
 inline constexpr std::string_view bad_memory_override =
     "CORAL_MEMORY_AVAILABLE: invalid value '{}' (allowed: a size in bytes, or with a KiB, MiB or GiB suffix)";
 
-/// A vector env of an env with several agents per env: env name, agents.
-inline constexpr std::string_view vector_env_multi_agent =
-    "env '{}' has {} agents per env: a vector env takes single-agent envs only";
 /// receive() before start() or after close().
 inline constexpr std::string_view vector_env_not_running = "vector env: not running (reset it first, or it was closed)";
 /// receive() with a batch in hand.

@@ -34,7 +34,13 @@
 /// to do); with `executor_mode::single` the whole sampler runs on one thread
 /// of its own, and runs are reproducible.
 ///
-/// Only single-agent envs (one row per env): env id = row.
+/// Rows and envs: env e owns rows [e × agents_per_env(), (e + 1) ×
+/// agents_per_env()), one per agent slot (one row for a single-agent env,
+/// where env id = row). receive() hands out row ids; a batch holds every
+/// row of each env in it. A multi-agent env's rows say which slots are in
+/// play (env_batch::active()) and, for an env that masks actions, which
+/// actions are legal (env_batch::action_masks()); an inactive row's action
+/// is ignored. Commands (reset, hold) are per env, at its first row.
 ///
 /// Thread safety: one caller thread at a time, except that close() may come
 /// from another thread while the caller waits in receive() (which then
@@ -87,8 +93,7 @@ enum class autoreset_mode {
 class vector_env {
  public:
   /// Builds the sampler (every env; options checked as resolve_wiring()
-  /// does, config_error naming the option at fault). Throws config_error if
-  /// the env has more than one agent per env. Nothing runs until start().
+  /// does, config_error naming the option at fault). Nothing runs until start().
   vector_env(sampler_options options, autoreset_mode mode);
   vector_env(const vector_env&) = delete;
   vector_env& operator=(const vector_env&) = delete;
@@ -114,8 +119,8 @@ class vector_env {
   /// Hands the batch in hand back: the groups step with the actions (and
   /// commands) in its rows. Throws usage_error if no batch is in hand, or
   /// (autoreset_mode::disabled) if an env of the batch ended its episode
-  /// and its command neither resets nor holds it; the batch then stays in
-  /// hand.
+  /// (no row both active and not ended) and its command neither resets nor
+  /// holds it; the batch then stays in hand.
   void send();
 
   /// True between receive() returning ids and send().
@@ -124,7 +129,8 @@ class vector_env {
   [[nodiscard]] std::span<const std::uint32_t> held() const noexcept;
 
   /// Draws env `env_id`'s current state into `frame` (envs::env::render()):
-  /// false if the env does not render. Only for an env of the batch in hand,
+  /// false if the env does not render. `env_id` is an env, not a row (the
+  /// same for a single-agent env). Only for an env of the batch in hand,
   /// which no actor steps until send(); usage_error
   /// (errors::vector_env_render_not_held) otherwise. With next-step
   /// autoreset, an env whose episode just ended shows its last state; with
@@ -150,6 +156,8 @@ class vector_env {
   [[nodiscard]] const sampler_options& options() const noexcept { return options_; }
   [[nodiscard]] autoreset_mode autoreset() const noexcept { return mode_; }
   [[nodiscard]] std::size_t num_envs() const noexcept { return options_.num_envs; }
+  /// Rows (agent slots) per env: 1 for a single-agent env.
+  [[nodiscard]] std::size_t agents_per_env() const noexcept { return agents_; }
   /// Envs per batch.
   [[nodiscard]] std::size_t batch_size() const noexcept;
   [[nodiscard]] const envs::space& observation_space() const noexcept;
@@ -189,6 +197,7 @@ class vector_env {
   std::atomic<bool> closed_{false};  // set before close() drops the batch in hand
   std::mutex control_;  ///< start() and close(): runtime_, runner_, sampler_
   bool spawned_ = false;  ///< sampler_ ran (a sampler's actors run once)
+  std::size_t agents_ = 1;  ///< envs::env::max_agents() of the env
 };
 
 }  // namespace coral::actors

@@ -14,10 +14,13 @@ inline constexpr std::string_view rank_failed = "--distributed: {} failed: {}";
 /// The MPI library cannot give the thread level coral needs: what it gave, what is needed.
 inline constexpr std::string_view mpi_thread_level =
     "--distributed: the MPI library provides thread level {}, coral needs MPI_THREAD_SERIALIZED ({})";
-/// A message over MPI's 2 GiB count limit: its size, the receiver.
 /// MPI's start did not complete in time: the limit in seconds.
 inline constexpr std::string_view mpi_start_timeout =
     "--distributed: the MPI start did not complete within {} s: a rank did not join (stopped, or not started); exiting";
+/// A message over MPI's 2 GiB count limit: its size, the receiver.
 inline constexpr std::string_view wire_too_big = "--distributed: a message of {} bytes for {} is over MPI's limit of 2 GiB";
+/// At the end, sends a peer has not received yet (a stopped rank): how many, to whom, the wait in seconds.
+inline constexpr std::string_view sends_undelivered =
+    "--distributed: {} message(s) to {} not received within {} s; their buffers stay until this process ends";
 
 }  // namespace coral::distributed::errors

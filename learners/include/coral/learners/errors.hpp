@@ -43,6 +43,11 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
 inline constexpr std::string_view multi_agent_memory =
     "{} {}: '{}' has {} agent slots per env, and a policy with memory across steps trains single-agent envs only";
 
+/// `--lstm` on an env that masks actions (with masks on): the width, the
+/// env. The recurrent loss has no masks yet.
+inline constexpr std::string_view masked_lstm =
+    "--lstm {}: '{}' masks actions, and recurrent PPO trains without action masks (add --no-action-masks to train "
+    "it with every action seen as legal)";
 /// `--self-play` on an env whose slots are all in one team: the env.
 inline constexpr std::string_view self_play_one_team =
     "--self-play: '{}' has one team; self-play needs an env whose agent slots form two teams or more (tictactoe, "
@@ -61,9 +66,17 @@ inline constexpr std::string_view match_too_long = "self-play match: an episode 
 /// what was made. (The `coral` command hands such runs to coral-torch first.)
 inline constexpr std::string_view torch_not_linked =
     "{} needs libtorch, and this program is linked without coral::learners_torch";
-/// The fused engine (fused::actor_critic) given a recurrent network: its --lstm width.
+/// The fused engine's MLP actor-critic (fused::actor_critic) given a
+/// recurrent network: its --lstm width.
 inline constexpr std::string_view fused_needs_mlp =
-    "fused engine: the actor-critic with --lstm {} is not supported yet (the MLP one is)";
+    "fused engine: the MLP actor-critic has no LSTM, and was given --lstm {} (fused::recurrent_actor_critic has one)";
+/// The fused engine's recurrent actor-critic given a network without an LSTM.
+inline constexpr std::string_view fused_needs_lstm =
+    "fused engine: the recurrent actor-critic needs --lstm above 0 (fused::actor_critic is the MLP one)";
+/// A recurrent PPO minibatch whose per-step data is not rows × steps long:
+/// its rows, steps, and the steps' rows given.
+inline constexpr std::string_view fused_recurrent_minibatch_shape =
+    "fused engine: a recurrent minibatch of {} rows of {} steps has {} steps' data";
 /// A fused pass over more rows than its buffers hold: the rows, the most.
 inline constexpr std::string_view fused_too_many_rows =
     "fused engine: a pass of {} rows, more than the {} its buffers were made for";

@@ -63,7 +63,11 @@ struct network_spec {
                                                 std::vector<std::size_t> hidden, std::size_t frames);
   /// Width of one observation as the network sees it: raw_obs_dim, plus
   /// count − 1 for each one-hot element.
-  [[nodiscard]] std::size_t obs_width() const noexcept;
+  [[nodiscard]] std::size_t obs_width() const noexcept {
+    std::size_t width = raw_obs_dim;
+    for (const auto& [at, count] : one_hot) width += static_cast<std::size_t>(count) - 1;
+    return width;
+  }
   /// Input width: frames × obs_width().
   [[nodiscard]] std::size_t input_dim() const noexcept { return frames * obs_width(); }
   /// Sum of nvec: the width of the logits.

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The PPO update (torch inside, torch-free interface).
+/// The PPO update (torch-free interface over the fused engine or the torch twin).
 
 #include <cstddef>
 #include <cstdint>
@@ -39,14 +39,13 @@ struct ppo_config {
   /// (`--no-action-masks`), the loss sees every value as legal, as the
   /// policy then acts.
   bool action_masks = true;
-  /// The fused engine where it has the network (not yet with an LSTM),
-  /// else the torch twin.
+  /// The fused engine (coral/learners/fused/), or the torch twin.
   network_backend backend = network_backend::fused;
 };
 
 /// PPO with GAE, the clipped surrogate, an (optionally clipped) value loss,
 /// an entropy bonus, per-minibatch advantage normalisation, gradient-norm
-/// clipping and a linearly annealed learning rate, on one torch thread.
+/// clipping and a linearly annealed learning rate, on one thread.
 ///
 /// Truncated (not terminated) steps bootstrap with the value of their final
 /// observation; terminated ones do not.

@@ -73,15 +73,18 @@ struct algorithm_descriptor {
   /// program built without it (the `coral` command) hands such a run to one
   /// built with it before anything starts. Empty: never.
   std::function<bool(const train_options&)> needs_torch;
-  /// Builds the policy a checkpoint `c` of this algorithm acts with outside
-  /// a run of options `o` (run_options_of(c)), over envs of these spaces,
-  /// with the weights of `c` loaded and the state a run's acting side has
-  /// at its start (frame stacks, recurrent state: zeros). Throws
-  /// checkpoint_error (errors::checkpoint_mismatch, naming "network") when
-  /// the network `o` and the spaces give is not the one of `c` (an env arg
-  /// that changes a space). Torch-free. Empty: it cannot act outside a run.
+  /// Builds the policy this algorithm acts with outside a run of options
+  /// `o` (run_options_of(c) for a checkpoint `c`), over envs of these
+  /// spaces, with the state a run's acting side has at its start (frame
+  /// stacks, recurrent state: zeros). With a checkpoint `c`, the weights of
+  /// `c` are loaded; it throws checkpoint_error (errors::checkpoint_mismatch,
+  /// naming "network") when the network `o` and the spaces give is not the
+  /// one of `c` (an env arg that changes a space). With `c` null, none are:
+  /// the caller loads weights a run of `o` published (training_run::weights(),
+  /// what policy::load_weights() takes), as the clip recorder of
+  /// `--video-every` does. Torch-free. Empty: it cannot act outside a run.
   std::function<std::unique_ptr<actors::policy>(const train_options& o, const envs::space& observation,
-                                                const envs::space& action, const checkpoint& c,
+                                                const envs::space& action, const checkpoint* c,
                                                 const acting_options& a)>
       acting;
 };

@@ -146,6 +146,24 @@ inline constexpr std::string_view video_frame_size = "video '{}': frame {} is {}
 /// finish() before any frame: the path.
 inline constexpr std::string_view video_no_frames = "video '{}': no frames to write";
 
+// Clips of a training run (`--video-every`, clip_recorder.hpp).
+/// --video-every without a run dir to put the clips in.
+inline constexpr std::string_view video_every_needs_run_dir =
+    "--video-every needs a run dir: the clips go to <run dir>/videos (drop --no-run-dir)";
+/// --video-every without ffmpeg on PATH.
+inline constexpr std::string_view video_every_no_ffmpeg =
+    "--video-every: ffmpeg is not installed (no ffmpeg on PATH); install it (Debian: apt install ffmpeg)";
+/// --video-every for an env whose render() draws nothing: the env name.
+inline constexpr std::string_view video_every_no_render =
+    "--video-every: env '{}' does not render (docs/envs.md lists the envs that do)";
+/// --video-every for an algorithm without an acting policy outside a run: the algorithm.
+inline constexpr std::string_view video_every_cannot_act =
+    "--video-every: --algo {} has no policy that acts outside a run (its descriptor's `acting`)";
+/// A clip that could not be recorded (a warning; the run goes on): the clip's path, why.
+inline constexpr std::string_view clip_not_written = "warning: clip '{}' not written: {}";
+/// A clip written (a progress line): the clip's path, frames (the episode's steps, capped), its return.
+inline constexpr std::string_view clip_written = "clip: {} ({} frames, return {})";
+
 /// The live view's port is taken: the port, the address.
 inline constexpr std::string_view dashboard_port_in_use =
     "--dashboard-port {}: the port is in use on {}; give another, or 0 for any free port";

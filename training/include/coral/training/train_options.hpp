@@ -28,6 +28,12 @@ struct dashboard_options {
   std::uint16_t port = 0;           ///< 0: any free port (the run prints which)
 };
 
+/// The most updates `--video-every` may give between clips.
+inline constexpr std::uint64_t max_video_every = 1'000'000;
+/// The most frames (env steps) in one clip of `--video-every`: an episode
+/// longer than this is cut there (halfcheetah's 1000-step episodes fit).
+inline constexpr std::size_t max_clip_steps = 1000;
+
 /// Everything a run is made from (the flags of `coral train`).
 struct train_options {
   actors::sampler_options sampler;     ///< env, env args, seed, topology, envs, threads, executor
@@ -57,6 +63,10 @@ struct train_options {
   double stall_seconds = 30.0;         ///< stop a run with no env step and no update for this long; 0: never
   /// Serve the live view while the run goes on (on the learner's process).
   dashboard_options dashboard;
+  /// Every this many updates, record a clip of one episode of the newest
+  /// published policy into `<run_dir>/videos/update-<updates>.mp4`, on a
+  /// thread of its own (clip_recorder.hpp); 0: none. At most max_video_every.
+  std::uint64_t video_every = 0;
   /// Called with the metrics header and each metrics row (metrics.csv's
   /// text, without the newline), whether or not a run dir is written, on the
   /// learner's thread. Returning false stops the run as a signal does (a

@@ -53,6 +53,7 @@ class tensorboard_file;
 class dir_lock;
 }  // namespace detail
 class dashboard;
+class clip_recorder;
 
 /// One training run. Construct, then run() once.
 ///
@@ -162,6 +163,8 @@ class training_run {
   /// Fills graph_ from the parts of the run (after every actor is spawned)
   /// and starts serving the live view of `rt`.
   void serve_dashboard(runtime& rt, const std::string& title);
+  /// Starts the recorder of `--video-every`'s clips (after start()).
+  void start_clips();
 
   train_options options_;
   std::ostream* progress_;
@@ -206,6 +209,9 @@ class training_run {
     std::uint64_t begun_then = 0;
     std::uint64_t counted = 0;
   } progress_watch_;
+  // --video-every's recorder (the learner's process). Last: its thread, which
+  // writes lines under rows_mutex_, is stopped before any member it uses goes.
+  std::unique_ptr<clip_recorder> clips_;
 };
 
 }  // namespace coral::training

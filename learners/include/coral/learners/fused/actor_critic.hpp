@@ -78,8 +78,12 @@ class actor_critic {
   /// Writes gradients() of a loss whose gradients with respect to each
   /// row's log probability, entropy and value are `d_log_prob`,
   /// `d_entropy`, `d_value` [rows each], after forward() and
-  /// log_prob_entropy() of those rows.
-  void backward(const float* d_log_prob, const float* d_entropy, const float* d_value) noexcept;
+  /// log_prob_entropy() of those rows. Unless `d_x` is null, also writes
+  /// the loss's gradient with respect to the input, d_x [rows][input_dim]
+  /// (the actor's and the critic's parts added: what a trunk below the
+  /// heads back-propagates from).
+  void backward(const float* d_log_prob, const float* d_entropy, const float* d_value,
+                float* d_x = nullptr) noexcept;
 
  private:
   network_spec spec_;
@@ -103,6 +107,7 @@ class actor_critic {
   std::vector<float> log_prob_;     // [max_rows]
   std::vector<float> entropy_;      // [max_rows]
   std::vector<float> d_out_;        // [max_rows][head_width()]
+  std::vector<float> d_x_critic_;   // [max_rows][input_dim]: the critic's part of backward()'s d_x
 };
 
 /// Fresh flat parameters for `spec` as the torch twin initialises them

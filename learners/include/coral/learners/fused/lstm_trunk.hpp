@@ -15,6 +15,7 @@
 /// the unroll that trains.
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "coral/learners/fused/layers.hpp"
@@ -52,6 +53,8 @@ class lstm_trunk {
   void backward(const float* params, float* grads, const float* d_hs, const float* d_cs) noexcept;
 
  private:
+  friend void init_lstm_trunk(float* flat, std::size_t offset, std::size_t in, const std::vector<std::size_t>& hidden,
+                              std::size_t width, std::uint64_t seed, std::uint64_t& stream);
   std::size_t width_, features_, count_, max_rows_, max_steps_;
   std::size_t w_ih_, w_hh_, b_ih_, b_hh_;  // offsets into the flat buffer
   bool encoded_;                           // hidden layers present
@@ -70,5 +73,13 @@ class lstm_trunk {
   std::vector<float> dh_, dc_;  // [rows][H]: from the steps after
   std::vector<float> d_features_;  // [steps × rows][features]
 };
+
+/// Writes fresh parameters of the trunk lstm_trunk(in, hidden, width,
+/// offset, ...) has into `flat` as the torch twin initialises them:
+/// orthogonal weights (fused::orthogonal(); gain √2 for the encoder's
+/// layers, 1 for weight_ih and weight_hh), zero biases. Matrix k of them
+/// comes from coral::rng(seed, stream + k); `stream` is left past the last.
+void init_lstm_trunk(float* flat, std::size_t offset, std::size_t in, const std::vector<std::size_t>& hidden,
+                     std::size_t width, std::uint64_t seed, std::uint64_t& stream);
 
 }  // namespace coral::learners::fused

@@ -70,6 +70,14 @@ struct ppo_workspace {
 ppo_step_stats ppo_loss_gradients(actor_critic& net, ppo_workspace& work, const ppo_minibatch& batch,
                                   const ppo_config& config);
 
+/// ppo_loss_gradients() after `net`'s forward() of the minibatch's rows
+/// (its observations, or the features a trunk made of them): the loss and
+/// backward, and, unless `d_input` is null, the loss's gradient with
+/// respect to the rows `net` was given, d_input [rows][input_dim]
+/// (actor_critic::backward()'s d_x).
+ppo_step_stats ppo_loss_after_forward(actor_critic& net, ppo_workspace& work, const ppo_minibatch& batch,
+                                      const ppo_config& config, float* d_input);
+
 /// ppo_loss_gradients(), then the gradients clipped to config.max_grad_norm
 /// (where > 0) and one Adam step of size `learning_rate`.
 ppo_step_stats ppo_step(actor_critic& net, adam& optimiser, ppo_workspace& work, const ppo_minibatch& batch,
