@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -138,7 +139,10 @@ void run_eval(std::ostream& out, const eval_flags& f) {
         }
         video->write(frame);
       }
-      const auto a = policy.act(batch.observations().row(0));
+      // The env's mask, where it masks: a masked action is never taken.
+      const auto a = policy.act(batch.observations().row(0),
+                                batch.has_action_masks() ? std::as_const(batch).action_masks().row(0)
+                                                         : std::span<const std::uint8_t>());
       std::copy(a.discrete.begin(), a.discrete.end(), batch.discrete_actions().row(0).begin());
       std::copy(a.continuous.begin(), a.continuous.end(), batch.continuous_actions().row(0).begin());
       ++step;

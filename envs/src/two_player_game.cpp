@@ -6,26 +6,41 @@ namespace coral::envs {
 
 std::vector<config_key> two_player_game::common_keys(std::string_view reference, std::string_view reference_what) {
   return {{.name = "opponent", .type = config_type::text, .default_value = "none",
-           .description = fmt::format("none (two agent slots, one per player), random, or {} ({}) playing the "
-                                      "other side inside the env (one agent slot)",
+           .description = fmt::format("none (two agent slots, one per player), random, or {} ({}; also named "
+                                      "reference) playing the other side inside the env (one agent slot)",
                                       reference, reference_what)},
           {.name = "side", .type = config_type::text, .default_value = "random",
-           .description = "with an opponent: the agent's side, first, second or random (drawn each episode)"}};
+           .description = "with an opponent: the agent's side, first, second or random (drawn each episode)"},
+          {.name = "board", .type = config_type::text, .default_value = "signs",
+           .description = "the observation: signs (a Box, +1 own piece, -1 the other's, 0 empty) or cells (a "
+                          "MultiDiscrete of 3 per cell: 0 empty, 1 own, 2 the other's; PPO sees it one-hot)"},
+          {.name = "opening", .default_value = "0",
+           .description = "two agent slots only: each game starts after a number of random moves drawn from 0 to "
+                          "this (training on varied positions; ignored with an opponent)",
+           .min = 0, .max = 4}};
 }
 
 two_player_game::two_player_game(const env_config& config, env_seed seed, std::string_view reference,
                                  space observation_space, std::int32_t actions)
-    : observation_space_(std::move(observation_space)), action_space_(space::discrete(actions)), rng_(seed) {
+    : observation_space_(config.get_string("board") == "cells"
+                             ? space::multi_discrete(std::vector<std::int32_t>(observation_space.flat_size(), 3))
+                             : std::move(observation_space)),
+      action_space_(space::discrete(actions)),
+      rng_(seed),
+      opening_(config.get_int("opening")) {
   const std::string& opponent = config.get_string("opponent");
   if (opponent == "none") {
     opponent_ = opponent_kind::none;
   } else if (opponent == "random") {
     opponent_ = opponent_kind::random;
-  } else if (opponent == reference) {
+  } else if (opponent == reference || opponent == "reference") {
     opponent_ = opponent_kind::reference;
   } else {
-    config.reject("opponent", fmt::format("'{}' is not one of none, random, {}", opponent, reference));
+    config.reject("opponent", fmt::format("'{}' is not one of none, random, {} (or reference)", opponent, reference));
   }
+  const std::string& board = config.get_string("board");
+  if (board != "signs" && board != "cells") config.reject("board", fmt::format("'{}' is not one of signs, cells", board));
+  cells_ = board == "cells";
   const std::string& side = config.get_string("side");
   if (side == "first") {
     side_ = side_kind::first;
@@ -38,12 +53,22 @@ two_player_game::two_player_game(const env_config& config, env_seed seed, std::s
   }
 }
 
+void two_player_game::observe(std::span<float> obs, int player) const {
+  write_observation(obs, player);
+  if (!cells_) return;
+  for (auto& x : obs) x = x > 0 ? 1.0F : x < 0 ? 2.0F : 0.0F;  // own, the other's, empty
+}
+
 void two_player_game::write_mask(std::span<std::uint8_t> mask) const {
   for (std::size_t a = 0; a < mask.size(); ++a) mask[a] = legal(static_cast<std::int32_t>(a)) ? 1 : 0;
 }
 
 std::int32_t two_player_game::opponent_move() {
   if (opponent_ == opponent_kind::reference) return reference_move(to_move_, rng_);
+  return random_move();
+}
+
+std::int32_t two_player_game::random_move() {
   // Uniform among the legal moves: count, draw, walk.
   const std::int32_t n = action_space_.n();
   std::uint64_t legal_moves = 0;
@@ -60,11 +85,11 @@ std::int32_t two_player_game::opponent_move() {
 void two_player_game::write_rows(const env_rows& rows) const {
   if (opponent_ == opponent_kind::none) {
     for (int p = 0; p < 2; ++p) {
-      write_observation(rows.observation(row_of(p)), p);
+      observe(rows.observation(row_of(p)), p);
       rows.active(row_of(p)) = p == to_move_ ? 1 : 0;
     }
   } else {
-    write_observation(rows.observation(0), agent_player_);
+    observe(rows.observation(0), agent_player_);
   }
   write_mask(rows.action_mask(row_of(to_move_)));
 }
@@ -72,6 +97,14 @@ void two_player_game::write_rows(const env_rows& rows) const {
 void two_player_game::reset(const env_rows& rows) {
   clear_board();
   to_move_ = 0;
+  if (opponent_ == opponent_kind::none && opening_ > 0) {
+    // At most 4 moves: no game (tic-tac-toe's, connect four's) ends that soon.
+    const auto moves = rng_.below(static_cast<std::uint64_t>(opening_) + 1);
+    for (std::uint64_t m = 0; m < moves; ++m) {
+      (void)play(random_move(), to_move_);
+      to_move_ = 1 - to_move_;
+    }
+  }
   if (opponent_ != opponent_kind::none) {
     agent_player_ = side_ == side_kind::first ? 0 : side_ == side_kind::second ? 1 : static_cast<int>(rng_.below(2));
     if (agent_player_ == 1) {
@@ -87,14 +120,14 @@ void two_player_game::finish(const env_rows& rows, int winner) {
   if (opponent_ == opponent_kind::none) {
     for (int p = 0; p < 2; ++p) {
       const std::size_t row = row_of(p);
-      write_observation(rows.observation(row), p);
+      observe(rows.observation(row), p);
       rows.reward(row) = reward_of(p);
       rows.terminated(row) = 1;
       rows.active(row) = 0;
     }
     return;
   }
-  write_observation(rows.observation(0), agent_player_);
+  observe(rows.observation(0), agent_player_);
   rows.reward(0) = reward_of(agent_player_);
   rows.terminated(0) = 1;
 }

@@ -26,6 +26,7 @@
 #include "coral/distributed/segment_wire.hpp"
 #include "memory_math.hpp"
 #include "ppo_shared.hpp"
+#include "self_play_run.hpp"
 
 namespace coral::learners {
 namespace {
@@ -75,6 +76,9 @@ std::unique_ptr<actors::policy> ppo_acting(const train_options& o, const envs::s
   return policy;
 }
 
+constexpr std::string_view ppo_columns =
+    "policy_loss,value_loss,entropy,approx_kl,clip_fraction,learning_rate,mean_policy_lag,max_policy_lag";
+
 class ppo final : public algorithm, public distribution_part {
  public:
   ppo(const train_options& o, actors::sampler& s)
@@ -97,22 +101,33 @@ class ppo final : public algorithm, public distribution_part {
     run_ = &run;
     run.publish_initial(learner_.weights());
     assembler_ = std::make_unique<training::rollout_assembler>(
-        sampler_->batch(), sampler_->group_rows(), [&run](double r, double l) { run.episode(r, l); },
+        sampler_->batch(), sampler_->group_rows(),
+        [this, &run](double r, double l) {
+          if (self_play_) self_play_->episode(r);
+          run.episode(r, l);
+        },
         training::rollout_assembler::options{.horizon = p_.horizon,
                                    .frames = p_.frames,
                                    .segments_in_flight = training::policy_lag_gate::segments_in_flight(lag()),
                                    .state_dim = spec_.state_dim()});
     gate_ = std::make_unique<training::policy_lag_gate>(*assembler_, run.weights(), lag());
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
-    policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(),
-                                           options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL));
+    const std::uint64_t acting_seed = options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL);
+    if (p_.self_play) {
+      // The learner's rows act with its weights, the opponents' with the pool's.
+      self_play_ = std::make_unique<detail::self_play_run>(options_, spec_, *sampler_, acting_seed, learner_.weights());
+      self_play_->wire(*assembler_);
+      columns_ = std::string(ppo_columns) + std::string(self_play_->columns());
+      return;
+    }
+    policy_ = std::make_unique<mlp_policy>(spec_, sampler_->rows(), acting_seed);
     policy_->set_use_masks(p_.ppo.action_masks);
     // The learner scores the unclipped Gaussian samples; the envs get them clipped.
     assembler_->record_actions_from(policy_->sampled_actions());
     // A recurrent row's segment starts from the state the policy had there.
     assembler_->record_states_from(policy_->recurrent_states());
   }
-  actors::policy& policy() override { return *policy_; }
+  actors::policy& policy() override { return self_play_ ? self_play_->policy() : *policy_; }
   actors::step_consumer& consumer() override { return *assembler_; }
   actors::gate_policy& gate_policy() override { return *gate_; }
 
@@ -130,6 +145,8 @@ class ppo final : public algorithm, public distribution_part {
         // The gate first: with lag 0 the sampler waits for these weights,
         // not for the metrics row or a checkpoint.
         const bool told = co_await run.tell_gate();
+        // A snapshot for the pool (and a match) while the sampler goes on.
+        if (self_play_) self_play_->updated(learner_.updates(), learner_.weights());
         const bool going = co_await run.updated(st, learner_.updates(), learner_.env_steps());
         if (!told || !going) co_return;
       }
@@ -144,18 +161,18 @@ class ppo final : public algorithm, public distribution_part {
                        spec_.normalize_observations ? ", obs norm" : "",
                        p_.ppo.scale_rewards ? ", reward scale" : "");
   }
-  std::string_view columns() const override {
-    return "policy_loss,value_loss,entropy,approx_kl,clip_fraction,learning_rate,mean_policy_lag,max_policy_lag";
-  }
+  std::string_view columns() const override { return columns_; }
   std::string row(training::row_stream stream, const training::stats_snapshot& s, double) override {
     const auto& u = s.last_update;
     if (stream == training::row_stream::metrics) {
-      return fmt::format("{},{},{},{},{},{},{},{}", u.policy_loss, u.value_loss, u.entropy, u.approx_kl,
-                         u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag);
+      return fmt::format("{},{},{},{},{},{},{},{}{}", u.policy_loss, u.value_loss, u.entropy, u.approx_kl,
+                         u.clip_fraction, u.learning_rate, u.mean_policy_lag, u.max_policy_lag,
+                         self_play_ ? self_play_->row(stream) : std::string());
     }
-    return fmt::format("pg {:+.4f} v {:.4f} ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {})",
+    return fmt::format("pg {:+.4f} v {:.4f} ent {:.3f} kl {:.4f} clip {:.3f} lr {:.2e} | lag {:.2f} (max {}){}",
                        u.policy_loss, u.value_loss, u.entropy, u.approx_kl, u.clip_fraction, u.learning_rate,
-                       u.mean_policy_lag, u.max_policy_lag);
+                       u.mean_policy_lag, u.max_policy_lag,
+                       self_play_ ? " | " + self_play_->row(stream) : std::string());
   }
   void describe(std::string& out) override {
     out += fmt::format("  rollout assembler: {} segment(s) waiting for the learner\n", assembler_->segments().size());
@@ -243,24 +260,7 @@ class ppo final : public algorithm, public distribution_part {
   static ppo_config config_of(const train_options& o) { return with_backend(options_of<ppo_options>(o).ppo, o); }
 
   static network_spec make_spec(const train_options& o, const actors::sampler& s) {
-    check_agents(o, s.first_env());
     return spec_of(o, s.observation_space(), s.action_space());
-  }
-
-  /// Refuses memory across steps (stacked frames, an LSTM) on a multi-agent
-  /// env: a slot's steps are not consecutive rows of a segment there.
-  static void check_agents(const train_options& o, const envs::env& probe) {
-    const auto& p = options_of<ppo_options>(o);
-    const auto agents = probe.max_agents();
-    if (agents != 1 && p.frames > 1) {
-      throw config_error(fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--frames", p.frames, o.sampler.env, agents));
-    }
-    if (agents != 1 && p.lstm > 0) {
-      throw config_error(fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--lstm", p.lstm, o.sampler.env, agents));
-    }
-    if (p.lstm > 0 && p.ppo.action_masks && probe.action_mask_size() != 0) {
-      throw config_error(fmt::format(fmt::runtime(learners::errors::masked_lstm), p.lstm, o.sampler.env));
-    }
   }
 
   /// The width of a segment's observation rows (stacked frames).
@@ -286,6 +286,8 @@ class ppo final : public algorithm, public distribution_part {
   std::unique_ptr<training::rollout_assembler> assembler_;
   std::unique_ptr<training::policy_lag_gate> gate_;
   std::unique_ptr<mlp_policy> policy_;
+  std::unique_ptr<detail::self_play_run> self_play_;  // with --self-play, instead of policy_
+  std::string columns_{ppo_columns};
   training::training_run* run_ = nullptr;
   // Learner of a distributed run: the parts of each segment index, and a joined
   // segment waiting for room in the learner's channel.
@@ -294,6 +296,28 @@ class ppo final : public algorithm, public distribution_part {
   std::vector<rank_lag> lags_ = std::vector<rank_lag>(sampler_ranks(options_));
 };
 
+/// What PPO needs of the env: memory across steps (stacked frames, an LSTM)
+/// only where a row's steps are one agent's (a single-agent env: on a
+/// multi-agent one a slot's steps are not consecutive rows of a segment),
+/// an LSTM only without action masks (its loss has none), and self-play's
+/// teams and reference opponent.
+void check_ppo_env(const train_options& o, const envs::env& probe) {
+  const auto& p = options_of<ppo_options>(o);
+  const auto agents = probe.max_agents();
+  if (agents > 1 && p.frames > 1) {
+    throw config_error(
+        fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--frames", p.frames, o.sampler.env, agents));
+  }
+  if (agents > 1 && p.lstm > 0) {
+    throw config_error(
+        fmt::format(fmt::runtime(learners::errors::multi_agent_memory), "--lstm", p.lstm, o.sampler.env, agents));
+  }
+  if (p.lstm > 0 && p.ppo.action_masks && probe.action_mask_size() != 0) {
+    throw config_error(fmt::format(fmt::runtime(learners::errors::masked_lstm), p.lstm, o.sampler.env));
+  }
+  detail::self_play_run::check(o, probe);
+}
+
 void check_ppo_options(const train_options& o) {
   using training::detail::out_of_range;
   const auto& p = options_of<ppo_options>(o);
@@ -301,6 +325,8 @@ void check_ppo_options(const train_options& o) {
   if (p.frames == 0) out_of_range("--frames", p.frames, "must be at least 1");
   if (p.ppo.epochs == 0) out_of_range("--epochs", p.ppo.epochs, "must be at least 1");
   if (p.ppo.minibatch_size == 0) out_of_range("--minibatch-size", p.ppo.minibatch_size, "must be at least 1");
+  if (p.self_play_pool == 0) out_of_range("--self-play-pool", p.self_play_pool, "must be at least 1");
+  if (p.self_play_refresh == 0) out_of_range("--self-play-refresh", p.self_play_refresh, "must be at least 1");
 }
 
 
@@ -387,6 +413,22 @@ void register_ppo() {
       within(field<O>("value-coef", "value loss coefficient", [](O& o) -> double& { return o.ppo.value_coef; }), 0, 1000),
       within(field<O>("entropy-coef", "entropy bonus coefficient", [](O& o) -> double& { return o.ppo.entropy_coef; }), 0, 1000),
       within(field<O>("max-grad-norm", "gradient norm clip, 0: off", [](O& o) -> double& { return o.ppo.max_grad_norm; }), 0, 1e9),
+      field<O>("self-play",
+               "train one team of each env against frozen snapshots of the policy (an env of two teams or more); "
+               "the other teams' rows act but are not trained on",
+               [](O& o) -> bool& { return o.self_play; }),
+      field<O>("self-play-pool", "snapshots the opponents draw from, the latest always among them",
+               [](O& o) -> std::size_t& { return o.self_play_pool; }),
+      field<O>("self-play-refresh", "updates between snapshots added to the pool",
+               [](O& o) -> std::size_t& { return o.self_play_refresh; }),
+      within(field<O>("self-play-latest",
+                      "share of opponent episodes played by the learner itself, both sides trained (mirror matches)",
+                      [](O& o) -> double& { return o.self_play_latest; }),
+             0, 1),
+      field<O>("self-play-eval-games",
+               "at each snapshot, games per side against the env's reference opponent (opponent=reference), "
+               "played greedily and reported (0: none)",
+               [](O& o) -> std::size_t& { return o.self_play_eval_games; }),
       switch_off<O>("no-one-hot",
                     "feed the observation's Discrete and MultiDiscrete elements as their index, not one-hot",
                     [](O& o) -> bool& { return o.one_hot; }),
@@ -400,6 +442,7 @@ void register_ppo() {
   d.check = check_ppo_options;
   d.memory = add_ppo_memory;
   d.multi_agent = true;
+  d.check_env = check_ppo_env;
   d.make = plugin<ppo>();
   d.needs_torch = torch_chosen;
   d.acting = ppo_acting;

@@ -234,7 +234,7 @@ training::update_stats fused_ppo::update(const training::rollout_segment& seg, s
   const auto samples = detail::acted_steps(seg);
   const bool recurrent = recurrent_.has_value();
   if (recurrent && (samples.size() != N || mask_dim_ != 0)) {
-    // check_agents() refuses both before a run.
+    // check_ppo_env() (ppo.cpp) refuses both before a run.
     throw usage_error(fmt::format("ppo_learner: a recurrent network trains every step of whole rows, without masks; "
                                   "this segment of {} rows has steps not acted or masks",
                                   seg.rows));

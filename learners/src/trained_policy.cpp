@@ -44,14 +44,25 @@ trained_policy::trained_policy(trained_policy&&) noexcept = default;
 trained_policy& trained_policy::operator=(trained_policy&&) noexcept = default;
 trained_policy::~trained_policy() = default;
 
-policy_actions trained_policy::act(std::span<const float> observations) {
+policy_actions trained_policy::act(std::span<const float> observations,
+                                   std::span<const std::uint8_t> action_masks) {
   auto& m = *impl_;
   auto& b = m.batch;
   const std::size_t width = b.obs_dim();
   if (observations.size() != b.rows() * width) {
     throw usage_error(fmt::format(fmt::runtime(errors::policy_observation_size), observations.size(), b.rows(), width));
   }
+  if (!action_masks.empty() && action_masks.size() != b.rows() * b.action_mask_dim()) {
+    throw usage_error(fmt::format(fmt::runtime(errors::policy_mask_size), action_masks.size(), b.rows(),
+                                  b.action_mask_dim()));
+  }
   std::copy(observations.begin(), observations.end(), b.observations().row(0).data());
+  if (!action_masks.empty()) {
+    b.declare_action_masks();
+    std::copy(action_masks.begin(), action_masks.end(), b.action_masks().row(0).data());
+  } else if (b.action_mask_dim() > 0) {
+    std::fill_n(b.action_masks().row(0).data(), b.rows() * b.action_mask_dim(), std::uint8_t{1});
+  }
   m.policy->act(actors::policy_rows{.batch = b, .ranges = std::span(&m.whole, 1), .log_probs = {}, .values = {}});
   // A reset asked for is carried out by this act: the rows' flags say
   // "this observation starts an episode" (terminated) to the policy once.
@@ -73,6 +84,7 @@ void trained_policy::reset() {
 
 std::size_t trained_policy::rows() const noexcept { return impl_->batch.rows(); }
 std::size_t trained_policy::observation_size() const noexcept { return impl_->batch.obs_dim(); }
+std::size_t trained_policy::action_mask_size() const noexcept { return impl_->batch.action_mask_dim(); }
 std::size_t trained_policy::discrete_size() const noexcept { return impl_->batch.discrete_action_dim(); }
 std::size_t trained_policy::continuous_size() const noexcept { return impl_->batch.continuous_action_dim(); }
 const envs::space& trained_policy::observation_space() const noexcept { return impl_->observation_space; }

@@ -1,8 +1,12 @@
 #include "coral/envs/tictactoe.hpp"
 #include "coral/envs/connect4.hpp"
 
+#include <string>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
+#include "coral/core/error.hpp"
 #include "harness.hpp"
 
 using namespace coral::envs;
@@ -180,4 +184,68 @@ TEST_CASE("connect4 against the search opponent has one row, active every step",
   h.batch.discrete_actions()(0, 0) = 3;
   h.slice.step_all();
   CHECK(h.batch.active()[0] == 1);
+}
+
+TEST_CASE("a two-agent game's opening plays 0 to N random moves; with an opponent the board starts empty",
+          "[envs][tictactoe][connect4]") {
+  for (const char* game : {"tictactoe", "connect4"}) {
+    INFO(game);
+    std::vector<int> seen(5, 0);
+    for (std::uint64_t seed = 0; seed < 60; ++seed) {
+      harness h(game, {{"opening", "4"}}, seed);
+      h.slice.reset_all();
+      // Pieces on the board, from the mover's row: own and the other's.
+      const std::size_t mover = h.batch.active()[0] != 0 ? 0 : 1;
+      REQUIRE(h.batch.active()[1 - mover] == 0);
+      int own = 0, other = 0;
+      for (const float x : h.batch.observations().row(mover)) {
+        own += x > 0 ? 1 : 0;
+        other += x < 0 ? 1 : 0;
+      }
+      const int moves = own + other;
+      REQUIRE(moves <= 4);
+      ++seen[static_cast<std::size_t>(moves)];
+      // The first player has moved as often as the second, or once more: it is the second's turn then.
+      CHECK(mover == static_cast<std::size_t>(moves % 2));
+      CHECK(other == (moves + 1) / 2);
+      // The mask leaves the occupied cells (tic-tac-toe) out.
+      if (std::string(game) == "tictactoe") {
+        const auto m = h.batch.action_masks().row(mover);
+        int legal = 0;
+        for (const auto b : m) legal += b;
+        CHECK(legal == 9 - moves);
+      }
+    }
+    for (int k = 0; k <= 4; ++k) CHECK(seen[static_cast<std::size_t>(k)] > 0);
+    harness opponent(game, {{"opening", "4"}, {"opponent", "random"}, {"side", "first"}}, 1);
+    opponent.slice.reset_all();
+    for (const float x : opponent.batch.observations().row(0)) CHECK(x == 0.0f);
+  }
+}
+
+TEST_CASE("board=cells observes each cell as a category: 0 empty, 1 own, 2 the other's", "[envs][tictactoe][connect4]") {
+  for (const char* game : {"tictactoe", "connect4"}) {
+    INFO(game);
+    harness signs(game, {}, 3);
+    harness cells(game, {{"board", "cells"}}, 3);
+    const auto& space = cells.slice.at(0).observation_space();
+    REQUIRE(space.kind() == space_kind::multi_discrete);
+    CHECK(space.nvec() == std::vector<std::int32_t>(signs.slice.at(0).observation_space().flat_size(), 3));
+    signs.slice.reset_all();
+    cells.slice.reset_all();
+    // The same moves in both: each row's cells say what its signs say.
+    for (int move = 0; move < 3; ++move) {
+      const std::size_t mover = signs.batch.active()[0] != 0 ? 0 : 1;
+      signs.batch.discrete_actions()(mover, 0) = move;
+      cells.batch.discrete_actions()(mover, 0) = move;
+      signs.slice.step_all();
+      cells.slice.step_all();
+      for (std::size_t row = 0; row < 2; ++row) {
+        const auto s = signs.batch.observations().row(row);
+        const auto c = cells.batch.observations().row(row);
+        for (std::size_t i = 0; i < s.size(); ++i) CHECK(c[i] == (s[i] > 0 ? 1.0f : s[i] < 0 ? 2.0f : 0.0f));
+      }
+    }
+  }
+  CHECK_THROWS_AS(harness("tictactoe", {{"board", "pieces"}}, 1), coral::config_error);
 }

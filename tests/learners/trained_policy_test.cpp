@@ -328,3 +328,27 @@ TEST_CASE("a checkpoint keeps the run's settings: env args, hidden widths, the a
   CHECK(options_of<ppo_options>(back).lstm == 6);
   CHECK(options_of<ppo_options>(back).ppo.learning_rate == 0.00123);
 }
+
+TEST_CASE("a loaded policy never takes an action the env's mask rules out, and refuses a mask of another size",
+          "[learners][trained_policy][masks]") {
+  const auto dir = coral::test::fresh_dir("trained-ppo-masks");
+  auto o = short_run("ppo", dir, 512);
+  o.sampler.env = "tictactoe";
+  o.sampler.env_args = {{"opponent", "random"}};
+  train_quietly(o);
+  auto policy = load_policy(dir);
+  REQUIRE(policy.action_mask_size() == 9);
+  std::vector<float> empty(9, 0.0f);
+  // Each cell in turn the only legal one: the policy takes it.
+  for (std::uint8_t cell = 0; cell < 9; ++cell) {
+    std::vector<std::uint8_t> mask(9, 0);
+    mask[cell] = 1;
+    CHECK(policy.act(empty, mask).discrete[0] == cell);
+  }
+  // Without a mask every cell may be chosen; a mask of another size is refused.
+  CHECK_NOTHROW(policy.act(empty));
+  const std::vector<std::uint8_t> short_mask(8, 1);
+  CHECK_THROWS_MATCHES(policy.act(empty, short_mask), coral::usage_error,
+                       Catch::Message(fmt::format(fmt::runtime(lm::policy_mask_size), 8, 1, 9)));
+  fs::remove_all(dir);
+}

@@ -29,6 +29,9 @@
 /// Action masks: the mover of an even move may take 0 or 1, of an odd move 1
 /// or 2; slot 2 may take 0 or 2. An illegal action from an active row
 /// throws (errors the run), so a run that finishes took none.
+///
+/// Teams (config key `teams`, 1 or 2): all slots in team 0, or slot i in
+/// team i mod 2 (slots 0 and 2 against slot 1, for self-play).
 
 #include <cmath>
 #include <cstdint>
@@ -44,7 +47,7 @@ namespace coral::test {
 
 class turns_env final : public envs::env {
  public:
-  explicit turns_env(std::int64_t game = 3) : game_(game) {}
+  explicit turns_env(std::int64_t game = 3, std::size_t teams = 1) : game_(game), teams_(teams) {}
 
   /// Whether slot `slot` holds an agent in play after `n` steps.
   [[nodiscard]] bool active_at(std::size_t slot, std::int64_t n) const noexcept {
@@ -97,6 +100,8 @@ class turns_env final : public envs::env {
   [[nodiscard]] const envs::space& action_space() const noexcept override { return act_; }
   [[nodiscard]] std::size_t max_agents() const noexcept override { return 3; }
   [[nodiscard]] std::size_t action_mask_size() const noexcept override { return 3; }
+  [[nodiscard]] std::size_t team_count() const noexcept override { return teams_; }
+  [[nodiscard]] std::size_t team_of(std::size_t slot) const noexcept override { return slot % teams_; }
 
   static void register_once() {
     auto& r = envs::registry::global();
@@ -104,9 +109,10 @@ class turns_env final : public envs::env {
     r.add(envs::env_spec{
         .name = "test-turns",
         .description = "test env: two slots take turns, a third joins and leaves, inactive rows hold NaN",
-        .keys = {{.name = "game", .default_value = "3", .description = "moves per game", .min = 2}},
+        .keys = {{.name = "game", .default_value = "3", .description = "moves per game", .min = 2},
+                 {.name = "teams", .default_value = "1", .description = "teams (1 or 2)", .min = 1, .max = 2}},
         .factory = [](const envs::env_config& c, coral::env_seed) -> std::unique_ptr<envs::env> {
-          return std::make_unique<turns_env>(c.get_int("game"));
+          return std::make_unique<turns_env>(c.get_int("game"), static_cast<std::size_t>(c.get_int("teams")));
         }});
   }
 
@@ -134,6 +140,7 @@ class turns_env final : public envs::env {
   }
 
   std::int64_t game_;
+  std::size_t teams_;
   std::int64_t steps_ = 0;
   envs::space obs_ = envs::space::box({4}, -1e9F, 1e9F);
   envs::space act_ = envs::space::discrete(3);

@@ -11,7 +11,12 @@
 
 #include "../support/turns_env.hpp"
 #include "coral/envs/env_slice.hpp"
+#include "coral/envs/errors.hpp"
+#include "coral/envs/registry.hpp"
 #include "coral/training/agents_in_play.hpp"
+#include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/errors.hpp"
+#include "coral/training/training_run.hpp"
 
 using namespace coral;
 using namespace coral::training;
@@ -238,4 +243,62 @@ TEST_CASE("agents in play are the active rows of each group as it last arrived",
   count.stepped(1, 1, 3);
   CHECK(inner.arrivals == std::vector<std::uint32_t>{0, 1, 0});
   CHECK(inner.stepped_groups == std::vector<std::uint32_t>{1});
+}
+
+namespace {
+
+/// Discrete(3) actions, a declared mask of `mask` bytes, two slots in teams 0 and `team`.
+class ill_bound_env final : public envs::env {
+ public:
+  ill_bound_env(std::size_t mask, std::size_t team) : mask_(mask), team_(team) {}
+  void reset(const envs::env_rows&) override {}
+  void step(const envs::env_rows&) override {}
+  [[nodiscard]] const envs::space& observation_space() const noexcept override { return obs_; }
+  [[nodiscard]] const envs::space& action_space() const noexcept override { return act_; }
+  [[nodiscard]] std::size_t max_agents() const noexcept override { return 2; }
+  [[nodiscard]] std::size_t action_mask_size() const noexcept override { return mask_; }
+  [[nodiscard]] std::size_t team_count() const noexcept override { return 2; }
+  [[nodiscard]] std::size_t team_of(std::size_t slot) const noexcept override { return slot == 0 ? 0 : team_; }
+
+ private:
+  std::size_t mask_, team_;
+  envs::space obs_ = envs::space::box({1}, 0.0F, 1.0F);
+  envs::space act_ = envs::space::discrete(3);
+};
+
+void register_ill_bound(const char* name, std::size_t mask, std::size_t team) {
+  auto& r = envs::registry::global();
+  if (r.contains(name)) return;
+  r.add(envs::env_spec{.name = name,
+                       .description = "test env: bound to batch rows, it is refused",
+                       .keys = {},
+                       .factory = [mask, team](const envs::env_config&, coral::env_seed) -> std::unique_ptr<envs::env> {
+                         return std::make_unique<ill_bound_env>(mask, team);
+                       }});
+}
+
+}  // namespace
+
+TEST_CASE("an env whose mask or team ids do not fit is refused before the run, naming the env",
+          "[training][multi-agent][errors]") {
+  register_ill_bound("test-wide-mask", 5, 1);
+  register_ill_bound("test-team-out", 3, 2);
+  // An algorithm that is never made: the env is refused first.
+  register_algorithm("test-never-made", [](const train_options&, actors::sampler&) -> std::unique_ptr<algorithm> {
+    throw coral::usage_error("made");
+  });
+  train_options o;
+  o.algo = "test-never-made";
+  o.progress_seconds = 0;
+  o.sampler.env = "test-wide-mask";
+  CHECK_THROWS_MATCHES(training_run::validate(o), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(coral::training::errors::env_not_trainable), "test-wide-mask",
+                                                  fmt::format(fmt::runtime(envs::errors::mask_width), "#0", 5,
+                                                              "Discrete(3)", 3))));
+  o.sampler.env = "test-team-out";
+  CHECK_THROWS_MATCHES(training_run::validate(o), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(coral::training::errors::env_not_trainable), "test-team-out",
+                                                  fmt::format(fmt::runtime(envs::errors::team_out_of_range), "#0", 1,
+                                                              2, 2))));
+  unregister_algorithm("test-never-made");
 }

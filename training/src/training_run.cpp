@@ -10,6 +10,8 @@
 #include "coral/core/error.hpp"
 #include "coral/core/json.hpp"
 #include "coral/core/stall_watchdog.hpp"
+#include "coral/envs/env_slice.hpp"
+#include "coral/envs/registry.hpp"
 #include "coral/training/agents_in_play.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/clip_recorder.hpp"
@@ -78,6 +80,28 @@ void training_run::validate(const train_options& options) {
     out_of_range("--video-every", o.video_every, fmt::format("must be in [0, {}] (0: no clips)", max_video_every));
   }
   if (algo->check) algo->check(o);
+  {
+    // What the env offers the algorithm, on env 0 as the run builds it:
+    // first what binding it to batch rows checks (its mask's width, its
+    // team ids), then what the algorithm needs.
+    std::vector<std::unique_ptr<envs::env>> one;
+    one.push_back(envs::registry::global().make(o.sampler.env, o.sampler.env_args, o.sampler.seed, 0));
+    const envs::env& probe = *one.front();
+    envs::env_batch batch(probe.max_agents(), probe.observation_space(), probe.action_space());
+    try {
+      const envs::env_slice bound(batch, 0, std::move(one));
+      const envs::env& e = bound.at(0);
+      if (e.max_agents() != 1 && !algo->multi_agent) {
+        throw config_error(
+            fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, e.max_agents(), o.algo));
+      }
+      if (algo->check_env) algo->check_env(o, e);
+    } catch (const config_error&) {
+      throw;
+    } catch (const usage_error& e) {
+      throw config_error(fmt::format(fmt::runtime(errors::env_not_trainable), o.sampler.env, e.what()));
+    }
+  }
   detail::check_memory_budget(o, *algo);  // what the run allocates fits in this machine's memory
   // Last: it builds an env and renders a frame. The process that trains records the clips.
   if (o.video_every != 0 && !sampler_rank(o)) check_clips(o, *algo);
@@ -355,10 +379,6 @@ void training_run::start() {
   const auto& o = options_;
   sampler_ = std::make_unique<actors::sampler>(o.sampler);
   const envs::env& probe = sampler_->first_env();
-  if (probe.max_agents() != 1 && !find_algorithm(o.algo)->multi_agent) {
-    throw config_error(
-        fmt::format(fmt::runtime(errors::multi_agent_unsupported), o.sampler.env, probe.max_agents(), o.algo));
-  }
   target_ = o.target_return ? o.target_return : probe.solved_return();
   algorithm_ = find_algorithm(o.algo)->make(o, *sampler_);
   if (o.remote) {

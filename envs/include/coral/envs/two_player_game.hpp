@@ -12,11 +12,17 @@
 ///   game, both rows end on that step: the mover's row (active) and the
 ///   other player's (waiting, see env.hpp) get their reward and
 ///   `terminated`.
-/// - `opponent=random` or the game's reference opponent: one agent slot,
+/// - `opponent=random` or the game's reference opponent (by its name, or
+///   `opponent=reference`, which self-play's match uses): one agent slot,
 ///   one team; the opponent plays the other side inside the env, replying
 ///   within the same step, so the one row is active on every step. The
 ///   agent's side is set by `side` (`first`, `second`, or `random`: drawn
 ///   each episode from the env's rng).
+///
+/// With `opening=N` (two-agent mode only), each game starts after k random
+/// legal moves, k uniform in 0..N (N ≤ 4): the slot to move then is the
+/// one whose turn it is. Self-play learns from more varied positions so;
+/// with an opponent the key is ignored (evaluation plays from the empty board).
 ///
 /// Rewards, at the end of the game only: +1 for the winner, −1 for the
 /// loser, 0 for both on a draw. An illegal action (a value the mask marks
@@ -24,8 +30,13 @@
 /// player who took it: −1 for it, +1 for the other player.
 ///
 /// Observations are from the point of view of the row's player: +1 for its
-/// own pieces, −1 for the other player's, 0 for empty cells. The action
-/// mask (Discrete(n): n bytes) marks the legal moves.
+/// own pieces, −1 for the other player's, 0 for empty cells. With
+/// `board=cells` the observation is a MultiDiscrete of 3 values per cell
+/// instead (0 empty, 1 own, 2 the other's), which a network sees one-hot:
+/// own and other pieces on inputs of their own rather than as opposite
+/// signs of one (a sign feature that says "play on your column" also says
+/// "do not play on theirs", the opposite of a block). The action mask
+/// (Discrete(n): n bytes) marks the legal moves.
 ///
 /// Thread safety: as for every env.
 
@@ -68,7 +79,7 @@ class two_player_game : public env {
 
  protected:
   /// The common config keys: opponent (`reference` is the game's reference
-  /// opponent's name) and side.
+  /// opponent's name), side, board and opening.
   [[nodiscard]] static std::vector<config_key> common_keys(std::string_view reference, std::string_view reference_what);
 
   /// Reads `opponent` and `side`; rejects (config_error naming the key) any
@@ -94,8 +105,12 @@ class two_player_game : public env {
   /// The row that plays `player`.
   [[nodiscard]] std::size_t row_of(int player) const noexcept { return opponent_ == opponent_kind::none ? player : 0; }
   void write_rows(const env_rows& rows) const;
+  /// write_observation(), then, with board=cells, each cell as a category.
+  void observe(std::span<float> obs, int player) const;
   void write_mask(std::span<std::uint8_t> mask) const;
   std::int32_t opponent_move();
+  /// A legal move uniformly at random.
+  std::int32_t random_move();
   /// Ends the game: `winner` is 0, 1 or -1 for a draw.
   void finish(const env_rows& rows, int winner);
 
@@ -106,6 +121,8 @@ class two_player_game : public env {
   side_kind side_ = side_kind::first;
   int to_move_ = 0;
   int agent_player_ = 0;
+  std::int64_t opening_ = 0;
+  bool cells_ = false;
 };
 
 }  // namespace coral::envs

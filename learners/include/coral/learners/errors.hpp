@@ -48,6 +48,19 @@ inline constexpr std::string_view multi_agent_memory =
 inline constexpr std::string_view masked_lstm =
     "--lstm {}: '{}' masks actions, and recurrent PPO trains without action masks (add --no-action-masks to train "
     "it with every action seen as legal)";
+/// `--self-play` on an env whose slots are all in one team: the env.
+inline constexpr std::string_view self_play_one_team =
+    "--self-play: '{}' has one team; self-play needs an env whose agent slots form two teams or more (tictactoe, "
+    "connect4)";
+/// `--self-play-eval-games` on an env without a reference opponent to
+/// play: the env, why (the env's refusal of opponent=reference, or what
+/// the match env lacks).
+inline constexpr std::string_view self_play_no_reference =
+    "--self-play-eval-games: '{}' has no reference opponent to play with opponent=reference and side=first|second "
+    "({})";
+/// A match episode against the reference opponent that does not end: the
+/// env, the steps it ran.
+inline constexpr std::string_view match_too_long = "self-play match: an episode of '{}' ran past {} steps";
 
 /// A torch learner made in a process without coral::learners_torch linked:
 /// what was made. (The `coral` command hands such runs to coral-torch first.)
@@ -75,6 +88,9 @@ inline constexpr std::string_view no_checkpoint_in_dir =
     "'{}' holds no checkpoint (checkpoint-*.ckpt files, as --checkpoint-dir writes them)";
 /// A checkpoint of an algorithm that cannot act outside a run: path, algo.
 inline constexpr std::string_view algo_cannot_act = "checkpoint '{}': --algo {} has no policy that acts outside a run";
+/// trained_policy::act() given action masks of another size: bytes given, rows, mask width.
+inline constexpr std::string_view policy_mask_size =
+    "trained_policy: {} action mask bytes given, expected {} rows x {}";
 /// trained_policy::act() given observations of another size: floats given, rows, observation width.
 inline constexpr std::string_view policy_observation_size =
     "trained_policy: {} observation floats given, expected {} rows x {}";

@@ -23,6 +23,15 @@ struct ppo_options {
   /// Feed the observation's Discrete and MultiDiscrete elements one-hot
   /// (network_spec::one_hot); off (`--no-one-hot`), as their index.
   bool one_hot = true;
+  /// Train one team of each env against frozen snapshots (`--self-play`;
+  /// self_play.hpp): the pool's size, the updates between snapshots, the
+  /// share of opponents that play as the learner itself, and the games per
+  /// side against the env's reference opponent at each snapshot (0: none).
+  bool self_play = false;
+  std::size_t self_play_pool = 8;
+  std::size_t self_play_refresh = 10;
+  double self_play_latest = 0.5;
+  std::size_t self_play_eval_games = 0;
 };
 
 }  // namespace coral::learners

@@ -75,10 +75,17 @@ class trained_policy {
   ~trained_policy();
 
   /// The actions for `observations`: rows() rows of observation_size()
-  /// floats (the env's flat observation), row after row. Throws usage_error
-  /// (errors::policy_observation_size) for another number of floats.
+  /// floats (the env's flat observation), row after row. With
+  /// `action_masks` (rows() rows of action_mask_size() bytes, 1 = legal:
+  /// the env's action-mask rows, envs/env.hpp), a masked value is never
+  /// chosen (unless the run trained with `--no-action-masks`); empty:
+  /// every value legal. Throws usage_error (errors::policy_observation_size,
+  /// errors::policy_mask_size) for another number of floats or bytes.
   /// Allocates nothing.
-  policy_actions act(std::span<const float> observations);
+  policy_actions act(std::span<const float> observations, std::span<const std::uint8_t> action_masks = {});
+  /// Bytes in one row's action mask: one per value of each Discrete and
+  /// MultiDiscrete component (envs::action_mask_size() of the action space).
+  [[nodiscard]] std::size_t action_mask_size() const noexcept;
   /// Row `row`'s next observation starts an episode: its frames and
   /// recurrent state start afresh. Throws usage_error
   /// (errors::policy_row_out_of_range) past the last row.

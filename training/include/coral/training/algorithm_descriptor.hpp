@@ -62,6 +62,11 @@ struct algorithm_descriptor {
   /// rows, per-slot chains; envs/env.hpp). A run of another algorithm on
   /// such an env is refused before it starts (errors::multi_agent_unsupported).
   bool multi_agent = false;
+  /// Checks its options against what the env offers (agents, teams, a
+  /// reference opponent), given env 0 of the run as the run would build it;
+  /// throws config_error naming the flag and the env. Called before
+  /// anything of the run starts. May be empty.
+  std::function<void(const train_options&, const envs::env&)> check_env;
   /// Builds its plug-in for a run.
   algorithm_factory make;
   /// Whether a run with these options needs libtorch (a torch learner). A

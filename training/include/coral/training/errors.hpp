@@ -50,6 +50,10 @@ inline constexpr std::string_view resume_needs_dir = "--resume: requires --check
 /// single-agent envs only: env, agents, algo.
 inline constexpr std::string_view multi_agent_unsupported =
     "--env: '{}' has {} agent slots per env; --algo {} trains single-agent envs (--algo ppo trains multi-agent ones)";
+/// An env that cannot be bound to batch rows (a mask of another width than
+/// its action space's, a team id out of range; envs/env_slice.hpp): the env,
+/// the binding's refusal.
+inline constexpr std::string_view env_not_trainable = "--env: '{}' cannot be bound to batch rows: {}";
 /// A setting given to an algorithm that does not read it (it differs from
 /// its default): the flag (or, where no flag sets it alone, the field, such
 /// as `dqn.learning_rate`), the algorithms that read it ("PPO", "DQN and
