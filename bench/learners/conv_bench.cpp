@@ -124,10 +124,11 @@ int main() {
       std::vector<float> x(rows * l.in_size());
       for (auto& v : x) v = gen.uniform() < 0.05 ? 1.0f : 0.0f;
       std::vector<float> y(rows * l.out_size()), dy(rows * l.out_size()), patches(rows * l.positions() * l.patch());
+      std::vector<float> weight(l.out_c * l.patch());
       for (auto& v : dy) v = static_cast<float>(gen.normal());
       const double gemm = median_us([&] {
-        fused::conv_forward(l, params.data(), x.data(), rows, patches.data(), y.data());
-        fused::conv_backward(l, params.data(), grads.data(), patches.data(), dy.data(), rows, nullptr, nullptr);
+        fused::conv_forward(l, params.data(), x.data(), rows, patches.data(), weight.data(), y.data());
+        fused::conv_backward(l, grads.data(), patches.data(), dy.data(), rows, weight.data(), nullptr, nullptr);
       });
       std::vector<float> wt(l.size()), dwt(l.size()), db(16);
       double direct[2];

@@ -34,11 +34,13 @@ struct dense_layer {
     }
   }
 
-  /// y = W x + b, then tanh if `squash`.
+  /// y = W x + b, then tanh if `squash`. Zero inputs are skipped (a ReLU
+  /// layer's output is mostly zeros): adding w × 0 changes no sum.
   void apply(const float* x, float* y, bool squash) const noexcept {
     std::copy(bias.begin(), bias.end(), y);
     for (std::size_t i = 0; i < in; ++i) {
       const float xi = x[i];
+      if (xi == 0.0f) continue;
       const float* w = weights_t.data() + i * out;
       for (std::size_t j = 0; j < out; ++j) y[j] += w[j] * xi;
     }

@@ -56,8 +56,9 @@ TEST_CASE("conv_forward, im2col and one GEMM, computes the direct convolution", 
     const std::size_t rows = 3;
     const auto params = conv_normals(gen, l.offset + l.size());
     const auto x = conv_normals(gen, rows * l.in_size());
-    std::vector<float> patches(rows * l.positions() * l.patch()), got(rows * l.out_size()), want(got.size());
-    fused::conv_forward(l, params.data(), x.data(), rows, patches.data(), got.data());
+    std::vector<float> patches(rows * l.positions() * l.patch()), weight(l.out_c * l.patch());
+    std::vector<float> got(rows * l.out_size()), want(got.size());
+    fused::conv_forward(l, params.data(), x.data(), rows, patches.data(), weight.data(), got.data());
     fused::conv_forward_reference(l, params.data(), x.data(), rows, want.data());
     for (std::size_t i = 0; i < got.size(); ++i) {
       INFO("output " << i);
@@ -92,13 +93,14 @@ TEST_CASE("conv_backward's gradients are the finite differences of a loss linear
     auto x = conv_normals(gen, rows * l.in_size());
     const auto g = conv_normals(gen, rows * l.out_size());
     std::vector<float> patches(rows * l.positions() * l.patch()), d_patches(patches.size()), y(g.size());
+    std::vector<float> weight(l.out_c * l.patch());
     std::vector<float> grads(params.size(), 0.0f), dx(x.size());
     auto loss = [&] {
-      fused::conv_forward(l, params.data(), x.data(), rows, patches.data(), y.data());
+      fused::conv_forward(l, params.data(), x.data(), rows, patches.data(), weight.data(), y.data());
       return std::inner_product(y.begin(), y.end(), g.begin(), 0.0);
     };
     loss();
-    fused::conv_backward(l, params.data(), grads.data(), patches.data(), g.data(), rows, d_patches.data(), dx.data());
+    fused::conv_backward(l, grads.data(), patches.data(), g.data(), rows, weight.data(), d_patches.data(), dx.data());
     constexpr float h = 1e-2f;
     auto numeric = [&](float& v) { return coral::test::central_difference(v, h, loss); };
     for (std::size_t j = l.offset; j < params.size(); ++j) {
@@ -128,7 +130,7 @@ TEST_CASE("a conv stack of two layers passes its gradient back through ReLU and 
   };
   loss();
   std::vector<float> grads(params.size());
-  stack.backward(params.data(), grads.data(), g.data(), 2);
+  stack.backward(grads.data(), g.data(), 2);
   constexpr float h = 1e-3f;
   for (std::size_t j = 0; j < params.size(); ++j) {
     const double numeric = coral::test::central_difference(params[j], h, loss);

@@ -21,19 +21,15 @@
 namespace coral::learners::fused {
 
 void im2col(const conv_layer& layer, const float* x, std::size_t rows, float* patches) noexcept {
+  // A window's row of K cells is K × C contiguous floats of x: one copy each.
   const std::size_t K = layer.kernel, C = layer.in_c, W = layer.in_w, S = layer.stride;
-  const std::size_t oh = layer.out_h(), ow = layer.out_w(), patch = layer.patch();
+  const std::size_t oh = layer.out_h(), ow = layer.out_w(), patch = layer.patch(), run = K * C;
   for (std::size_t r = 0; r < rows; ++r) {
     const float* in = x + r * layer.in_size();
     for (std::size_t oy = 0; oy < oh; ++oy) {
       for (std::size_t ox = 0; ox < ow; ++ox) {
         float* dst = patches + ((r * oh + oy) * ow + ox) * patch;
-        for (std::size_t ky = 0; ky < K; ++ky) {
-          for (std::size_t kx = 0; kx < K; ++kx) {
-            const float* cell = in + ((oy * S + ky) * W + ox * S + kx) * C;
-            for (std::size_t c = 0; c < C; ++c) dst[(c * K + ky) * K + kx] = cell[c];
-          }
-        }
+        for (std::size_t ky = 0; ky < K; ++ky) std::copy_n(in + ((oy * S + ky) * W + ox * S) * C, run, dst + ky * run);
       }
     }
   }
@@ -41,7 +37,7 @@ void im2col(const conv_layer& layer, const float* x, std::size_t rows, float* pa
 
 void col2im(const conv_layer& layer, const float* d_patches, std::size_t rows, float* dx) noexcept {
   const std::size_t K = layer.kernel, C = layer.in_c, W = layer.in_w, S = layer.stride;
-  const std::size_t oh = layer.out_h(), ow = layer.out_w(), patch = layer.patch();
+  const std::size_t oh = layer.out_h(), ow = layer.out_w(), patch = layer.patch(), run = K * C;
   std::fill_n(dx, rows * layer.in_size(), 0.0f);
   for (std::size_t r = 0; r < rows; ++r) {
     float* in = dx + r * layer.in_size();
@@ -49,23 +45,45 @@ void col2im(const conv_layer& layer, const float* d_patches, std::size_t rows, f
       for (std::size_t ox = 0; ox < ow; ++ox) {
         const float* src = d_patches + ((r * oh + oy) * ow + ox) * patch;
         for (std::size_t ky = 0; ky < K; ++ky) {
-          for (std::size_t kx = 0; kx < K; ++kx) {
-            float* cell = in + ((oy * S + ky) * W + ox * S + kx) * C;
-            for (std::size_t c = 0; c < C; ++c) cell[c] += src[(c * K + ky) * K + kx];
-          }
+          float* cells = in + ((oy * S + ky) * W + ox * S) * C;
+          const float* from = src + ky * run;
+          for (std::size_t i = 0; i < run; ++i) cells[i] += from[i];
         }
       }
     }
   }
 }
 
+namespace {
+
+// torch's weight [out][c][ky][kx] to the patches' order [out][ky][kx][c],
+// and back (`to_patches` false) for its gradient.
+void reorder_weight(const conv_layer& layer, const float* from, float* to, bool to_patches) noexcept {
+  const std::size_t K = layer.kernel, C = layer.in_c;
+  for (std::size_t o = 0; o < layer.out_c; ++o) {
+    for (std::size_t c = 0; c < C; ++c) {
+      for (std::size_t k = 0; k < K * K; ++k) {
+        const std::size_t torch_at = (o * C + c) * K * K + k, patch_at = (o * K * K + k) * C + c;
+        if (to_patches) {
+          to[patch_at] = from[torch_at];
+        } else {
+          to[torch_at] = from[patch_at];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void conv_forward(const conv_layer& layer, const float* params, const float* x, std::size_t rows, float* patches,
-                  float* y) noexcept {
+                  float* weight, float* y) noexcept {
   const std::size_t cells = rows * layer.positions(), O = layer.out_c;
   im2col(layer, x, rows, patches);
+  reorder_weight(layer, params + layer.offset, weight, true);
   const float* bias = params + layer.bias_offset();
   for (std::size_t i = 0; i < cells; ++i) std::copy_n(bias, O, y + i * O);
-  detail::gemm_nt(cells, O, layer.patch(), patches, params + layer.offset, y, true);
+  detail::gemm_nt(cells, O, layer.patch(), patches, weight, y, true);
 }
 
 void conv_forward_reference(const conv_layer& layer, const float* params, const float* x, std::size_t rows,
@@ -95,20 +113,24 @@ void conv_forward_reference(const conv_layer& layer, const float* params, const 
   }
 }
 
-void conv_backward(const conv_layer& layer, const float* params, float* grads, const float* patches, const float* dy,
-                   std::size_t rows, float* d_patches, float* dx) noexcept {
+void conv_backward(const conv_layer& layer, float* grads, const float* patches, const float* dy, std::size_t rows,
+                   float* weight, float* d_patches, float* dx) noexcept {
   const std::size_t cells = rows * layer.positions(), O = layer.out_c;
-  // d weight [out][patch] = dyᵀ · patches; d bias = dy's column sums.
-  detail::gemm_tn(O, layer.patch(), cells, dy, patches, grads + layer.offset);
+  // The input's gradient first: it reads the reordered weight, which the
+  // weight's gradient then overwrites.
+  if (dx != nullptr) {
+    detail::gemm_nn(cells, layer.patch(), O, dy, weight, d_patches);
+    col2im(layer, d_patches, rows, dx);
+  }
+  // d weight [out][patch] = dyᵀ · patches, in torch's order; d bias = dy's column sums.
+  detail::gemm_tn(O, layer.patch(), cells, dy, patches, weight);
+  reorder_weight(layer, weight, grads + layer.offset, false);
   float* db = grads + layer.bias_offset();
   std::fill_n(db, O, 0.0f);
   for (std::size_t i = 0; i < cells; ++i) {
     const float* row = dy + i * O;
     for (std::size_t o = 0; o < O; ++o) db[o] += row[o];
   }
-  if (dx == nullptr) return;
-  detail::gemm_nn(cells, layer.patch(), O, dy, params + layer.offset, d_patches);
-  col2im(layer, d_patches, rows, dx);
 }
 
 conv_stack::conv_stack(const conv_spec& spec, std::size_t offset, std::size_t max_rows) {
@@ -119,6 +141,7 @@ conv_stack::conv_stack(const conv_spec& spec, std::size_t offset, std::size_t ma
     layers_.push_back(layer);
     outputs_.emplace_back(max_rows * layer.out_size());
     patches_.emplace_back(max_rows * layer.positions() * layer.patch());
+    weights_.emplace_back(layer.out_c * layer.patch());
     widest_out = std::max(widest_out, layer.out_size());
     widest_patches = std::max(widest_patches, layer.positions() * layer.patch());
     offset += layer.size();
@@ -142,14 +165,14 @@ const float* conv_stack::forward(const float* params, const float* x, std::size_
   const float* in = x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     float* y = outputs_[l].data();
-    conv_forward(layers_[l], params, in, rows, patches_[l].data(), y);
+    conv_forward(layers_[l], params, in, rows, patches_[l].data(), weights_[l].data(), y);
     relu_forward(y, rows * layers_[l].out_size());
     in = y;
   }
   return in;
 }
 
-void conv_stack::backward(const float* params, float* grads, const float* d_out, std::size_t rows) noexcept {
+void conv_stack::backward(float* grads, const float* d_out, std::size_t rows) noexcept {
   if (layers_.empty()) return;
   // `dy`: the gradient of layer l's output after its ReLU, in a buffer of our own.
   float* dy = delta_a_.data();
@@ -158,7 +181,7 @@ void conv_stack::backward(const float* params, float* grads, const float* d_out,
     const auto& layer = layers_[l];
     relu_backward(outputs_[l].data(), dy, rows * layer.out_size());
     float* dx = l == 0 ? nullptr : (dy == delta_a_.data() ? delta_b_.data() : delta_a_.data());
-    conv_backward(layer, params, grads, patches_[l].data(), dy, rows, d_patches_.data(), dx);
+    conv_backward(layer, grads, patches_[l].data(), dy, rows, weights_[l].data(), d_patches_.data(), dx);
     dy = dx;
   }
 }
@@ -192,7 +215,7 @@ const float* encoder::forward(const float* params, const float* x, std::size_t r
 
 void encoder::backward(const float* params, float* grads, const float* d_features, std::size_t rows) noexcept {
   if (dense_.layers.empty()) {
-    conv_.backward(params, grads, d_features, rows);
+    conv_.backward(grads, d_features, rows);
     return;
   }
   float* d = d_features_.data();
@@ -200,7 +223,7 @@ void encoder::backward(const float* params, float* grads, const float* d_feature
   activate_backward(dense_.act, dense_.outputs.back().data(), d, rows * features_);
   // With convolutions the dense layers' input gradient goes on into them.
   fused::backward(dense_, params, grads, dense_in_, d, rows, conv_.empty() ? nullptr : d_conv_.data());
-  conv_.backward(params, grads, d_conv_.data(), rows);
+  conv_.backward(grads, d_conv_.data(), rows);
 }
 
 }  // namespace coral::learners::fused

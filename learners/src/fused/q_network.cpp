@@ -126,7 +126,7 @@ struct dqn_access {
     const bool conv = !net.online_conv_.empty();
     backward(net.online_, net.params_.data(), net.grads_.data(), features, net.d_q_.data(), B,
              conv ? net.d_conv_.data() : nullptr);
-    net.online_conv_.backward(net.params_.data(), net.grads_.data(), net.d_conv_.data(), B);
+    net.online_conv_.backward(net.grads_.data(), net.d_conv_.data(), B);
     const auto n = static_cast<double>(B);
     return {loss / n, q_sum / n, td_sum / n, 0.0};
   }

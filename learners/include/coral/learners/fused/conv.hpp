@@ -49,8 +49,8 @@ struct conv_layer {
 };
 
 /// Writes the windows of x [rows][in_h][in_w][in_c] as the rows of
-/// `patches` [rows × positions][patch()], each in the weight's order (c,
-/// ky, kx), so that the convolution is patches · weightᵀ.
+/// `patches` [rows × positions][patch()], each in the order (ky, kx, c): a
+/// window's row of cells is contiguous in x, one copy each.
 void im2col(const conv_layer& layer, const float* x, std::size_t rows, float* patches) noexcept;
 
 /// The transpose of im2col(): adds every window's floats of `d_patches`
@@ -59,23 +59,24 @@ void im2col(const conv_layer& layer, const float* x, std::size_t rows, float* pa
 void col2im(const conv_layer& layer, const float* d_patches, std::size_t rows, float* dx) noexcept;
 
 /// y [rows][out_h][out_w][out_c] = the convolution of x plus the bias,
-/// through `patches` (im2col()'s [rows × positions][patch()], kept for
-/// conv_backward()).
+/// through `patches` (im2col()'s [rows × positions][patch()]) and `weight`
+/// (out_c × patch() floats: the weight reordered to the patches' order),
+/// both kept for conv_backward().
 void conv_forward(const conv_layer& layer, const float* params, const float* x, std::size_t rows, float* patches,
-                  float* y) noexcept;
+                  float* weight, float* y) noexcept;
 
 /// The plain direct convolution, conv_forward()'s reference twin (tests
-/// and acting compare with it): the same sums, in another order.
+/// compare them): the same sums, in another order.
 void conv_forward_reference(const conv_layer& layer, const float* params, const float* x, std::size_t rows,
                             float* y) noexcept;
 
 /// The backward of conv_forward() from `dy` [rows][out_h][out_w][out_c] and
-/// that pass's `patches`: writes (not adds) the weight's and bias's
-/// gradients into `grads` at the layer's offsets, and, unless `dx` is null,
-/// dx [rows][in_h][in_w][in_c] through `d_patches` (scratch of the
-/// patches' size).
-void conv_backward(const conv_layer& layer, const float* params, float* grads, const float* patches, const float* dy,
-                   std::size_t rows, float* d_patches, float* dx) noexcept;
+/// that pass's `patches` and `weight`: unless `dx` is null, dx
+/// [rows][in_h][in_w][in_c] through `d_patches` (scratch of the patches'
+/// size); then writes (not adds) the weight's and bias's gradients into
+/// `grads` at the layer's offsets, through `weight`, which it overwrites.
+void conv_backward(const conv_layer& layer, float* grads, const float* patches, const float* dy, std::size_t rows,
+                   float* weight, float* d_patches, float* dx) noexcept;
 
 /// The convolutions of a conv_spec (ReLU after each), their parameters
 /// from `offset` of a flat buffer, with the buffers of a forward and
@@ -104,12 +105,13 @@ class conv_stack {
   /// the gradient of their output `d_out` [rows][output_dim()]: writes
   /// every layer's gradients into `grads`. (The input's gradient is not
   /// computed: a stack reads observations.)
-  void backward(const float* params, float* grads, const float* d_out, std::size_t rows) noexcept;
+  void backward(float* grads, const float* d_out, std::size_t rows) noexcept;
 
  private:
   std::vector<conv_layer> layers_;
   std::vector<std::vector<float>> outputs_;  // per layer [max_rows][out_size], after its ReLU
   std::vector<std::vector<float>> patches_;  // per layer [max_rows × positions][patch]
+  std::vector<std::vector<float>> weights_;  // per layer [out_c][patch]: reordered to the patches' order
   std::vector<float> d_patches_;             // [max_rows × positions][patch], the widest layer's
   std::vector<float> delta_a_, delta_b_;     // [max_rows][out_size], the widest layer's
 };
