@@ -71,11 +71,12 @@ done
 mkdir -p "$(dirname "$out")"
 gnuplot <<EOF
 set datafile separator ','
-set terminal pngcairo size 1500,320 noenhanced
+set terminal pngcairo size 1200,650 noenhanced
 set output '$out'
-set multiplot layout 1,5 title 'MinAtar, $algo (configs/minatar-<game>-$algo.toml, seed $seed): mean return of the last 100 episodes'
+set multiplot layout 2,3 title 'MinAtar, $algo (configs/minatar-<game>-$algo.toml, seed $seed): mean return of the last 100 episodes'
 set grid
 set xlabel 'env steps (millions)'
+set format x '%g'
 set ylabel 'return'
 $panels
 unset multiplot
