@@ -146,13 +146,14 @@ std::unique_ptr<mlp_policy> ppo_as_trained(const train_options& o, const network
 TEST_CASE("a loaded PPO policy acts as the training process's mlp_policy, deterministic, bit for bit",
           "[learners][trained_policy]") {
   // An MLP, an LSTM over stacked frames with observation normalisation,
-  // and convolutions over MinAtar's grids.
-  for (const std::string variant : {"mlp", "lstm", "conv"}) {
+  // and convolutions over MinAtar's grids, without an LSTM and with one.
+  for (const std::string variant : {"mlp", "lstm", "conv", "conv-lstm"}) {
     const bool recurrent = variant == "lstm";
     const auto dir = coral::test::fresh_dir("trained-ppo-" + variant);
     auto o = short_run("ppo", dir, 2048);
     options_of<ppo_options>(o).horizon = 64;
-    if (variant == "conv") on_grids(o);
+    if (variant.starts_with("conv")) on_grids(o);
+    if (variant == "conv-lstm") options_of<ppo_options>(o).lstm = 8;
     if (recurrent) {
       options_of<ppo_options>(o).lstm = 8;
       options_of<ppo_options>(o).frames = 2;
