@@ -138,7 +138,9 @@ std::string memory_estimate::largest_parts(std::size_t at_most) const {
 
 env_shape probe_env_shape(const sampler_options& o) {
   const auto e = envs::registry::global().make(o.env, o.env_args, o.seed, 0);
-  return {.obs_dim = e->observation_space().flat_size(),
+  const auto& observation = e->observation_space();
+  return {.obs_dim = observation.flat_size(),
+          .obs_shape = observation.kind() == envs::space_kind::box ? observation.shape() : std::vector<std::size_t>{},
           .discrete_action_dim = e->action_space().discrete_size(),
           .continuous_action_dim = e->action_space().continuous_size(),
           .action_choices = choices(e->action_space()),

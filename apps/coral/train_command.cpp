@@ -253,7 +253,12 @@ void add_train_command(CLI::App& app, std::ostream& out, std::ostream& err, cons
   auto* target = cmd->add_option("--target-return", f->target_return,
                                  "mean return over the last 100 episodes that counts as solved (default: the env's)");
   cmd->add_flag("--keep-going", f->keep_going, "do not stop when solved; run --total-steps");
-  cmd->add_option("--hidden", o.hidden, "hidden layer widths, e.g. --hidden 64 64")->capture_default_str();
+  cmd->add_option("--hidden", o.hidden,
+                  "hidden layer widths, e.g. --hidden 64 64 (default: 32 32, tanh; 128, ReLU, after convolutions)");
+  cmd->add_option("--conv", o.conv,
+                  "convolutions before the hidden layers, CHANNELS:KERNEL[:STRIDE] per layer (no padding, ReLU "
+                  "after each), e.g. --conv 16:3 32:3:2, or none (default: 16:3, MinAtar's, for a grid observation, "
+                  "a Box of shape (height, width, channels); none otherwise)");
   cmd->add_option("--backend", o.backend,
                   "what computes the updates: fused (coral's CPU engine, where it has the network; torch otherwise) "
                   "or torch (the libtorch twin)")

@@ -20,7 +20,8 @@ namespace coral::learners {
 
 namespace detail {
 
-torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, double head_gain) {
+torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, double head_gain,
+                               bool relu) {
   torch::nn::Sequential seq;
   std::size_t width = in;
   auto add_linear = [&](std::size_t to, double gain) {
@@ -32,23 +33,75 @@ torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& h
   };
   for (auto h : hidden) {
     add_linear(h, std::sqrt(2.0));
-    seq->push_back(torch::nn::Tanh());
+    if (relu) {
+      seq->push_back(torch::nn::ReLU());
+    } else {
+      seq->push_back(torch::nn::Tanh());
+    }
   }
   add_linear(out, head_gain);
   return seq;
 }
 
-recurrent_trunk_impl::recurrent_trunk_impl(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t width) {
+conv_layers_impl::conv_layers_impl(const conv_spec& conv) : spec(conv) {
   torch::NoGradGuard no_grad;
-  // The encoder is an MLP whose last layer is a hidden one: tanh after it too.
-  std::size_t features = in;
-  encoder = torch::nn::Sequential();
-  if (!hidden.empty()) {
-    encoder = make_mlp(in, std::vector<std::size_t>(hidden.begin(), hidden.end() - 1), hidden.back(), std::sqrt(2.0));
-    encoder->push_back(torch::nn::Tanh());
-    features = hidden.back();
+  layers = torch::nn::Sequential();
+  std::size_t in = conv.channels;
+  for (const auto& l : conv.layers) {
+    torch::nn::Conv2d c(torch::nn::Conv2dOptions(static_cast<std::int64_t>(in), static_cast<std::int64_t>(l.channels),
+                                                 static_cast<std::int64_t>(l.kernel))
+                            .stride(static_cast<std::int64_t>(l.stride)));
+    torch::nn::init::orthogonal_(c->weight, std::sqrt(2.0));
+    torch::nn::init::zeros_(c->bias);
+    layers->push_back(c);
+    layers->push_back(torch::nn::ReLU());
+    in = l.channels;
   }
-  encoder = register_module("encoder", encoder);
+  layers = register_module("layers", layers);
+}
+
+torch::Tensor conv_layers_impl::forward(const torch::Tensor& x) {
+  const auto rows = x.size(0);
+  const auto grid = x.reshape({rows, static_cast<std::int64_t>(spec.height), static_cast<std::int64_t>(spec.width),
+                               static_cast<std::int64_t>(spec.channels)})
+                        .permute({0, 3, 1, 2});
+  return layers->forward(grid).permute({0, 2, 3, 1}).reshape({rows, -1});
+}
+
+torch::nn::Sequential make_encoder(std::size_t in, const conv_spec& conv, const std::vector<std::size_t>& hidden) {
+  torch::nn::Sequential encoder;
+  if (!conv.empty()) {
+    encoder->push_back(conv_layers(conv));
+    in = conv.output_dim();
+  }
+  // The dense part is an MLP whose last layer is a hidden one: the activation after it too.
+  if (!hidden.empty()) {
+    const bool relu = !conv.empty();
+    encoder->extend(
+        *make_mlp(in, std::vector<std::size_t>(hidden.begin(), hidden.end() - 1), hidden.back(), std::sqrt(2.0), relu));
+    if (relu) {
+      encoder->push_back(torch::nn::ReLU());
+    } else {
+      encoder->push_back(torch::nn::Tanh());
+    }
+  }
+  return encoder;
+}
+
+torch::nn::Sequential make_q_network(const std::vector<std::size_t>& widths, const conv_spec& conv) {
+  const std::vector<std::size_t> hidden(widths.begin() + 1, widths.end() - 1);
+  if (conv.empty()) return make_mlp(widths.front(), hidden, widths.back(), 1.0);
+  torch::nn::Sequential net;
+  net->push_back(conv_layers(conv));
+  net->extend(*make_mlp(widths.front(), hidden, widths.back(), 1.0, true));
+  return net;
+}
+
+recurrent_trunk_impl::recurrent_trunk_impl(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t width,
+                                           const conv_spec& conv) {
+  torch::NoGradGuard no_grad;
+  const std::size_t features = !hidden.empty() ? hidden.back() : conv.empty() ? in : conv.output_dim();
+  encoder = register_module("encoder", make_encoder(in, conv, hidden));
   lstm = register_module("lstm", torch::nn::LSTMCell(torch::nn::LSTMCellOptions(static_cast<std::int64_t>(features),
                                                                                 static_cast<std::int64_t>(width))));
   torch::nn::init::orthogonal_(lstm->weight_ih, 1.0);
@@ -216,11 +269,16 @@ actor_critic_impl::actor_critic_impl(const network_spec& s) : spec(s) {
   torch::NoGradGuard no_grad;
   const auto in = spec.input_dim();
   const auto heads = spec.logits_dim() + spec.continuous_dim();
-  if (spec.lstm == 0) {
+  if (spec.lstm == 0 && !spec.conv.empty()) {
+    encoder = register_module("encoder", make_encoder(in, spec.conv, spec.hidden));
+    const std::size_t features = spec.hidden.empty() ? spec.conv.output_dim() : spec.hidden.back();
+    actor = register_module("actor", make_mlp(features, {}, heads, 0.01));
+    critic = register_module("critic", make_mlp(features, {}, 1, 1.0));
+  } else if (spec.lstm == 0) {
     actor = register_module("actor", make_mlp(in, spec.hidden, heads, 0.01));
     critic = register_module("critic", make_mlp(in, spec.hidden, 1, 1.0));
   } else {
-    trunk = register_module("trunk", recurrent_trunk(in, spec.hidden, spec.lstm));
+    trunk = register_module("trunk", recurrent_trunk(in, spec.hidden, spec.lstm, spec.conv));
     actor = register_module("actor", make_mlp(spec.lstm, {}, heads, 0.01));
     critic = register_module("critic", make_mlp(spec.lstm, {}, 1, 1.0));
   }

@@ -14,12 +14,32 @@
 
 namespace coral::learners::detail {
 
-/// The recurrent part of a network (`--lstm`): an encoder of the hidden
-/// layers (tanh after each, orthogonal with gain √2, zero biases) and an
-/// LSTM cell of width `lstm` (orthogonal weights, zero biases). The
+/// The convolutions of `conv` (torch::nn::Conv2d, no padding, ReLU after
+/// each; orthogonal weights with gain √2, zero biases) over rows of a grid
+/// laid out channel-last, [B, H·W·C]: the rows are permuted to torch's
+/// [B, C, H, W] for the convolutions and their output back to channel-last,
+/// [B, H'·W'·C'], so that the dense layers after them read the fused
+/// engine's layout (fused/conv.hpp).
+struct conv_layers_impl : torch::nn::Module {
+  explicit conv_layers_impl(const conv_spec& conv);
+  torch::Tensor forward(const torch::Tensor& x);
+  conv_spec spec;
+  torch::nn::Sequential layers{nullptr};
+};
+TORCH_MODULE_IMPL(conv_layers, conv_layers_impl);
+
+/// A network's encoder, fused::encoder's twin: the convolutions of `conv`
+/// (none for a flat input), then the `hidden` layers with the activation
+/// after each, the last too (ReLU after convolutions, tanh otherwise;
+/// orthogonal with gain √2, zero biases). Empty without either.
+torch::nn::Sequential make_encoder(std::size_t in, const conv_spec& conv, const std::vector<std::size_t>& hidden);
+
+/// The recurrent part of a network (`--lstm`): an encoder (make_encoder())
+/// and an LSTM cell of width `lstm` (orthogonal weights, zero biases). The
 /// recurrent actor-critic and R2D2's Q-network put their heads on it.
 struct recurrent_trunk_impl : torch::nn::Module {
-  recurrent_trunk_impl(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t lstm);
+  recurrent_trunk_impl(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t lstm,
+                       const conv_spec& conv = {});
 
   /// The LSTM over T steps of B rows: `obs` [B, T, in], `resets` [B, T]
   /// (1: the state is zeroed before step t, a new episode), starting from
@@ -44,14 +64,21 @@ TORCH_MODULE_IMPL(recurrent_trunk, recurrent_trunk_impl);
 /// zero biases), and linear actor and critic heads on its output, as in
 /// CleanRL's recurrent PPO. actor_out()/value() are then for features (the
 /// cell's h), which unroll() makes from observations.
+///
+/// With convolutions (spec.conv) and no LSTM, the actor and critic share an
+/// encoder (make_encoder(): the convolutions, the hidden layers with ReLU)
+/// and are one linear head each; actor_out()/value() take observations and
+/// run the encoder first.
 struct actor_critic_impl : torch::nn::Module {
   explicit actor_critic_impl(const network_spec& spec);
 
   /// Actor head output [B, logits_dim + continuous_dim] (logits, then means)
   /// of observations, or, with an LSTM, of features.
-  torch::Tensor actor_out(const torch::Tensor& in) { return actor->forward(in); }
+  torch::Tensor actor_out(const torch::Tensor& in) { return actor->forward(encoded(in)); }
   /// Values [B] of observations, or, with an LSTM, of features.
-  torch::Tensor value(const torch::Tensor& in) { return critic->forward(in).squeeze(-1); }
+  torch::Tensor value(const torch::Tensor& in) { return critic->forward(encoded(in)).squeeze(-1); }
+  /// The shared encoder's features of observations (with convolutions and no LSTM), else `in`.
+  torch::Tensor encoded(const torch::Tensor& in) { return encoder ? encoder->forward(in) : in; }
 
   /// The trunk's unroll() of normalised observations (with an LSTM).
   std::pair<torch::Tensor, torch::Tensor> unroll(const torch::Tensor& obs, const torch::Tensor& resets, torch::Tensor h,
@@ -76,17 +103,24 @@ struct actor_critic_impl : torch::nn::Module {
   std::vector<torch::Tensor> ordered() const;
 
   network_spec spec;
-  torch::nn::Sequential actor{nullptr};    // the actor MLP, or with an LSTM its head (one Linear)
+  torch::nn::Sequential encoder{nullptr};  // shared by the heads: with convolutions and no LSTM
+  torch::nn::Sequential actor{nullptr};    // the actor MLP, or with an LSTM or encoder its head (one Linear)
   torch::nn::Sequential critic{nullptr};   // likewise
   recurrent_trunk trunk{nullptr};          // with an LSTM
   torch::Tensor log_std;  // [continuous_dim], undefined if none
 };
 TORCH_MODULE_IMPL(actor_critic, actor_critic_impl);
 
-/// An MLP in -> hidden (tanh) -> out: orthogonal initialisation with gain
-/// √2 for hidden layers and `head_gain` for the last, zero biases.
+/// An MLP in -> hidden (tanh, or ReLU where `relu`) -> out: orthogonal
+/// initialisation with gain √2 for hidden layers and `head_gain` for the
+/// last, zero biases.
 torch::nn::Sequential make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out,
-                               double head_gain);
+                               double head_gain, bool relu = false);
+
+/// DQN's Q-network of dense `widths` (q_network_widths()): the MLP (tanh),
+/// or with convolutions the convolutions and then the MLP (ReLU), as
+/// fused::q_network lays out its parameters; head gain 1.
+torch::nn::Sequential make_q_network(const std::vector<std::size_t>& widths, const conv_spec& conv);
 
 /// Copies the Linear layers of `seq` into `out` (the acting side's kernels).
 void copy_dense(dense_mlp& out, const torch::nn::Sequential& seq);

@@ -40,8 +40,8 @@ using training::detail::out_of_range;
 const dqn_config& dqn_of(const train_options& o) { return options_of<dqn_config>(o); }
 
 /// The signature of the Q network's parameter layout.
-std::string q_signature(const std::vector<std::size_t>& widths) {
-  return fmt::format("q-mlp widths=[{}]", fmt::join(widths, ","));
+std::string q_signature(const std::vector<std::size_t>& widths, const conv_spec& conv) {
+  return fmt::format("q-mlp widths=[{}]{}", fmt::join(widths, ","), conv_signature(conv));
 }
 
 /// The replay capacity for `rows` streams: --replay-capacity rounded up to a multiple of rows.
@@ -85,8 +85,10 @@ replay::replay_actor_config replay_config(const train_options& o, actors::sample
 /// epsilon-greedy with eval_epsilon.
 std::unique_ptr<actors::policy> dqn_acting(const train_options& o, const envs::space& observation,
                                            const envs::space& action, const checkpoint* c, const acting_options& a) {
-  const auto spec = network_spec::from_spaces(observation, action, o.hidden, 1);
-  if (c != nullptr) check_acting_network(*c, q_signature(q_network_widths(spec, action.to_string())), a.file);
+  const auto spec = network_spec::from_spaces(observation, action, o.hidden, 1, o.conv);
+  if (c != nullptr) {
+    check_acting_network(*c, q_signature(q_network_widths(spec, action.to_string()), spec.conv), a.file);
+  }
   auto config = dqn_of(o);
   config.epsilon_base = eval_epsilon;
   config.epsilon_alpha = 0;
@@ -102,12 +104,12 @@ class dqn final : public algorithm {
   dqn(const train_options& o, actors::sampler& s)
       : options_(o),
         sampler_(&s),
-        spec_(network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1)),
+        spec_(network_spec::from_spaces(s.observation_space(), s.action_space(), o.hidden, 1, o.conv)),
         widths_(q_network_widths(spec_, s.action_space().to_string())),
         learner_(spec_, with_backend(dqn_of(o), o), o.sampler.seed),
         replay_(replay_config(o, s)) {}
 
-  std::string signature() const override { return q_signature(widths_); }
+  std::string signature() const override { return q_signature(widths_, spec_.conv); }
 
   std::string restore(const checkpoint& c) override {
     learner_.restore(c.learner, c.floats("target_parameters"));
@@ -172,9 +174,9 @@ class dqn final : public algorithm {
     const auto& d = dqn_of(options_);
     const std::size_t rows = sampler_->rows();
     return fmt::format(
-        "Q network [{}] on the {} backend, {} replay of {} transitions, {}-step returns, replay ratio {}, replay "
+        "Q network {}[{}] on the {} backend, {} replay of {} transitions, {}-step returns, replay ratio {}, replay "
         "batch {}, prefetch {}, epsilons {:.4f} to {:.4f} after {} steps",
-        fmt::join(widths_, ","), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", replay_.config().buffer.capacity, d.n_step,
+        spec_.conv.empty() ? std::string() : "conv " + spec_.conv.to_string() + " ", fmt::join(widths_, ","), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", replay_.config().buffer.capacity, d.n_step,
         d.replay_ratio, d.batch_size, d.prefetch, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
         d.exploration_steps);
   }
@@ -339,9 +341,13 @@ void add_dqn_memory(actors::memory_estimate& e, const train_options& o, const ac
   e.add("replay batches", (static_cast<double>(q.prefetch) + 1) * batch * (8 * d + 4 * nd + 4 * nc + 4 + 4 + 4 + 16 + 8));
   e.add("n-step assembly", rows * (static_cast<double>(q.n_step) + 1) * (4 * d + 16));
   const double out = static_cast<double>(s.action_choices);
-  e.add("network", detail::mlp_parameters(d, o.hidden, out) * detail::dqn_bytes_per_parameter);
+  // The dense layers read the convolutions' output where there are some.
+  const auto layers = resolve_layers(o.hidden, o.conv, s.obs_shape);
+  const double in = layers.conv.empty() ? d : static_cast<double>(layers.conv.output_dim());
+  if (!layers.conv.empty()) detail::add_conv_memory(e, layers.conv, 6 * batch + 2 * rows, detail::dqn_bytes_per_parameter);
+  e.add("network", detail::mlp_parameters(in, layers.hidden, out) * detail::dqn_bytes_per_parameter);
   // Online network on o and o', target on o': forward and backward.
-  e.add("activations", (6 * batch + 2 * rows) * detail::mlp_widths(d, o.hidden, out) * 4);
+  e.add("activations", (6 * batch + 2 * rows) * detail::mlp_widths(in, layers.hidden, out) * 4);
 }
 
 }  // namespace

@@ -25,15 +25,16 @@ using fused_dqn_base = detail::fused_q_backend<dqn_learner::backend, fused::q_ne
 class fused_dqn final : public fused_dqn_base {
  public:
   fused_dqn(const network_spec& spec, const dqn_config& config, std::uint64_t seed)
-      : fused_dqn_base(network(q_network_widths(spec, ""), config.batch_size),
-                       fused::init_q_network(q_network_widths(spec, ""), seed), config.adam_epsilon, "dqn_learner"),
+      : fused_dqn_base(network(q_network_widths(spec, ""), config.batch_size, spec.conv),
+                       fused::init_q_network(q_network_widths(spec, ""), seed, spec.conv), config.adam_epsilon,
+                       "dqn_learner"),
         config_(config) {
     report_blas_setup();
   }
 
   training::update_stats update(replay::sample_batch& b) override {
     const auto started = std::chrono::steady_clock::now();
-    const std::size_t B = b.size, D = net_->widths().front();
+    const std::size_t B = b.size, D = net_->input_dim();
     if (b.observations.size() != B * D || b.next_observations.size() != B * D || b.discrete.size() != B ||
         b.returns.size() != B || b.discounts.size() != B || b.weights.size() != B) {
       throw usage_error(fmt::format("dqn_learner: a batch of {} draws with {} observation floats does not fit the "
@@ -41,7 +42,7 @@ class fused_dqn final : public fused_dqn_base {
                                     B, b.observations.size(), D));
     }
     // A batch larger than --replay-batch (a caller's own) gets buffers of its size, once.
-    if (B > net_->max_rows()) enlarge(network(net_->widths(), B));
+    if (B > net_->max_rows()) enlarge(network(net_->widths(), B, net_->conv()));
     b.td_errors.resize(B);
     const fused::dqn_batch batch{.rows = B,
                                  .observations = b.observations,
@@ -62,9 +63,10 @@ class fused_dqn final : public fused_dqn_base {
   }
 
  private:
-  /// A Q-network of `widths` with buffers for `rows` transitions (at least one).
-  static std::unique_ptr<fused::q_network> network(std::span<const std::size_t> widths, std::size_t rows) {
-    return std::make_unique<fused::q_network>(widths, std::max<std::size_t>(rows, 1));
+  /// A Q-network of `widths` and `conv` with buffers for `rows` transitions (at least one).
+  static std::unique_ptr<fused::q_network> network(std::span<const std::size_t> widths, std::size_t rows,
+                                                   const conv_spec& conv) {
+    return std::make_unique<fused::q_network>(widths, std::max<std::size_t>(rows, 1), conv);
   }
 
   dqn_config config_;

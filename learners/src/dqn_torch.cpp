@@ -23,17 +23,17 @@ void load(torch::nn::Sequential& net, std::span<const float> weights) {
 struct torch_dqn_state {
   torch_dqn_state(const network_spec& spec, const dqn_config& c, std::uint64_t seed) : config(c) {
     const auto widths = q_network_widths(spec, "");
-    const std::vector<std::size_t> hidden(widths.begin() + 1, widths.end() - 1);
     // The initial weights depend on the seed alone.
     torch::manual_seed(seed);
-    online = detail::make_mlp(widths.front(), hidden, widths.back(), 1.0);
-    target = detail::make_mlp(widths.front(), hidden, widths.back(), 1.0);
+    online = detail::make_q_network(widths, spec.conv);
+    target = detail::make_q_network(widths, spec.conv);
     load(target, flatten(online));
     online->train();
     target->eval();
     adam = std::make_unique<detail::flat_adam>(online->parameters(), c.adam_epsilon);
-    obs_dim = static_cast<std::int64_t>(widths.front());
+    obs_dim = static_cast<std::int64_t>(spec.input_dim());
   }
+
 
   dqn_config config;
   torch::nn::Sequential online{nullptr};

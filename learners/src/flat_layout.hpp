@@ -7,9 +7,14 @@
 // bias_hh). The acting policies read that vector into their dense kernels
 // here, so that they, the descriptors and the `coral` command need no torch.
 //
-//   actor-critic, no LSTM:  log_std (Box elements), actor MLP, critic MLP
+//   actor-critic, MLP:      log_std (Box elements), actor MLP, critic MLP
+//   actor-critic, conv:     log_std, encoder, actor head, critic head
 //   actor-critic, LSTM:     log_std, trunk, actor head, critic head
-//   trunk:                  encoder (input -> hidden..., tanh after each), LSTM cell
+//   encoder:                convolutions (per layer weight [out][in][k][k],
+//                           bias), dense layers (input -> hidden..., the
+//                           activation after each: tanh, ReLU after convolutions)
+//   trunk:                  encoder, LSTM cell
+//   Q-network (DQN):        convolutions, MLP (-> hidden... -> actions)
 //   recurrent Q (R2D2):     trunk, head (lstm -> actions)
 
 #include <cstddef>
@@ -26,10 +31,28 @@
 
 namespace coral::learners::detail {
 
-/// The actor's widths: its MLP without an LSTM, its one-layer head with one.
+/// Whether the actor and critic read an encoder of their own (the
+/// convolutions and hidden layers) rather than the input or an LSTM.
+inline bool shares_encoder(const network_spec& s) noexcept { return s.lstm == 0 && !s.conv.empty(); }
+
+/// The encoder's dense widths: what they read (the convolutions' output or
+/// the input), then every hidden width (one element, no layer, without
+/// hidden widths).
+inline std::vector<std::size_t> encoder_widths(const network_spec& s) {
+  std::vector<std::size_t> w{s.dense_input_dim()};
+  w.insert(w.end(), s.hidden.begin(), s.hidden.end());
+  return w;
+}
+
+/// Floats of the encoder of `s`: its convolutions and dense layers.
+inline std::size_t encoder_parameter_count(const network_spec& s) {
+  return s.conv.parameter_count() + dense_parameter_count(encoder_widths(s));
+}
+
+/// The actor's widths: its MLP, or its one-layer head on an LSTM or a shared encoder.
 inline std::vector<std::size_t> actor_widths(const network_spec& s) {
-  std::vector<std::size_t> w{s.lstm > 0 ? s.lstm : s.input_dim()};
-  if (s.lstm == 0) w.insert(w.end(), s.hidden.begin(), s.hidden.end());
+  std::vector<std::size_t> w{s.lstm > 0 ? s.lstm : shares_encoder(s) ? encoder_widths(s).back() : s.input_dim()};
+  if (s.lstm == 0 && !shares_encoder(s)) w.insert(w.end(), s.hidden.begin(), s.hidden.end());
   w.push_back(s.logits_dim() + s.continuous_dim());
   return w;
 }
@@ -41,36 +64,24 @@ inline std::vector<std::size_t> critic_widths(const network_spec& s) {
   return w;
 }
 
-/// The trunk's encoder widths: the input, then every hidden width (one
-/// element, no layer, without hidden widths).
-inline std::vector<std::size_t> encoder_widths(const network_spec& s) {
-  std::vector<std::size_t> w{s.input_dim()};
-  w.insert(w.end(), s.hidden.begin(), s.hidden.end());
-  return w;
-}
-
 /// Floats of the recurrent trunk of `s` (s.lstm > 0).
 inline std::size_t trunk_parameter_count(const network_spec& s) {
-  const auto enc = encoder_widths(s);
   const std::size_t g = 4 * s.lstm;
-  return dense_parameter_count(enc) + g * enc.back() + g * s.lstm + 2 * g;
+  return encoder_parameter_count(s) + g * encoder_widths(s).back() + g * s.lstm + 2 * g;
 }
 
 /// Floats of the actor-critic of `s` (parameter_count()).
 inline std::size_t actor_critic_parameter_count(const network_spec& s) {
-  return s.continuous_dim() + (s.lstm > 0 ? trunk_parameter_count(s) : 0) + dense_parameter_count(actor_widths(s)) +
+  const std::size_t below_heads =
+      s.lstm > 0 ? trunk_parameter_count(s) : shares_encoder(s) ? encoder_parameter_count(s) : 0;
+  return s.continuous_dim() + below_heads + dense_parameter_count(actor_widths(s)) +
          dense_parameter_count(critic_widths(s));
 }
 
 /// Reads the trunk of `s` from the front of `flat`; returns the floats read.
 inline std::size_t load_trunk(dense_trunk& out, std::span<const float> flat, const network_spec& s) {
   const auto enc = encoder_widths(s);
-  std::size_t at = 0;
-  if (enc.size() > 1) {
-    at = out.encoder.load_flat(flat, enc);
-  } else {
-    out.encoder.layers.clear();
-  }
+  const std::size_t at = out.encoder.load_flat(flat, s.conv, enc);
   const std::size_t in = enc.back(), H = s.lstm, g = 4 * H;
   const float* w_ih = flat.data() + at;
   const float* w_hh = w_ih + g * in;
@@ -85,6 +96,7 @@ struct actor_critic_kernels {
   dense_mlp actor;
   dense_mlp critic;
   dense_trunk trunk;            // with an LSTM
+  dense_encoder encoder;        // with convolutions and no LSTM (shares_encoder())
   std::vector<float> log_std;   // Box elements
 
   /// Reads the parameters of `s` (actor_critic_parameter_count() floats;
@@ -97,6 +109,7 @@ struct actor_critic_kernels {
     log_std.assign(flat.begin(), flat.begin() + static_cast<std::ptrdiff_t>(s.continuous_dim()));
     std::size_t at = s.continuous_dim();
     if (s.lstm > 0) at += load_trunk(trunk, flat.subspan(at), s);
+    if (shares_encoder(s)) at += encoder.load_flat(flat.subspan(at), s.conv, encoder_widths(s));
     at += actor.load_flat(flat.subspan(at), actor_widths(s));
     critic.load_flat(flat.subspan(at), critic_widths(s));
   }

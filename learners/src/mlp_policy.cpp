@@ -36,13 +36,15 @@ struct mlp_policy::impl {
     for (std::size_t r = 0; r < rows; ++r) rngs.emplace_back(coral::env_seed{seed ^ policy_salt, r});
     // Zeros until the learner publishes its weights (it does before sampling starts).
     kernels.load(std::vector<float>(detail::actor_critic_parameter_count(s), 0.0f), s, "mlp_policy");
-    const std::size_t w = std::max({kernels.actor.widest(), kernels.critic.widest(), kernels.trunk.encoder.widest()});
+    const std::size_t w = std::max({kernels.actor.widest(), kernels.critic.widest(), kernels.trunk.encoder.widest(),
+                                    kernels.encoder.widest()});
+    if (detail::shares_encoder(s)) features.resize(detail::encoder_widths(s).back());
     state.assign(rows * s.state_dim(), 0.0f);
     states_before.assign(rows * s.state_dim(), 0.0f);
     gates.resize(4 * s.lstm);
     scratch_a.resize(w);
     scratch_b.resize(w);
-        samples.resize(rows * s.continuous_dim());
+    samples.resize(rows * s.continuous_dim());
     if (s.normalize_observations) {
       // The identity until the learner publishes its moments.
       normalizer.assign(2 * s.input_dim(), 0.0f);
@@ -63,6 +65,7 @@ struct mlp_policy::impl {
   std::vector<coral::rng> rngs;
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
+  std::vector<float> features;  // the shared encoder's output (with convolutions and no LSTM)
   bool deterministic = false;
   bool use_masks = true;
 };
@@ -128,6 +131,11 @@ void mlp_policy::act(const actors::policy_rows& rows) {
         std::copy(h, h + 2 * H, m.states_before.begin() + static_cast<std::ptrdiff_t>(r * 2 * H));
         m.kernels.trunk.step(x, h, c, m.scratch_a.data(), m.scratch_b.data(), m.gates.data());
         x = h;
+      } else if (!m.features.empty()) {
+        // The heads' scratch is the encoder's: its output is kept apart.
+        const float* f = m.kernels.encoder.apply(x, m.scratch_a.data(), m.scratch_b.data());
+        std::copy(f, f + m.features.size(), m.features.begin());
+        x = m.features.data();
       }
       if (!rows.values.empty()) rows.values[r] = *m.kernels.critic.apply(x, m.scratch_a.data(), m.scratch_b.data());
       const float* row_out = m.kernels.actor.apply(x, m.scratch_a.data(), m.scratch_b.data());

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "coral/envs/registry.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/mlp_policy.hpp"
 #include "coral/learners/ppo.hpp"
@@ -36,7 +37,7 @@ using namespace training;
 /// The actor-critic a run of `o` trains over envs of these spaces.
 network_spec spec_of(const train_options& o, const envs::space& observation, const envs::space& action) {
   const auto& p = options_of<ppo_options>(o);
-  auto spec = network_spec::from_spaces(observation, action, o.hidden, p.frames);
+  auto spec = network_spec::from_spaces(observation, action, o.hidden, p.frames, o.conv);
   spec.normalize_observations = p.normalize_observations;
   spec.lstm = p.lstm;
   if (p.one_hot) spec.one_hot = categorical_elements(observation);
@@ -155,9 +156,11 @@ class ppo final : public algorithm, public distribution_part {
   void close() noexcept override { assembler_->close(); }
 
   std::string describe_setup() const override {
-    return fmt::format("horizon {}, max policy lag {}, {} parameters on the {} backend{}{}{}", p_.horizon,
+    return fmt::format("horizon {}, max policy lag {}, {} parameters on the {} backend{}{}{}{}", p_.horizon,
                        p_.max_policy_lag, parameter_count(spec_),
-                       backend_name(config_of(options_)), spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
+                       backend_name(config_of(options_)),
+                       spec_.conv.empty() ? std::string() : ", conv " + spec_.conv.to_string(),
+                       spec_.lstm > 0 ? fmt::format(", lstm {}", spec_.lstm) : std::string(),
                        spec_.normalize_observations ? ", obs norm" : "",
                        p_.ppo.scale_rewards ? ", reward scale" : "");
   }
@@ -327,6 +330,12 @@ void check_ppo_options(const train_options& o) {
   if (p.ppo.minibatch_size == 0) out_of_range("--minibatch-size", p.ppo.minibatch_size, "must be at least 1");
   if (p.self_play_pool == 0) out_of_range("--self-play-pool", p.self_play_pool, "must be at least 1");
   if (p.self_play_refresh == 0) out_of_range("--self-play-refresh", p.self_play_refresh, "must be at least 1");
+  if (p.frames > 1) {
+    // Stacked frames and convolutions do not go together (from_spaces()
+    // refuses them): asked of the env's spaces here, before the run.
+    const auto env = envs::registry::global().make(o.sampler.env, o.sampler.env_args, o.sampler.seed, 0);
+    (void)network_spec::from_spaces(env->observation_space(), env->action_space(), o.hidden, p.frames, o.conv);
+  }
 }
 
 
@@ -334,7 +343,7 @@ void add_ppo_memory(actors::memory_estimate& e, const train_options& o, const ac
   const auto& p = options_of<ppo_options>(o);
   const double rows = static_cast<double>(o.sampler.num_envs) * static_cast<double>(s.agents);
   const double horizon = static_cast<double>(p.horizon);
-  const double d = static_cast<double>(s.obs_dim) * static_cast<double>(std::max<std::size_t>(p.frames, 1));
+  double d = static_cast<double>(s.obs_dim) * static_cast<double>(std::max<std::size_t>(p.frames, 1));
   const double nd = static_cast<double>(s.discrete_action_dim);
   const double nc = static_cast<double>(s.continuous_action_dim);
   // One segment: T + 1 observations per row, then per step the actions, log
@@ -352,12 +361,19 @@ void add_ppo_memory(actors::memory_estimate& e, const train_options& o, const ac
   if (p.frames > 1) e.add("frame stacks", 2 * rows * 4 * d);
   const double heads = static_cast<double>(s.action_choices) + nc;
   const double minibatch = std::min(static_cast<double>(p.ppo.minibatch_size), samples);
+  // The dense layers read the convolutions' output where there are some.
+  const auto layers = resolve_layers(o.hidden, o.conv, s.obs_shape);
+  const auto& hidden = layers.hidden;
+  if (!layers.conv.empty()) {
+    detail::add_conv_memory(e, layers.conv, 3 * minibatch + 2 * rows, detail::ppo_bytes_per_parameter);
+    d = static_cast<double>(layers.conv.output_dim());
+  }
   if (p.lstm > 0) {
     // One trunk: the encoder (the hidden layers), the cell (4H gates over
     // its input and h, two biases) and two linear heads.
     const double h = static_cast<double>(p.lstm);
-    const double enc = static_cast<double>(o.hidden.back());
-    const std::vector<std::size_t> inner(o.hidden.begin(), o.hidden.end() - 1);
+    const double enc = static_cast<double>(hidden.back());
+    const std::vector<std::size_t> inner(hidden.begin(), hidden.end() - 1);
     const double params = detail::mlp_parameters(d, inner, enc) + 4 * h * (enc + h + 2) + (h + 1) * (heads + 1) + nc;
     e.add("network", params * detail::ppo_bytes_per_parameter);
     // The policy's state and its copy per row; each segment's initial states.
@@ -369,10 +385,10 @@ void add_ppo_memory(actors::memory_estimate& e, const train_options& o, const ac
     e.add("activations", (samples * 2 * h + rows_steps * 2 * (enc + 6 * h) + 2 * rows * (enc + 4 * h)) * 4);
     return;
   }
-  const double actor = detail::mlp_parameters(d, o.hidden, heads) + nc;
-  const double critic = detail::mlp_parameters(d, o.hidden, 1);
+  const double actor = detail::mlp_parameters(d, hidden, heads) + nc;
+  const double critic = detail::mlp_parameters(d, hidden, 1);
   e.add("network", (actor + critic) * detail::ppo_bytes_per_parameter);
-  const double widths = detail::mlp_widths(d, o.hidden, heads) + detail::mlp_widths(d, o.hidden, 1);
+  const double widths = detail::mlp_widths(d, hidden, heads) + detail::mlp_widths(d, hidden, 1);
   // Forward and backward of a minibatch, and the acting batch's forward.
   e.add("activations", (3 * minibatch + 2 * rows) * widths * 4);
 }

@@ -16,7 +16,7 @@ std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_
   if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
     throw config_error(fmt::format(fmt::runtime(errors::dqn_needs_discrete), action_space));
   }
-  std::vector<std::size_t> widths{spec.input_dim()};
+  std::vector<std::size_t> widths{spec.dense_input_dim()};
   widths.insert(widths.end(), spec.hidden.begin(), spec.hidden.end());
   widths.push_back(static_cast<std::size_t>(spec.nvec.front()));
   return widths;
@@ -27,8 +27,9 @@ struct q_policy::impl {
       : schedule(rows, c.epsilon_base, c.epsilon_alpha, c.exploration_steps, steps_done) {}
 
   std::vector<std::size_t> widths;
+  conv_spec conv;
   std::size_t actions = 0;
-  detail::dense_mlp net;
+  detail::dense_encoder net;  // the convolutions (if any) and the MLP
   std::vector<coral::rng> rngs;
   actors::epsilon_schedule schedule;  // advanced here, read by the progress line on its own thread
   std::vector<float> scratch_a;
@@ -42,9 +43,10 @@ q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t see
   auto& m = *impl_;
   if (spec.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), spec.frames));
   m.widths = q_network_widths(spec, fmt::format("{} actions", fmt::join(spec.nvec, ",")));
+  m.conv = spec.conv;
   m.actions = m.widths.back();
-  const std::vector<float> zeros(detail::dense_parameter_count(m.widths), 0.0f);
-  m.net.load_flat(zeros, m.widths);
+  const std::vector<float> zeros(m.conv.parameter_count() + detail::dense_parameter_count(m.widths), 0.0f);
+  m.net.load_flat(zeros, m.conv, m.widths);
   constexpr std::uint64_t policy_salt = 0x712D706F6C696379ULL;  // "q-policy"
   for (std::size_t r = 0; r < rows; ++r) m.rngs.emplace_back(coral::env_seed{seed ^ policy_salt, r});
   m.scratch_a.resize(m.net.widest());
@@ -54,11 +56,11 @@ q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t see
 q_policy::~q_policy() = default;
 
 void q_policy::load_weights(std::span<const float> weights) {
-  const auto expected = detail::dense_parameter_count(impl_->widths);
+  const auto expected = impl_->conv.parameter_count() + detail::dense_parameter_count(impl_->widths);
   if (weights.size() != expected) {
     throw usage_error(fmt::format("q_policy: {} weights given, the network has {}", weights.size(), expected));
   }
-  impl_->net.load_flat(weights, impl_->widths);
+  impl_->net.load_flat(weights, impl_->conv, impl_->widths);
 }
 
 void q_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
@@ -79,7 +81,8 @@ void q_policy::act(const actors::policy_rows& rows) {
       std::size_t pick = 0;
       if (explore) pick = static_cast<std::size_t>(rng.below(m.actions));
       if (!explore || !rows.values.empty()) {
-        const float* q = m.net.apply(batch.observations().row(r).data(), m.scratch_a.data(), m.scratch_b.data());
+        const float* q =
+            m.net.apply(batch.observations().row(r).data(), m.scratch_a.data(), m.scratch_b.data(), false);
         const auto best = static_cast<std::size_t>(std::max_element(q, q + m.actions) - q);
         if (!explore) pick = best;
         if (!rows.values.empty()) rows.values[r] = q[best];

@@ -39,7 +39,7 @@ using training::detail::out_of_range;
 const r2d2_options& r2d2_of(const train_options& o) { return options_of<r2d2_options>(o); }
 
 network_spec spec_of(const train_options& o, const envs::space& observation, const envs::space& action) {
-  auto spec = network_spec::from_spaces(observation, action, o.hidden, 1);
+  auto spec = network_spec::from_spaces(observation, action, o.hidden, 1, o.conv);
   if (spec.nvec.size() != 1 || spec.continuous_dim() != 0) {
     throw config_error(fmt::format(fmt::runtime(errors::r2d2_needs_discrete), action.to_string()));
   }
@@ -53,8 +53,8 @@ network_spec make_spec(const train_options& o, const actors::sampler& s) {
 
 /// The signature of the recurrent Q-network of `spec`.
 std::string r2d2_signature(const network_spec& spec) {
-  return fmt::format("r2d2 lstm={} hidden=[{}] obs={} actions={} params={}", spec.lstm, fmt::join(spec.hidden, ","),
-                     spec.input_dim(), spec.nvec.front(), r2d2_parameter_count(spec));
+  return fmt::format("r2d2 lstm={} hidden=[{}] obs={} actions={} params={}{}", spec.lstm, fmt::join(spec.hidden, ","),
+                     spec.input_dim(), spec.nvec.front(), r2d2_parameter_count(spec), conv_signature(spec.conv));
 }
 
 /// The policy an R2D2 checkpoint acts with outside a run: r2d2_policy with
@@ -210,10 +210,11 @@ class r2d2 final : public algorithm {
     const auto& l = replay_.buffer().config().layout;
     const std::size_t rows = sampler_->rows();
     return fmt::format(
-        "R2D2 lstm {} hidden [{}] on the {} backend, {} replay of {} sequences of {} (burn-in {}, overlap {}), "
+        "R2D2 lstm {} hidden [{}]{} on the {} backend, {} replay of {} sequences of {} (burn-in {}, overlap {}), "
         "{}-step returns, replay ratio {} trained steps per env step, batch {} x {} per request, prefetch {}, target "
         "update {}, epsilons {:.4f} to {:.4f} after {} steps",
-        spec_.lstm, fmt::join(spec_.hidden, ","), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", d.replay_capacity,
+        spec_.lstm, fmt::join(spec_.hidden, ","),
+        spec_.conv.empty() ? std::string() : " conv " + spec_.conv.to_string(), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", d.replay_capacity,
         l.length, l.burn_in, l.overlap, d.n_step, d.replay_ratio, d.batch_size, r2d2_of(options_).sequences.prefetch_batches,
         d.prefetch, d.target_update, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
         d.exploration_steps);
@@ -437,10 +438,17 @@ void add_r2d2_memory(actors::memory_estimate& e, const train_options& o, const a
   // The feeder's ring of the last seq-len steps per row, and the states of its open sequences.
   e.add("sequence assembly", rows * len * (4 * d + 9) + rows * 4 * 2 * h * 4);
   // The online and target networks: the trunk and a linear Q head.
-  const double enc = o.hidden.empty() ? d : static_cast<double>(o.hidden.back());
-  const std::vector<std::size_t> inner(o.hidden.begin(), o.hidden.empty() ? o.hidden.end() : o.hidden.end() - 1);
+  // The dense layers read the convolutions' output where there are some.
+  const auto layers = resolve_layers(o.hidden, o.conv, s.obs_shape);
+  const auto& hidden = layers.hidden;
+  const double in = layers.conv.empty() ? d : static_cast<double>(layers.conv.output_dim());
+  if (!layers.conv.empty()) {
+    detail::add_conv_memory(e, layers.conv, 3 * batch * (len + 1), detail::dqn_bytes_per_parameter);
+  }
+  const double enc = hidden.empty() ? in : static_cast<double>(hidden.back());
+  const std::vector<std::size_t> inner(hidden.begin(), hidden.empty() ? hidden.end() : hidden.end() - 1);
   const double out = static_cast<double>(s.action_choices);
-  const double params = (o.hidden.empty() ? 0.0 : detail::mlp_parameters(d, inner, enc)) + 4 * h * (enc + h + 2) + (h + 1) * out;
+  const double params = (hidden.empty() ? 0.0 : detail::mlp_parameters(in, inner, enc)) + 4 * h * (enc + h + 2) + (h + 1) * out;
   e.add("network", params * detail::dqn_bytes_per_parameter);
   // Both networks unrolled over every slot of a batch (the online one kept
   // for backward: input, gates, h and c per slot), and the acting state.

@@ -109,7 +109,7 @@ class fused_r2d2 final : public fused_r2d2_base {
     std::vector<float> keep(T), hs(T * H), cs(T * H);
     for (std::size_t t = 0; t < T; ++t) keep[t] = 1.0f - static_cast<float>(resets[t]);
     if (T == 0) return {hs, cs};
-    fused::lstm_trunk trunk(spec_.input_dim(), spec_.hidden, H, 0, 1, T);
+    fused::lstm_trunk trunk(spec_.input_dim(), spec_.hidden, H, 0, 1, T, spec_.conv);
     trunk.forward(std::as_const(*net_).parameters().data(), observations.data(), keep.data(), initial.data(),
                   initial.data() + H, 1, T, hs.data(), cs.data(), false);
     return {hs, cs};

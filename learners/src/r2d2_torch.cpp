@@ -31,7 +31,7 @@ double seconds_since(clock::time_point t) { return std::chrono::duration<double>
 struct recurrent_q_impl : torch::nn::Module {
   explicit recurrent_q_impl(const network_spec& spec) {
     torch::NoGradGuard no_grad;
-    trunk = register_module("trunk", detail::recurrent_trunk(spec.input_dim(), spec.hidden, spec.lstm));
+    trunk = register_module("trunk", detail::recurrent_trunk(spec.input_dim(), spec.hidden, spec.lstm, spec.conv));
     head = register_module("head", detail::make_mlp(spec.lstm, {}, detail::r2d2_action_count(spec), 1.0));
   }
   /// Q values [B, T, A] of T slots from (h, c), zeroing the state where `resets`.

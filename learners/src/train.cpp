@@ -6,6 +6,8 @@
 #include <mutex>
 
 #include "algorithms.hpp"
+#include "coral/actors/memory_budget.hpp"
+#include "coral/learners/network.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/training_run.hpp"
 
@@ -31,6 +33,9 @@ void validate(const training::train_options& o) {
   register_builtin_algorithms();
   (void)parse_backend(o.backend);
   training::training_run::validate(o);
+  // --conv and --hidden against the env's observation: a convolution that
+  // does not fit it is refused here, before anything starts.
+  (void)resolve_layers(o.hidden, o.conv, actors::probe_env_shape(o.sampler).obs_shape);
 }
 
 training::train_result train(const training::train_options& o, std::ostream& progress, std::ostream& warnings) {

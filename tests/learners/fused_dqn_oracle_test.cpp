@@ -1,6 +1,7 @@
 // The fused Q-network and DQN update against the torch learner's
 // (learners/src/dqn_torch.cpp): the same flat weights in an online and a
-// target torch MLP (make_mlp, as the learner builds them) and in
+// target torch network (make_q_network, as the learner builds them: an
+// MLP, or convolutions and an MLP) and in
 // fused::q_network, the same random batch, then the Q-values, the targets'
 // TD errors, the loss, every parameter's gradient and the parameters after
 // clipping (torch's own clip_grad_norm_, as the learner calls it) and Adam,
@@ -33,9 +34,10 @@ namespace {
 
 struct dqn_shape {
   std::string name;
-  std::vector<std::size_t> widths;
+  std::vector<std::size_t> widths;  // the dense layers': widths.front() is the convolutions' output with some
   std::size_t rows;
   bool double_dqn;
+  coral::learners::conv_spec conv{};
 };
 
 }  // namespace
@@ -45,27 +47,33 @@ TEST_CASE("the fused DQN update computes what the torch DQN learner's does, to 1
       {"cartpole: 4 -> 64x64 -> 2, 128 transitions, double DQN", {4, 64, 64, 2}, 128, true},
       {"6 -> 32 -> 5, 7 transitions, plain DQN", {6, 32, 5}, 7, false},
       {"3 -> 16x16x16 -> 3, one transition, double DQN", {3, 16, 16, 16, 3}, 1, true},
+      {"MinAtar's: 10x10x4 -> conv 16:3 -> 128 -> 6, 32 transitions, double DQN", {1024, 128, 6}, 32, true,
+       {.height = 10, .width = 10, .channels = 4, .layers = {{16, 3, 1}}}},
+      {"8x8x2 -> conv 4:3, 3:2:2 -> 16 -> 3, 5 transitions, plain DQN", {27, 16, 3}, 5, false,
+       {.height = 8, .width = 8, .channels = 2, .layers = {{4, 3, 1}, {3, 2, 2}}}},
   }));
   INFO(shape.name);
   const auto& widths = shape.widths;
-  const std::size_t B = shape.rows, D = widths.front(), A = widths.back();
-  const std::vector<std::size_t> hidden(widths.begin() + 1, widths.end() - 1);
+  const auto& conv = shape.conv;
+  const std::size_t B = shape.rows, A = widths.back();
+  const std::size_t D = conv.empty() ? widths.front() : conv.height * conv.width * conv.channels;
+  REQUIRE((conv.empty() || conv.output_dim() == widths.front()));
   coral::rng gen(std::hash<std::string>{}(shape.name) % 1000);
   auto normals = [&](std::size_t n, double scale) {
     std::vector<float> v(n);
     for (auto& x : v) x = static_cast<float>(scale * gen.normal());
     return v;
   };
-  auto weights = fused::init_q_network(widths, 5);
+  auto weights = fused::init_q_network(widths, 5, conv);
   for (auto& w : weights) w += static_cast<float>(0.1 * gen.normal());
   auto target_weights = weights;
   for (auto& w : target_weights) w += static_cast<float>(0.05 * gen.normal());
 
-  auto online = twin::make_mlp(D, hidden, A, 1.0);
-  auto target = twin::make_mlp(D, hidden, A, 1.0);
+  auto online = twin::make_q_network(widths, conv);
+  auto target = twin::make_q_network(widths, conv);
   twin::load(online->parameters(), weights, "test");
   twin::load(target->parameters(), target_weights, "test");
-  fused::q_network net(widths, B);
+  fused::q_network net(widths, B, conv);
   std::copy(weights.begin(), weights.end(), net.parameters().begin());
   std::copy(target_weights.begin(), target_weights.end(), net.target_parameters().begin());
 

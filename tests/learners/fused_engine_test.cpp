@@ -28,6 +28,7 @@
 #include "coral/learners/fused/recurrent_actor_critic.hpp"
 #include "coral/learners/fused/recurrent_ppo.hpp"
 #include "coral/replay/sequence.hpp"
+#include "../support/central_difference.hpp"
 #include "../support/float_ulps.hpp"
 
 namespace fused = coral::learners::fused;
@@ -97,14 +98,8 @@ TEST_CASE("the fused actor-critic's PPO gradients are the finite differences of 
   // of about 1e-4 and a rounding error of about 1e-5 on a loss of order 1.
   constexpr float h = 1e-2f;
   for (std::size_t j = 0; j < weights.size(); ++j) {
-    auto params = net.parameters();
-    const float kept = params[j];
-    params[j] = kept + h;
-    const double up = fused::ppo_loss_gradients(net, work, data.batch, config).loss;
-    params[j] = kept - h;
-    const double down = fused::ppo_loss_gradients(net, work, data.batch, config).loss;
-    params[j] = kept;
-    const double numeric = (up - down) / (2.0 * h);
+    const double numeric = coral::test::central_difference(
+        net.parameters()[j], h, [&] { return fused::ppo_loss_gradients(net, work, data.batch, config).loss; });
     INFO("parameter " << j << ": analytic " << analytic[j] << ", numeric " << numeric);
     CHECK(std::fabs(numeric - analytic[j]) <= 2e-2 * std::max(std::fabs(numeric), std::fabs(double{analytic[j]})) + 1e-3 * scale);
   }
@@ -380,13 +375,7 @@ TEST_CASE("the fused LSTM trunk's gradients are the finite differences of a loss
   for (const float g : grads) scale = std::max(scale, static_cast<double>(std::fabs(g)));
   constexpr float h = 1e-2f;  // as the PPO check: truncation ~1e-4, rounding ~1e-5
   for (std::size_t j = 0; j < params.size(); ++j) {
-    const float kept = params[j];
-    params[j] = kept + h;
-    const double up = loss();
-    params[j] = kept - h;
-    const double down = loss();
-    params[j] = kept;
-    const double numeric = (up - down) / (2.0 * h);
+    const double numeric = coral::test::central_difference(params[j], h, loss);
     INFO("parameter " << j << ": analytic " << grads[j] << ", numeric " << numeric);
     CHECK(std::fabs(numeric - grads[j]) <= 2e-2 * std::max(std::fabs(numeric), std::fabs(double{grads[j]})) + 1e-3 * scale);
   }

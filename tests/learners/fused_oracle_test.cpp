@@ -1,8 +1,8 @@
 // The fused engine against its torch twin, the oracle: the same flat
 // weights in both, the same random minibatch, then the forward outputs,
 // the PPO loss and its parts, every parameter's gradient, and clipping plus
-// Adam steps compared, for each head kind and several widths and minibatch
-// sizes. The torch side is ppo_torch.cpp's minibatch body
+// Adam steps compared, for each head kind, several widths and minibatch
+// sizes, and the convolutional network (conv encoder shared by both heads). The torch side is ppo_torch.cpp's minibatch body
 // (learners/src/ppo_torch_loss.hpp has it operator for operator) on
 // learners/src/actor_critic.hpp's network, adam.hpp's clip_grad_norm and
 // flat_adam.
@@ -101,6 +101,10 @@ TEST_CASE("the fused PPO step computes what the torch learner's minibatch body d
       {"masked: tic-tac-toe's shape, 64x64, 256 rows", 9, {9}, 0, {64, 64}, 256, true, true, 0, 1, true},
       {"masked: three heads, 7 rows", 10, {3, 4, 2}, 0, {32}, 7, true, true, 0, 1, true},
       {"masked: a categorical head and a Gaussian, 33 rows", 5, {5}, 1, {16, 16}, 33, false, true, 0, 1, true},
+      {"MinAtar's network: 10x10x4 -> conv 16:3 -> 128 -> 6 actions, 64 rows", 400, {6}, 0, {128}, 64, true, true, 0,
+       1, false, {.height = 10, .width = 10, .channels = 4, .layers = {{16, 3, 1}}}},
+      {"two convolutions, stride 2, two hidden layers, a Gaussian too: 9x7x3, 13 rows", 189, {3}, 2, {16, 8}, 13,
+       false, true, 0, 1, false, {.height = 9, .width = 7, .channels = 3, .layers = {{6, 3, 1}, {5, 2, 2}}}},
   }));
   INFO(shape.name);
   const auto spec = coral::test::spec_of(shape);

@@ -33,6 +33,7 @@ struct ppo_oracle_shape {
   std::size_t lstm = 0;             ///< the LSTM's width (0: the MLP network)
   std::size_t steps = 1;            ///< with an LSTM: each sequence's steps
   bool masked = false;              ///< action masks: each value legal with probability 0.6, one at least per head
+  learners::conv_spec conv{};       ///< convolutions (`in` is then their grid's floats)
 };
 
 /// The network spec of `s`.
@@ -44,6 +45,7 @@ inline learners::network_spec spec_of(const ppo_oracle_shape& s) {
   spec.high.assign(s.continuous, 1.0f);
   spec.hidden = s.hidden;
   spec.lstm = s.lstm;
+  spec.conv = s.conv;
   return spec;
 }
 

@@ -76,6 +76,8 @@ TEST_CASE("the fused recurrent PPO step computes what the torch learner's recurr
       {"mixed heads, no encoder: 5 -> LSTM 8, 2 rows of 7, advantages as given", 5, {3, 2}, 2, {}, 2, true, false, 8,
        7},
       {"one row of 6 steps", 4, {2}, 1, {16}, 1, true, true, 8, 6},
+      {"MinAtar's encoder: 10x10x4 -> conv 16:3 -> 64 -> LSTM 32, 3 rows of 8", 400, {6}, 0, {64}, 3, true, true, 32,
+       8, false, {.height = 10, .width = 10, .channels = 4, .layers = {{16, 3, 1}}}},
   }));
   INFO(shape.name);
   const auto spec = coral::test::spec_of(shape);

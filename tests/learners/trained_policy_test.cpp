@@ -118,7 +118,13 @@ void check_same_actions(trained_policy& loaded, coral::actors::policy& direct) {
 /// The network_spec of `o`'s env (without obs norm or an LSTM).
 network_spec spec_of_env(const train_options& o, std::size_t frames) {
   const auto env = coral::envs::registry::global().make(o.sampler.env, {}, 0, 0);
-  return network_spec::from_spaces(env->observation_space(), env->action_space(), o.hidden, frames);
+  return network_spec::from_spaces(env->observation_space(), env->action_space(), o.hidden, frames, o.conv);
+}
+
+/// `o` on MinAtar's Breakout with a small convolution (the grid networks).
+void on_grids(train_options& o) {
+  o.sampler.env = "minatar/breakout";
+  o.conv = {"4:3", "4:2:2"};
 }
 
 /// The training process's PPO policy of a run of `o` for `rows` rows: an
@@ -139,11 +145,15 @@ std::unique_ptr<mlp_policy> ppo_as_trained(const train_options& o, const network
 
 TEST_CASE("a loaded PPO policy acts as the training process's mlp_policy, deterministic, bit for bit",
           "[learners][trained_policy]") {
-  // An MLP, and an LSTM over stacked frames with observation normalisation.
-  for (const bool recurrent : {false, true}) {
-    const auto dir = coral::test::fresh_dir(recurrent ? "trained-ppo-lstm" : "trained-ppo");
+  // An MLP, an LSTM over stacked frames with observation normalisation,
+  // and convolutions over MinAtar's grids, without an LSTM and with one.
+  for (const std::string variant : {"mlp", "lstm", "conv", "conv-lstm"}) {
+    const bool recurrent = variant == "lstm";
+    const auto dir = coral::test::fresh_dir("trained-ppo-" + variant);
     auto o = short_run("ppo", dir, 2048);
     options_of<ppo_options>(o).horizon = 64;
+    if (variant.starts_with("conv")) on_grids(o);
+    if (variant == "conv-lstm") options_of<ppo_options>(o).lstm = 8;
     if (recurrent) {
       options_of<ppo_options>(o).lstm = 8;
       options_of<ppo_options>(o).frames = 2;
@@ -177,46 +187,52 @@ TEST_CASE("a loaded PPO policy with a Box action takes the Gaussian's mean, clip
 
 TEST_CASE("a loaded DQN policy acts greedily as the training process's q_policy, bit for bit",
           "[learners][trained_policy]") {
-  const auto dir = coral::test::fresh_dir("trained-dqn");
-  auto o = short_run("dqn", dir, 1500);
-  options_of<dqn_config>(o).learning_starts = 500;
-  options_of<dqn_config>(o).replay_capacity = 2048;
-  options_of<dqn_config>(o).batch_size = 32;
-  train_quietly(o);
-  auto loaded = load_policy(dir, with_rows(2));
-  const auto c = coral::training::read_checkpoint(loaded.file());
-  const auto spec = spec_of_env(o, 1);
-  dqn_learner learner(spec, options_of<dqn_config>(o), o.sampler.seed);
-  learner.restore(c.learner, c.floats("target_parameters"));
-  q_policy direct(spec, 2, 99, options_of<dqn_config>(o));
-  direct.load_weights(learner.weights());
-  direct.set_deterministic(true);
-  check_same_actions(loaded, direct);
+  for (const bool grids : {false, true}) {
+    const auto dir = coral::test::fresh_dir(grids ? "trained-dqn-conv" : "trained-dqn");
+    auto o = short_run("dqn", dir, 1500);
+    if (grids) on_grids(o);
+    options_of<dqn_config>(o).learning_starts = 500;
+    options_of<dqn_config>(o).replay_capacity = 2048;
+    options_of<dqn_config>(o).batch_size = 32;
+    train_quietly(o);
+    auto loaded = load_policy(dir, with_rows(2));
+    const auto c = coral::training::read_checkpoint(loaded.file());
+    const auto spec = spec_of_env(o, 1);
+    dqn_learner learner(spec, options_of<dqn_config>(o), o.sampler.seed);
+    learner.restore(c.learner, c.floats("target_parameters"));
+    q_policy direct(spec, 2, 99, options_of<dqn_config>(o));
+    direct.load_weights(learner.weights());
+    direct.set_deterministic(true);
+    check_same_actions(loaded, direct);
+  }
 }
 
 TEST_CASE("a loaded R2D2 policy acts greedily as the training process's r2d2_policy, state per row, bit for bit",
           "[learners][trained_policy]") {
-  const auto dir = coral::test::fresh_dir("trained-r2d2");
-  auto o = short_run("r2d2", dir, 1500);
-  auto& r = options_of<r2d2_options>(o);
-  r.lstm = 8;
-  r.sequences.seq_len = 8;
-  r.sequences.burn_in = 2;
-  r.sequences.overlap = 2;
-  r.q.learning_starts = 500;
-  r.q.replay_capacity = 512;
-  r.q.batch_size = 8;
-  train_quietly(o);
-  auto loaded = load_policy(dir, with_rows(2));
-  const auto c = coral::training::read_checkpoint(loaded.file());
-  auto spec = spec_of_env(o, 1);
-  spec.lstm = r.lstm;
-  r2d2_learner learner(spec, r.q, r.sequences, o.sampler.seed);
-  learner.restore(c.learner, c.floats("target_parameters"));
-  r2d2_policy direct(spec, 2, 99, r.q, 0);
-  direct.load_weights(learner.weights());
-  direct.set_deterministic(true);
-  check_same_actions(loaded, direct);
+  for (const bool grids : {false, true}) {
+    const auto dir = coral::test::fresh_dir(grids ? "trained-r2d2-conv" : "trained-r2d2");
+    auto o = short_run("r2d2", dir, 1500);
+    if (grids) on_grids(o);
+    auto& r = options_of<r2d2_options>(o);
+    r.lstm = 8;
+    r.sequences.seq_len = 8;
+    r.sequences.burn_in = 2;
+    r.sequences.overlap = 2;
+    r.q.learning_starts = 500;
+    r.q.replay_capacity = 512;
+    r.q.batch_size = 8;
+    train_quietly(o);
+    auto loaded = load_policy(dir, with_rows(2));
+    const auto c = coral::training::read_checkpoint(loaded.file());
+    auto spec = spec_of_env(o, 1);
+    spec.lstm = r.lstm;
+    r2d2_learner learner(spec, r.q, r.sequences, o.sampler.seed);
+    learner.restore(c.learner, c.floats("target_parameters"));
+    r2d2_policy direct(spec, 2, 99, r.q, 0);
+    direct.load_weights(learner.weights());
+    direct.set_deterministic(true);
+    check_same_actions(loaded, direct);
+  }
 }
 
 TEST_CASE("load_policy refuses what is not a usable checkpoint, naming it", "[learners][trained_policy]") {

@@ -92,6 +92,19 @@ def test_a_list_goes_to_a_list_flag_and_is_refused_by_a_single_value_flag(capsys
         coral.train(hidden=[], total_steps=1000, no_run_dir=True, verbose=False)
 
 
+def test_conv_takes_one_layer_a_value_or_a_list_and_refuses_a_window_larger_than_the_grid(capsys):
+    # conv="8:3" is one layer; conv=["8:3", "4:2:2"] two (--conv=8:3
+    # --conv=4:2:2), 10x10x4 -> 8x8x8 -> 4x4x4, then --hidden.
+    coral.train(env="minatar/breakout", conv="8:3", hidden=[16], total_steps=512, no_run_dir=True)
+    assert ", conv 10x10x4 8:3:1, " in capsys.readouterr().out
+    coral.train(env="minatar/breakout", conv=["8:3", "4:2:2"], hidden=[16], total_steps=512, no_run_dir=True)
+    assert ", conv 10x10x4 8:3:1,4:2:2, " in capsys.readouterr().out
+    with pytest.raises(ValueError, match="^--conv: layer 1 \\(16:11\\) has a 11x11 window over a 10x10 grid"):
+        coral.train(env="minatar/breakout", conv="16:11", total_steps=512, no_run_dir=True, verbose=False)
+    with pytest.raises(ValueError, match="^--conv: 16:3 needs a grid observation"):
+        coral.train(conv="16:3", total_steps=512, no_run_dir=True, verbose=False)
+
+
 def test_r2d2_takes_an_overlap_of_zero(capsys):
     # 0 once stood for "seq-len / 2" inside, so seq_overlap=0 ran with half the sequence.
     coral.train(algo="r2d2", seq_overlap=0, total_steps=1500, learning_starts=500, no_run_dir=True)

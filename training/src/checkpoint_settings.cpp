@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "coral/training/algorithm_descriptor.hpp"
 #include "coral/training/errors.hpp"
@@ -100,6 +101,8 @@ std::vector<char> encode_run_settings(const train_options& o) {
   }
   put(out, "hidden");
   put(out, to_text(option_value(o.hidden)));
+  put(out, "conv");
+  put(out, fmt::format("{}", fmt::join(o.conv, " ")));
   for (const auto& [name, value] : algorithm_settings(o)) {
     put(out, name);
     put(out, value);
@@ -121,6 +124,8 @@ train_options run_options_of(const checkpoint& c, std::string_view file) {
   o.algo = c.algo;
   const auto d = find_algorithm(c.algo);
   o.algo_options = d->defaults();
+  // A checkpoint written before --conv existed holds a network without convolutions.
+  o.conv = {"none"};
   for (const auto& [key, value] : pairs) {
     if (key == "env-arg") {
       const auto eq = value.find('=');
@@ -128,6 +133,13 @@ train_options run_options_of(const checkpoint& c, std::string_view file) {
       o.sampler.env_args.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else if (key == "hidden") {
       if (!read_list(value, o.hidden)) throw bad();
+    } else if (key == "conv") {
+      o.conv.clear();
+      for (std::string_view rest = value; !rest.empty();) {
+        const auto space = rest.find(' ');
+        o.conv.emplace_back(rest.substr(0, space));
+        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+      }
     } else {
       for (const auto& f : d->fields) {
         if (f.name != key) continue;

@@ -41,6 +41,7 @@ void check_memory_budget(const train_options& o, const algorithm_descriptor& alg
   flag("--num-envs", fmt::format("{}", o.sampler.num_envs),
        [&](train_options& c) { c.sampler.num_envs = defaults.sampler.num_envs; });
   flag("--hidden", join(o.hidden), [&](train_options& c) { c.hidden = defaults.hidden; });
+  flag("--conv", fmt::format("{}", fmt::join(o.conv, " ")), [&](train_options& c) { c.conv = defaults.conv; });
   const auto algo_defaults = algo.defaults();
   for (const auto& f : algo.fields) {
     if (!f.sizing) continue;

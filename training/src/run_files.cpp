@@ -141,7 +141,13 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
   line("num-envs", std::to_string(o.sampler.num_envs));
   line("topology", json::quote(actors::to_string(o.sampler.topo)));
   line("total-steps", std::to_string(o.total_steps));
-  line("hidden", fmt::format("[{}]", fmt::join(o.hidden, ", ")));
+  // Left out at their defaults, which depend on the env's observation.
+  if (!o.hidden.empty()) line("hidden", fmt::format("[{}]", fmt::join(o.hidden, ", ")));
+  if (!o.conv.empty()) {
+    std::vector<std::string> quoted;
+    for (const auto& c : o.conv) quoted.push_back(json::quote(c));
+    line("conv", fmt::format("[{}]", fmt::join(quoted, ", ")));
+  }
   line("backend", json::quote(o.backend));
   const auto d = find_algorithm(o.algo);
   const auto filled = with_algorithm_defaults(o);

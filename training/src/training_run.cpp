@@ -61,7 +61,6 @@ void training_run::validate(const train_options& options) {
   const auto o = with_algorithm_defaults(options);
   (void)actors::resolve_wiring(o.sampler);
   if (o.total_steps == 0) out_of_range("--total-steps", o.total_steps, "must be at least 1");
-  if (o.hidden.empty()) out_of_range("--hidden", "(none)", "give at least one layer width");
   for (auto h : o.hidden) {
     if (h == 0) out_of_range("--hidden", h, "layer widths must be at least 1");
   }

@@ -11,6 +11,7 @@
 #include "coral/core/error.hpp"
 #include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
+#include "coral/learners/fused/conv.hpp"
 
 namespace coral::learners::fused {
 namespace {
@@ -23,26 +24,54 @@ std::size_t sum_of(const std::vector<std::int32_t>& nvec) noexcept {
   return n;
 }
 
-// The actor's and critic's MLPs, their parameters after log_std's.
-mlp actor_of(const network_spec& spec, std::size_t max_rows) {
-  return make_mlp(spec.input_dim(), spec.hidden, sum_of(spec.nvec) + spec.continuous_dim(), spec.continuous_dim(),
-                  max_rows);
+// With convolutions the actor and critic share an encoder (the
+// convolutions and the hidden layers, ReLU) and are one linear head each;
+// without, they are MLPs of their own (tanh).
+bool shares_encoder(const network_spec& spec) noexcept { return !spec.conv.empty(); }
+
+// The shared encoder, its parameters after log_std's (none without convolutions).
+encoder encoder_of(const network_spec& spec, std::size_t max_rows) {
+  if (!shares_encoder(spec)) return {};
+  return {spec.input_dim(), spec.conv, spec.hidden, activation::relu, spec.continuous_dim(), max_rows};
+}
+
+// The actor's MLP, its parameters after log_std's and the encoder's.
+mlp actor_of(const network_spec& spec, const encoder& shared, std::size_t max_rows) {
+  const std::size_t heads = sum_of(spec.nvec) + spec.continuous_dim();
+  if (shares_encoder(spec)) {
+    return make_mlp(shared.output_dim(), {}, heads, spec.continuous_dim() + shared.parameter_count(), max_rows);
+  }
+  return make_mlp(spec.input_dim(), spec.hidden, heads, spec.continuous_dim(), max_rows);
+}
+
+// The critic's MLP, its parameters after the actor's.
+mlp critic_of(const network_spec& spec, const encoder& shared, const mlp& actor, std::size_t max_rows) {
+  const std::size_t offset = actor.layers.front().offset + fused::parameter_count(actor);
+  if (shares_encoder(spec)) return make_mlp(shared.output_dim(), {}, 1, offset, max_rows);
+  return make_mlp(spec.input_dim(), spec.hidden, 1, offset, max_rows);
 }
 
 }  // namespace
 
 std::size_t actor_critic::parameter_count(const network_spec& spec) {
-  const auto actor = actor_of(spec, 0);
-  const auto critic = make_mlp(spec.input_dim(), spec.hidden, 1, 0, 0);
-  return spec.continuous_dim() + fused::parameter_count(actor) + fused::parameter_count(critic);
+  const auto shared = encoder_of(spec, 0);
+  const auto actor = actor_of(spec, shared, 0);
+  const auto critic = critic_of(spec, shared, actor, 0);
+  return spec.continuous_dim() + shared.parameter_count() + fused::parameter_count(actor) +
+         fused::parameter_count(critic);
 }
 
 actor_critic::actor_critic(const network_spec& spec, std::size_t max_rows)
     : spec_(spec), max_rows_(max_rows), logits_(sum_of(spec.nvec)), continuous_(spec.continuous_dim()) {
   if (spec.lstm != 0) throw usage_error(fmt::format(fmt::runtime(errors::fused_needs_mlp), spec.lstm));
-  actor_ = actor_of(spec, max_rows);
-  critic_ = make_mlp(spec.input_dim(), spec.hidden, 1, continuous_ + fused::parameter_count(actor_), max_rows);
-  params_.resize(continuous_ + fused::parameter_count(actor_) + fused::parameter_count(critic_));
+  encoder_ = encoder_of(spec, max_rows);
+  actor_ = actor_of(spec, encoder_, max_rows);
+  critic_ = critic_of(spec, encoder_, actor_, max_rows);
+  params_.resize(parameter_count(spec));
+  if (shares_encoder(spec)) {
+    d_features_.resize(max_rows * encoder_.output_dim());
+    d_critic_features_.resize(max_rows * encoder_.output_dim());
+  }
   grads_.resize(params_.size());
   log_softmax_.resize(max_rows * logits_);
   head_entropy_.resize(max_rows * spec.nvec.size());
@@ -58,9 +87,9 @@ actor_critic::actor_critic(const network_spec& spec, std::size_t max_rows)
 void actor_critic::forward(const float* x, std::size_t rows) {
   if (rows > max_rows_) throw usage_error(fmt::format(fmt::runtime(errors::fused_too_many_rows), rows, max_rows_));
   rows_ = rows;
-  x_ = x;
-  fused::forward(actor_, params_.data(), x, rows);
-  fused::forward(critic_, params_.data(), x, rows);
+  x_ = shares_encoder(spec_) ? encoder_.forward(params_.data(), x, rows) : x;
+  fused::forward(actor_, params_.data(), x_, rows);
+  fused::forward(critic_, params_.data(), x_, rows);
 }
 
 std::span<const float> actor_critic::actor_out() const noexcept {
@@ -181,6 +210,17 @@ void actor_critic::backward(const float* d_log_prob, const float* d_entropy, con
     }
   }
   for (std::size_t k = 0; k < continuous_; ++k) grads_[k] = static_cast<float>(d_log_std[k]);
+  if (shares_encoder(spec_)) {
+    // Both heads' gradients of the shared features, summed, go into the
+    // encoder (which reads observations: no d_x).
+    float* d_features = d_features_.data();
+    const float* d_critic = d_critic_features_.data();
+    fused::backward(actor_, params_.data(), grads_.data(), x_, d_out_.data(), rows_, d_features);
+    fused::backward(critic_, params_.data(), grads_.data(), x_, d_value, rows_, d_critic_features_.data());
+    for (std::size_t i = 0; i < rows_ * encoder_.output_dim(); ++i) d_features[i] += d_critic[i];
+    encoder_.backward(params_.data(), grads_.data(), d_features, rows_);
+    return;
+  }
   fused::backward(actor_, params_.data(), grads_.data(), x_, d_out_.data(), rows_, d_x);
   fused::backward(critic_, params_.data(), grads_.data(), x_, d_value, rows_,
                   d_x != nullptr ? d_x_critic_.data() : nullptr);
@@ -226,18 +266,25 @@ void orthogonal(float* w, std::size_t rows, std::size_t cols, double gain, std::
 std::vector<float> init_orthogonal(const network_spec& spec, std::uint64_t seed) {
   if (spec.lstm != 0) throw usage_error(fmt::format(fmt::runtime(errors::fused_needs_mlp), spec.lstm));
   std::vector<float> flat(actor_critic::parameter_count(spec), 0.0f);
-  const auto actor = actor_of(spec, 0);
-  const auto critic = make_mlp(spec.input_dim(), spec.hidden, 1, spec.continuous_dim() + fused::parameter_count(actor), 0);
+  const auto shared = encoder_of(spec, 0);
+  const auto actor = actor_of(spec, shared, 0);
+  const auto critic = critic_of(spec, shared, actor, 0);
   // Each matrix from a stream of its own: (seed, its index).
   std::uint64_t stream = 0;
+  const double hidden_gain = std::sqrt(2.0);
   auto fill = [&](const mlp& net, double head_gain) {
     for (std::size_t l = 0; l < net.layers.size(); ++l) {
       const auto& layer = net.layers[l];
-      const double gain = l + 1 < net.layers.size() ? std::sqrt(2.0) : head_gain;
+      const double gain = l + 1 < net.layers.size() ? hidden_gain : head_gain;
       const std::uint64_t s = coral::rng(coral::env_seed{seed, stream++})();
       orthogonal(flat.data() + layer.offset, layer.out, layer.in, gain, s);
     }
   };
+  for (const auto& layer : shared.convolutions().layers()) {
+    const std::uint64_t s = coral::rng(coral::env_seed{seed, stream++})();
+    orthogonal(flat.data() + layer.offset, layer.out_c, layer.patch(), hidden_gain, s);
+  }
+  fill(shared.dense(), hidden_gain);
   fill(actor, 0.01);
   fill(critic, 1.0);
   return flat;

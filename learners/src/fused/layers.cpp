@@ -34,10 +34,35 @@ void tanh_backward(const float* y, float* dy, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) dy[i] *= 1.0f - y[i] * y[i];
 }
 
+void relu_forward(float* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] = std::max(y[i], 0.0f);
+}
+
+void relu_backward(const float* y, float* dy, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void activate(activation act, float* y, std::size_t n) noexcept {
+  if (act == activation::relu) {
+    relu_forward(y, n);
+  } else {
+    tanh_forward(y, n);
+  }
+}
+
+void activate_backward(activation act, const float* y, float* dy, std::size_t n) noexcept {
+  if (act == activation::relu) {
+    relu_backward(y, dy, n);
+  } else {
+    tanh_backward(y, dy, n);
+  }
+}
+
 mlp make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, std::size_t offset,
-             std::size_t max_rows) {
+             std::size_t max_rows, activation act) {
   mlp net;
   net.max_rows = max_rows;
+  net.act = act;
   std::size_t width = in, widest = in;
   auto add = [&](std::size_t to) {
     net.layers.push_back(dense_layer{width, to, offset});
@@ -64,7 +89,7 @@ const float* forward(mlp& net, const float* params, const float* x, std::size_t 
   for (std::size_t l = 0; l < net.layers.size(); ++l) {
     float* y = net.outputs[l].data();
     dense_forward(net.layers[l], params, in, rows, y);
-    if (l + 1 < net.layers.size()) tanh_forward(y, rows * net.layers[l].out);
+    if (l + 1 < net.layers.size()) activate(net.act, y, rows * net.layers[l].out);
     in = y;
   }
   return in;
@@ -72,7 +97,7 @@ const float* forward(mlp& net, const float* params, const float* x, std::size_t 
 
 void backward(mlp& net, const float* params, float* grads, const float* x, const float* d_out, std::size_t rows,
               float* dx) noexcept {
-  // `dy`: the gradient of layer l's output before its tanh.
+  // `dy`: the gradient of layer l's output before its activation.
   const float* dy = d_out;
   for (std::size_t l = net.layers.size(); l-- > 0;) {
     const auto& layer = net.layers[l];
@@ -85,7 +110,7 @@ void backward(mlp& net, const float* params, float* grads, const float* x, const
     }
     dense_backward(layer, params, grads, in, dy, rows, d_in);
     if (l > 0) {
-      tanh_backward(in, d_in, rows * layer.in);
+      activate_backward(net.act, in, d_in, rows * layer.in);
       dy = d_in;
     }
   }

@@ -23,17 +23,18 @@
 
 namespace coral::learners::fused {
 lstm_trunk::lstm_trunk(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t width, std::size_t offset,
-                       std::size_t max_rows, std::size_t max_steps)
+                       std::size_t max_rows, std::size_t max_steps, const conv_spec& conv)
     : width_(width),
-      features_(hidden.empty() ? in : hidden.back()),
+      features_(in),
       max_rows_(max_rows),
       max_steps_(max_steps),
-      encoded_(!hidden.empty()) {
+      encoded_(!hidden.empty() || !conv.empty()) {
   std::size_t at = offset;
   if (encoded_) {
-    encoder_ = make_mlp(in, std::vector<std::size_t>(hidden.begin(), hidden.end() - 1), hidden.back(), offset,
-                        max_rows * max_steps);
-    at += fused::parameter_count(encoder_);
+    encoder_ = encoder(in, conv, hidden, conv.empty() ? activation::tanh : activation::relu, offset,
+                       max_rows * max_steps);
+    features_ = encoder_.output_dim();
+    at += encoder_.parameter_count();
   }
   const std::size_t g = 4 * width;
   w_ih_ = at;
@@ -65,13 +66,8 @@ void lstm_trunk::forward(const float* params, const float* x, const float* keep,
   x_ = x;
   keep_ = keep;
   const std::size_t H = width_, g = 4 * H, n = rows * steps;
-  const float* features = x;
-  if (encoded_) {
-    float* e = encoder_.outputs.back().data();
-    fused::forward(encoder_, params, x, n);
-    tanh_forward(e, n * features_);
-    features = e;
-  }
+  const float* features = encoded_ ? encoder_.forward(params, x, n) : x;
+  features_out_ = features;
   for (std::size_t j = 0; j < g; ++j) bias_[j] = params[b_ih_ + j] + params[b_hh_ + j];
   // The input's part of every step's gates, with both biases.
   for (std::size_t r = 0; r < n; ++r) std::copy_n(bias_.data(), g, gates_.data() + r * g);
@@ -155,7 +151,7 @@ void lstm_trunk::backward(const float* params, float* grads, const float* d_hs, 
     }
   }
   // The weights' and biases' gradients over all steps at once.
-  const float* features = encoded_ ? encoder_.outputs.back().data() : x_;
+  const float* features = features_out_;
   detail::gemm_tn(g, H, n, d_gates_.data(), h_in_.data(), grads + w_hh_);
   detail::gemm_tn(g, features_, n, d_gates_.data(), features, grads + w_ih_);
   float* db = grads + b_ih_;
@@ -167,19 +163,21 @@ void lstm_trunk::backward(const float* params, float* grads, const float* d_hs, 
   std::copy_n(db, g, grads + b_hh_);
   if (encoded_) {
     detail::gemm_nn(n, features_, g, d_gates_.data(), params + w_ih_, d_features_.data());
-    tanh_backward(features, d_features_.data(), n * features_);
-    fused::backward(encoder_, params, grads, x_, d_features_.data(), n, nullptr);
+    encoder_.backward(params, grads, d_features_.data(), n);
   }
 }
 
 void init_lstm_trunk(float* flat, std::size_t offset, std::size_t in, const std::vector<std::size_t>& hidden,
-                     std::size_t width, std::uint64_t seed, std::uint64_t& stream) {
-  const lstm_trunk shape(in, hidden, width, offset, 0, 0);
+                     std::size_t width, std::uint64_t seed, std::uint64_t& stream, const conv_spec& conv) {
+  const lstm_trunk shape(in, hidden, width, offset, 0, 0, conv);
   auto fill = [&](std::size_t at, std::size_t rows, std::size_t cols, double gain) {
     orthogonal(flat + at, rows, cols, gain, coral::rng(coral::env_seed{seed, stream++})());
   };
   std::fill_n(flat + offset, shape.count_, 0.0f);
-  for (const auto& layer : shape.encoder_.layers) fill(layer.offset, layer.out, layer.in, std::sqrt(2.0));
+  for (const auto& layer : shape.encoder_.convolutions().layers()) {
+    fill(layer.offset, layer.out_c, layer.patch(), std::sqrt(2.0));
+  }
+  for (const auto& layer : shape.encoder_.dense().layers) fill(layer.offset, layer.out, layer.in, std::sqrt(2.0));
   fill(shape.w_ih_, 4 * width, shape.features_, 1.0);
   fill(shape.w_hh_, 4 * width, width, 1.0);
 }

@@ -30,8 +30,8 @@ recurrent_q_network::recurrent_q_network(const network_spec& spec, std::size_t m
       actions_(spec.nvec.empty() ? 0 : static_cast<std::size_t>(spec.nvec.front())),
       max_rows_(max_rows),
       max_length_(max_length),
-      online_(spec.input_dim(), spec.hidden, spec.lstm, 0, max_rows, max_length + 1),
-      target_(spec.input_dim(), spec.hidden, spec.lstm, 0, max_rows, max_length + 1),
+      online_(spec.input_dim(), spec.hidden, spec.lstm, 0, max_rows, max_length + 1, spec.conv),
+      target_(spec.input_dim(), spec.hidden, spec.lstm, 0, max_rows, max_length + 1, spec.conv),
       head_{spec.lstm, actions_, online_.parameter_count()} {
   params_.resize(online_.parameter_count() + head_.size());
   grads_.resize(params_.size());
@@ -157,10 +157,10 @@ std::vector<float> init_recurrent_q_network(const network_spec& spec, std::uint6
   const std::size_t H = spec.lstm;
   const std::size_t A = spec.nvec.empty() ? 0 : static_cast<std::size_t>(spec.nvec.front());
   // The trunk, then the head's weight [A][H] and bias [A] (lstm_trunk.hpp).
-  const std::size_t head = lstm_trunk(spec.input_dim(), spec.hidden, H, 0, 0, 0).parameter_count();
+  const std::size_t head = lstm_trunk(spec.input_dim(), spec.hidden, H, 0, 0, 0, spec.conv).parameter_count();
   std::vector<float> flat(head + A * H + A, 0.0f);
   std::uint64_t stream = 0;
-  init_lstm_trunk(flat.data(), 0, spec.input_dim(), spec.hidden, H, seed, stream);
+  init_lstm_trunk(flat.data(), 0, spec.input_dim(), spec.hidden, H, seed, stream, spec.conv);
   orthogonal(flat.data() + head, A, H, 1.0, coral::rng(coral::env_seed{seed, stream++})());
   return flat;
 }

@@ -20,6 +20,7 @@ network_spec heads_of(const network_spec& spec) {
   heads.raw_obs_dim = spec.lstm;
   heads.frames = 1;
   heads.hidden.clear();
+  heads.conv = {};
   heads.normalize_observations = false;
   heads.lstm = 0;
   return heads;
@@ -32,7 +33,7 @@ const network_spec& recurrent_only(const network_spec& spec) {
 }
 
 std::size_t trunk_floats(const network_spec& spec) {
-  return lstm_trunk(spec.input_dim(), spec.hidden, spec.lstm, 0, 0, 0).parameter_count();
+  return lstm_trunk(spec.input_dim(), spec.hidden, spec.lstm, 0, 0, 0, spec.conv).parameter_count();
 }
 
 }  // namespace
@@ -45,7 +46,7 @@ recurrent_actor_critic::recurrent_actor_critic(const network_spec& spec, std::si
     : spec_(recurrent_only(spec)),
       continuous_(spec.continuous_dim()),
       trunk_end_(continuous_ + trunk_floats(spec)),
-      trunk_(spec.input_dim(), spec.hidden, spec.lstm, continuous_, 0, 0),
+      trunk_(spec.input_dim(), spec.hidden, spec.lstm, continuous_, 0, 0, spec.conv),
       heads_(heads_of(spec), 0) {
   params_.resize(parameter_count(spec));
   grads_.resize(params_.size());
@@ -57,7 +58,7 @@ void recurrent_actor_critic::reserve(std::size_t rows, std::size_t steps) {
   max_rows_ = std::max(rows, max_rows_);
   max_steps_ = std::max(steps, max_steps_);
   const std::size_t n = max_rows_ * max_steps_, H = spec_.lstm;
-  trunk_ = lstm_trunk(spec_.input_dim(), spec_.hidden, H, continuous_, max_rows_, max_steps_);
+  trunk_ = lstm_trunk(spec_.input_dim(), spec_.hidden, H, continuous_, max_rows_, max_steps_, spec_.conv);
   heads_ = actor_critic(heads_of(spec_), n);
   hs_.resize(n * H);
   cs_.resize(n * H);
@@ -106,7 +107,7 @@ std::vector<float> init_recurrent_actor_critic(const network_spec& spec, std::ui
   for (const auto n : spec.nvec) heads += static_cast<std::size_t>(n);
   std::vector<float> flat(recurrent_actor_critic::parameter_count(spec), 0.0f);
   std::uint64_t stream = 0;
-  init_lstm_trunk(flat.data(), C, spec.input_dim(), spec.hidden, H, seed, stream);
+  init_lstm_trunk(flat.data(), C, spec.input_dim(), spec.hidden, H, seed, stream, spec.conv);
   // The actor head [heads][H] and its bias, then the critic head [1][H].
   const std::size_t actor = C + trunk_floats(spec), critic = actor + heads * H + heads;
   orthogonal(flat.data() + actor, heads, H, 0.01, coral::rng(coral::env_seed{seed, stream++})());

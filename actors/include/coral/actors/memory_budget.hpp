@@ -48,6 +48,7 @@ class memory_estimate {
 /// The sizes of an env's spaces that the estimate needs.
 struct env_shape {
   std::size_t obs_dim = 0;            ///< floats per observation row
+  std::vector<std::size_t> obs_shape; ///< the observation Box's shape; empty for another space
   std::size_t discrete_action_dim = 0;
   std::size_t continuous_action_dim = 0;
   std::size_t action_choices = 0;     ///< the sum of every Discrete/MultiDiscrete component's choices (logits)

@@ -52,7 +52,8 @@ struct dqn_config {
   network_backend backend = network_backend::fused;
 };
 
-/// The widths of the Q network of `spec` (input, hidden..., actions). Throws
+/// The widths of the Q network of `spec`'s dense layers (their input, which
+/// is the observation or the convolutions' output, hidden..., actions). Throws
 /// config_error (errors::dqn_needs_discrete) unless the action space is
 /// one Discrete.
 [[nodiscard]] std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_view action_space);

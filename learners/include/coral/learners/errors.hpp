@@ -62,6 +62,24 @@ inline constexpr std::string_view self_play_no_reference =
 /// env, the steps it ran.
 inline constexpr std::string_view match_too_long = "self-play match: an episode of '{}' ran past {} steps";
 
+/// What a `--conv` value may be (core's bad_value's "allowed" part).
+inline constexpr std::string_view conv_allowed =
+    "CHANNELS:KERNEL or CHANNELS:KERNEL:STRIDE per layer, whole numbers from 1 to 65536, e.g. 16:3 32:3:2; or none "
+    "alone";
+/// `--conv` layers over an observation that is no grid: the layers, the observation space.
+inline constexpr std::string_view conv_needs_grid =
+    "--conv: {} needs a grid observation (a Box of shape (height, width, channels)), and the env's is {}; give "
+    "--conv none or leave it out";
+/// A convolution whose window does not fit its input: the layer (1-based),
+/// its text, the window side, the input grid's height and width, and what
+/// to do.
+inline constexpr std::string_view conv_too_large =
+    "--conv: layer {} ({}) has a {}x{} window over a {}x{} grid: its output would be empty; {}";
+/// A convolution given stacked frames: --frames, the convolutions.
+inline constexpr std::string_view conv_no_frames =
+    "--frames {}: a network with convolutions (--conv {}) reads one observation, not stacked frames; give --frames "
+    "1 or --conv none";
+
 /// A torch learner made in a process without coral::learners_torch linked:
 /// what was made. (The `coral` command hands such runs to coral-torch first.)
 inline constexpr std::string_view torch_not_linked =

@@ -25,8 +25,9 @@ void register_builtin_algorithms();
 
 /// Checks every option, naming the flag at fault (config_error), before
 /// anything starts: the sampler's flags (see resolve_wiring), --algo, the
-/// settings every run has, the algorithm's own (its descriptor's check) and
-/// the memory the run would need.
+/// settings every run has, the algorithm's own (its descriptor's check),
+/// the memory the run would need, and --conv against the env's observation
+/// (resolve_layers()).
 void validate(const training::train_options& options);
 
 /// Runs training to the end: solved (when stop_when_solved), total_steps,

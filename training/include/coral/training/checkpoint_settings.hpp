@@ -9,9 +9,11 @@
 /// resumed run's flags say what it lacks, and its next checkpoint has it).
 ///
 /// The record is a sequence of `key length u32 | key | value length u32 |
-/// value`: `env-arg` (one per env arg, `key=value`), `hidden` (`64 64`) and
-/// each setting of the algorithm as option_field's to_text() writes it. The
-/// env, algo and seed are the checkpoint's own records.
+/// value`: `env-arg` (one per env arg, `key=value`), `hidden` (`64 64`;
+/// empty: the default), `conv` (`16:3 32:3:2`; empty: the default; a
+/// record without it is from before `--conv` and reads as `none`) and each
+/// setting of the algorithm as option_field's to_text() writes it. The env,
+/// algo and seed are the checkpoint's own records.
 
 #include <string_view>
 #include <vector>
@@ -24,13 +26,13 @@ namespace coral::training {
 /// The name of the record.
 inline constexpr std::string_view run_settings_record = "run_settings";
 
-/// The record's bytes for a run of `o`: its env args, hidden widths and
-/// every setting of its algorithm (defaults filled in). Throws config_error
+/// The record's bytes for a run of `o`: its env args, hidden widths,
+/// convolutions and every setting of its algorithm (defaults filled in). Throws config_error
 /// when `o.algo` is not registered.
 [[nodiscard]] std::vector<char> encode_run_settings(const train_options& o);
 
 /// The options of the run that wrote `c` (read from `file`): its env, env
-/// args, seed, algo, hidden widths and algorithm settings; everything else
+/// args, seed, algo, hidden widths, convolutions and algorithm settings; everything else
 /// at train_options' defaults. A setting this coral's algorithm no longer
 /// declares is passed over. Throws checkpoint_error: errors::checkpoint_no_settings
 /// when `c` has no run_settings record, errors::checkpoint_bad_record when

@@ -42,8 +42,14 @@ struct train_options {
   /// (learners::ppo_options for ppo, ...). Empty: the descriptor's defaults,
   /// the same ones `coral train --algo NAME` and `coral.train(algo=NAME)` get.
   std::any algo_options;
-  /// Hidden layer widths; 64 wide costs about 4x with the reference BLAS (BENCHMARKS.md).
-  std::vector<std::size_t> hidden{32, 32};
+  /// Hidden layer widths. Empty: the network's default, two layers of 32
+  /// for an MLP, one of 128 after a convolution (learners::resolve_layers).
+  std::vector<std::size_t> hidden;
+  /// Convolutions before the hidden layers (`--conv`), one `C:K[:S]` value
+  /// per layer (channels, kernel side, stride), or the one value `none`.
+  /// Empty: MinAtar's (16:3) for a grid observation (a Box of shape
+  /// (height, width, channels)), none for any other.
+  std::vector<std::string> conv;
   /// What computes the network's updates: "fused" (coral's CPU engine,
   /// where it has the network; the torch twin otherwise) or "torch" (the
   /// libtorch twin). Checkpoints move between them unchanged.

@@ -6,6 +6,10 @@
 /// hand over one flat parameter buffer in the torch twin's order
 /// (learners/src/actor_critic.hpp's ordered(): log_std if any, then the
 /// actor's layers, then the critic's; each layer weight [out][in], bias).
+/// With convolutions (spec.conv) the actor and critic share one encoder
+/// (fused::encoder: the convolutions, then the hidden layers with ReLU) and
+/// are a linear head each: log_std, the encoder, the actor's head, the
+/// critic's.
 ///
 /// Flat weights move between the backends unchanged: load the torch twin's
 /// flatten() into parameters(), or parameters() into the twin's load().
@@ -15,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "coral/learners/fused/conv.hpp"
 #include "coral/learners/fused/layers.hpp"
 #include "coral/learners/network.hpp"
 
@@ -81,7 +86,8 @@ class actor_critic {
   /// log_prob_entropy() of those rows. Unless `d_x` is null, also writes
   /// the loss's gradient with respect to the input, d_x [rows][input_dim]
   /// (the actor's and the critic's parts added: what a trunk below the
-  /// heads back-propagates from).
+  /// heads back-propagates from); a network with convolutions writes none
+  /// (its encoder reads observations).
   void backward(const float* d_log_prob, const float* d_entropy, const float* d_value,
                 float* d_x = nullptr) noexcept;
 
@@ -93,9 +99,10 @@ class actor_critic {
   std::size_t continuous_ = 0;  // Box elements
   std::vector<float> params_;
   std::vector<float> grads_;
-  mlp actor_;
-  mlp critic_;
-  const float* x_ = nullptr;
+  encoder encoder_;  // shared by actor and critic with convolutions; empty without
+  mlp actor_;        // the actor's MLP, or with the encoder its head
+  mlp critic_;       // likewise
+  const float* x_ = nullptr;  // what actor_ and critic_ read: the input, or the encoder's features
   const std::int32_t* discrete_ = nullptr;
   const float* continuous_actions_ = nullptr;
   const std::uint8_t* masks_ = nullptr;
@@ -108,6 +115,7 @@ class actor_critic {
   std::vector<float> entropy_;      // [max_rows]
   std::vector<float> d_out_;        // [max_rows][head_width()]
   std::vector<float> d_x_critic_;   // [max_rows][input_dim]: the critic's part of backward()'s d_x
+  std::vector<float> d_features_, d_critic_features_;  // [max_rows][features]: with the encoder
 };
 
 /// Fresh flat parameters for `spec` as the torch twin initialises them

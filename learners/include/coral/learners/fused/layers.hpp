@@ -47,6 +47,21 @@ void tanh_forward(float* y, std::size_t n) noexcept;
 /// The backward of tanh_forward() from its output `y`: dy[i] *= 1 − y[i]².
 void tanh_backward(const float* y, float* dy, std::size_t n) noexcept;
 
+/// y[i] = max(y[i], 0) for i < n.
+void relu_forward(float* y, std::size_t n) noexcept;
+
+/// The backward of relu_forward() from its output `y`: dy[i] = 0 where y[i] ≤ 0.
+void relu_backward(const float* y, float* dy, std::size_t n) noexcept;
+
+/// What follows a hidden layer: tanh (the MLPs) or ReLU (after a convolution).
+enum class activation { tanh, relu };
+
+/// tanh_forward() or relu_forward() of y [n].
+void activate(activation act, float* y, std::size_t n) noexcept;
+
+/// tanh_backward() or relu_backward() from the activation's output `y`.
+void activate_backward(activation act, const float* y, float* dy, std::size_t n) noexcept;
+
 /// y[i] = 1 / (1 + e^−y[i]) for i < n, within 2.5 ulp, vectorised (AVX2
 /// where the CPU has it, the same bits as without).
 void sigmoid_in_place(float* y, std::size_t n) noexcept;
@@ -55,21 +70,23 @@ void sigmoid_in_place(float* y, std::size_t n) noexcept;
 /// reference its tests compare with.
 void sigmoid_in_place_reference(float* y, std::size_t n) noexcept;
 
-/// An MLP in → hidden (tanh after each) → out, with the buffers of a
+/// An MLP in → hidden (`act` after each) → out, with the buffers of a
 /// forward and backward pass of up to `max_rows` rows.
 struct mlp {
   std::vector<dense_layer> layers;
+  activation act = activation::tanh;
   std::size_t max_rows = 0;
-  /// Each layer's output [max_rows][out]: a hidden layer's after its tanh.
+  /// Each layer's output [max_rows][out]: a hidden layer's after its activation.
   std::vector<std::vector<float>> outputs;
   /// Two buffers [max_rows][widest] for the gradients flowing back.
   std::vector<float> delta_a, delta_b;
 };
 
 /// An MLP of widths in, hidden..., out whose parameters start at `offset`
-/// of a flat buffer (layer by layer: weight, bias), for up to `max_rows` rows.
+/// of a flat buffer (layer by layer: weight, bias), for up to `max_rows`
+/// rows, `act` after each hidden layer.
 [[nodiscard]] mlp make_mlp(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t out, std::size_t offset,
-                           std::size_t max_rows);
+                           std::size_t max_rows, activation act = activation::tanh);
 
 /// Floats of an MLP's parameters.
 [[nodiscard]] std::size_t parameter_count(const mlp& net) noexcept;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "coral/learners/fused/conv.hpp"
 #include "coral/learners/fused/layers.hpp"
 
 namespace coral::learners::fused {
@@ -28,8 +29,10 @@ class lstm_trunk {
  public:
   /// in → hidden... (tanh after each) → LSTM of width `width`; parameters
   /// from `offset` of the flat buffers forward() and backward() are given.
+  /// With `conv` layers the input is their grid and the encoder is
+  /// fused::encoder's: the convolutions, then the hidden layers with ReLU.
   lstm_trunk(std::size_t in, const std::vector<std::size_t>& hidden, std::size_t width, std::size_t offset,
-             std::size_t max_rows, std::size_t max_steps);
+             std::size_t max_rows, std::size_t max_steps, const conv_spec& conv = {});
 
   /// Floats of the trunk's parameters.
   [[nodiscard]] std::size_t parameter_count() const noexcept { return count_; }
@@ -54,11 +57,12 @@ class lstm_trunk {
 
  private:
   friend void init_lstm_trunk(float* flat, std::size_t offset, std::size_t in, const std::vector<std::size_t>& hidden,
-                              std::size_t width, std::uint64_t seed, std::uint64_t& stream);
+                              std::size_t width, std::uint64_t seed, std::uint64_t& stream, const conv_spec& conv);
   std::size_t width_, features_, count_, max_rows_, max_steps_;
   std::size_t w_ih_, w_hh_, b_ih_, b_hh_;  // offsets into the flat buffer
-  bool encoded_;                           // hidden layers present
-  mlp encoder_;
+  bool encoded_;                           // hidden layers or convolutions present
+  encoder encoder_;
+  const float* features_out_ = nullptr;    // the last forward()'s encoder output
   std::size_t rows_ = 0, steps_ = 0;
   const float* x_ = nullptr;
   const float* keep_ = nullptr;
@@ -75,11 +79,12 @@ class lstm_trunk {
 };
 
 /// Writes fresh parameters of the trunk lstm_trunk(in, hidden, width,
-/// offset, ...) has into `flat` as the torch twin initialises them:
+/// offset, ..., conv) has into `flat` as the torch twin initialises them:
 /// orthogonal weights (fused::orthogonal(); gain √2 for the encoder's
-/// layers, 1 for weight_ih and weight_hh), zero biases. Matrix k of them
-/// comes from coral::rng(seed, stream + k); `stream` is left past the last.
+/// convolutions and dense layers, 1 for weight_ih and weight_hh), zero
+/// biases. Matrix k of them comes from coral::rng(seed, stream + k);
+/// `stream` is left past the last.
 void init_lstm_trunk(float* flat, std::size_t offset, std::size_t in, const std::vector<std::size_t>& hidden,
-                     std::size_t width, std::uint64_t seed, std::uint64_t& stream);
+                     std::size_t width, std::uint64_t seed, std::uint64_t& stream, const conv_spec& conv = {});
 
 }  // namespace coral::learners::fused

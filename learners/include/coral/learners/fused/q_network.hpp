@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// DQN's Q-network and its update on the fused engine (torch-free): an MLP
-/// obs → hidden (tanh) → one value per action, an online and a target copy,
+/// obs → hidden (tanh) → one value per action (with convolutions: obs →
+/// convolutions → hidden, ReLU after each → one value per action), an online and a target copy,
 /// and the update of learners/src/dqn_torch.cpp (double DQN or not, the
 /// Huber loss weighted by importance weights scaled to a largest of 1,
 /// gradient-norm clipping, Adam).
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "coral/learners/dqn_learner.hpp"
+#include "coral/learners/fused/conv.hpp"
 #include "coral/learners/fused/layers.hpp"
 #include "coral/learners/fused/optim.hpp"
 
@@ -25,12 +27,19 @@ namespace coral::learners::fused {
 /// `max_rows` transitions, allocated once.
 class q_network {
  public:
-  /// `widths`: the input width, the hidden widths, the number of actions
-  /// (q_network_widths()). Parameters start at zero (see init_q_network()).
-  q_network(std::span<const std::size_t> widths, std::size_t max_rows);
+  /// `widths`: the dense layers' input width, the hidden widths, the
+  /// number of actions (q_network_widths()); `conv`: the convolutions
+  /// before them (none: an MLP of tanh layers; with some the hidden layers
+  /// use ReLU, and widths.front() is conv.output_dim()). Parameters start at
+  /// zero (see init_q_network()): the convolutions', then the dense layers'.
+  q_network(std::span<const std::size_t> widths, std::size_t max_rows, const conv_spec& conv = {});
 
   /// The widths it was built for.
   [[nodiscard]] std::span<const std::size_t> widths() const noexcept { return widths_; }
+  /// The convolutions it was built with.
+  [[nodiscard]] const conv_spec& conv() const noexcept { return conv_; }
+  /// Floats of an observation: widths().front(), or the convolutions' grid.
+  [[nodiscard]] std::size_t input_dim() const noexcept { return input_dim_; }
   /// The most transitions an update may have.
   [[nodiscard]] std::size_t max_rows() const noexcept { return max_rows_; }
   /// The online network's flat parameters, in the torch twin's order.
@@ -53,21 +62,27 @@ class q_network {
  private:
   friend struct dqn_access;
   std::vector<std::size_t> widths_;
+  conv_spec conv_;
+  std::size_t input_dim_;
   std::size_t max_rows_;
   std::vector<float> params_;
   std::vector<float> grads_;
   std::vector<float> target_params_;
+  conv_stack online_conv_;  // 2 × max_rows, as online_; empty without convolutions
+  conv_stack target_conv_;  // max_rows
   mlp online_;   // 2 × max_rows: observations and next observations in one pass
   mlp target_;   // max_rows: next observations
-  std::vector<float> input_;     // [2 × max_rows][in]
+  std::vector<float> input_;     // [2 × max_rows][input_dim]
+  std::vector<float> d_conv_;    // [max_rows][widths.front()]: with convolutions
   std::vector<float> d_q_;       // [max_rows][actions]
   std::vector<float> weights_;   // [max_rows]: importance weights, scaled
 };
 
-/// Fresh flat parameters for `widths` as the torch learner initialises them
-/// (orthogonal, gain √2 hidden and 1 for the head, zero biases), from
-/// coral::rng(seed).
-[[nodiscard]] std::vector<float> init_q_network(std::span<const std::size_t> widths, std::uint64_t seed);
+/// Fresh flat parameters for `widths` and `conv` as the torch learner
+/// initialises them (orthogonal, gain √2 for the convolutions and hidden
+/// layers and 1 for the head, zero biases), from coral::rng(seed).
+[[nodiscard]] std::vector<float> init_q_network(std::span<const std::size_t> widths, std::uint64_t seed,
+                                                const conv_spec& conv = {});
 
 /// A batch of n-step transitions, as replay::sample_batch holds them.
 struct dqn_batch {

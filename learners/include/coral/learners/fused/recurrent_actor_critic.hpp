@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The recurrent actor-critic on the fused engine (torch-free): the trunk
-/// (fused::lstm_trunk: an encoder of the hidden layers, then an LSTM cell)
+/// (fused::lstm_trunk: an encoder of the convolutions, if any, and the
+/// hidden layers, then an LSTM cell)
 /// and linear actor and critic heads on its output, unrolled over T steps
 /// of B rows with per-row state resets, and back-propagated through the
 /// whole unroll. The torch twin is learners/src/actor_critic.hpp's
