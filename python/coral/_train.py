@@ -9,6 +9,8 @@ from ._errors import EnvError, from_actor_failure
 
 # Exit codes of `coral` (docs/cli.md).
 _OK, _REJECTED = _coral.exit_ok, _coral.exit_rejected
+# The start of learners' errors::init_interrupted.
+_INIT_INTERRUPTED = "interrupted while drawing the network's initial weights"
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -101,6 +103,8 @@ def train(env="cartpole", algo="ppo", *, on_row=None, verbose=True, **flags):
         message = message[len("error: "):]
     if code == _REJECTED:
         raise ValueError(message)
+    if code != _OK and message.startswith(_INIT_INTERRUPTED):
+        raise KeyboardInterrupt(message)  # Ctrl-C while a large network's weights were drawn: no run started
     if code != _OK:
         failure = from_actor_failure("", message)
         raise failure

@@ -134,21 +134,25 @@ void check_orthogonal(const float* w, std::size_t in, std::size_t out, double ga
 
 }  // namespace
 
-TEST_CASE("a stop signal while a layer's orthogonal weights are drawn ends the draw, naming it", "[fused][init]") {
+TEST_CASE("a stop signal while a large layer's orthogonal weights are drawn ends the draw, naming it",
+          "[fused][init]") {
   // A layer of tens of millions of weights takes minutes to draw (O(n k^2));
-  // a SIGINT or SIGTERM then must not wait for it.
-  std::vector<float> w(64 * 32);
-  fused::orthogonal(w.data(), 64, 32, 1.0, 5);  // no signal: drawn
-  check_orthogonal(w.data(), 32, 64, 1.0);
+  // a SIGINT or SIGTERM then must not wait for it. A small draw finishes
+  // (the run then stops in order, its weights whole).
+  const std::size_t rows = 1024, cols = 512;  // n k^2 = 2^28: above the threshold
+  static_assert(1024.0 * 512.0 * 512.0 >= fused::orthogonal_stoppable_work);
+  std::vector<float> large(rows * cols), small(64 * 32);
   {
     const coral::interrupt_scope scope([] {});
     std::raise(SIGINT);  // the handler runs before raise returns
     REQUIRE(coral::interrupted());
-    CHECK_THROWS_WITH(fused::orthogonal(w.data(), 64, 32, 1.0, 5),
-                      fmt::format(fmt::runtime(coral::learners::errors::init_interrupted), 64, 32));
+    CHECK_THROWS_WITH(fused::orthogonal(large.data(), rows, cols, 1.0, 5),
+                      fmt::format(fmt::runtime(coral::learners::errors::init_interrupted), rows, cols));
+    CHECK_NOTHROW(fused::orthogonal(small.data(), 64, 32, 1.0, 5));
+    check_orthogonal(small.data(), 32, 64, 1.0);
   }
   // The stop ended with its scope: the next draw (the next test's) is not cut short.
-  CHECK_NOTHROW(fused::orthogonal(w.data(), 64, 32, 1.0, 5));
+  CHECK_NOTHROW(fused::orthogonal(small.data(), 64, 32, 1.0, 5));
 }
 
 TEST_CASE("init_orthogonal gives orthogonal weights with the twin's gains, zero biases and zero log std",

@@ -241,10 +241,12 @@ void orthogonal(float* w, std::size_t rows, std::size_t cols, double gain, std::
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t c = 0; c < k; ++c) q[c * n + i] = gen.normal();  // drawn row by row
   }
+  // O(n k^2) in all: a layer of tens of millions of weights takes minutes,
+  // so a stop signal ends a large draw here rather than after. A small one
+  // (every default network) finishes, and the run then stops in order.
+  const bool stoppable = static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(k) >= orthogonal_stoppable_work;
   for (std::size_t c = 0; c < k; ++c) {
-    // O(n k^2) in all: a network of tens of millions of weights takes
-    // minutes, so a stop signal ends it here rather than after.
-    if (interrupted()) throw error(fmt::format(fmt::runtime(errors::init_interrupted), rows, cols));
+    if (stoppable && interrupted()) throw error(fmt::format(fmt::runtime(errors::init_interrupted), rows, cols));
     double* qc = q.data() + c * n;
     // Modified Gram-Schmidt, twice for accuracy in float after rounding.
     for (int pass = 0; pass < 2; ++pass) {

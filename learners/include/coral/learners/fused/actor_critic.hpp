@@ -128,5 +128,9 @@ class actor_critic {
 /// orthonormal where rows ≤ cols, else its columns (Gram-Schmidt, in
 /// double, of a matrix of standard normal draws from `seed`).
 void orthogonal(float* w, std::size_t rows, std::size_t cols, double gain, std::uint64_t seed);
+/// The work (rows × cols × the shorter side) from which orthogonal() stops
+/// at a signal (errors::init_interrupted) rather than finishing: about a
+/// tenth of a second of it.
+inline constexpr double orthogonal_stoppable_work = 134'217'728.0;  // 2^27
 
 }  // namespace coral::learners::fused
