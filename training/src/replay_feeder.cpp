@@ -73,8 +73,13 @@ void replay_feeder::consume(const actors::step_batch& step) {
         const bool truncated = b.truncated()[r] != 0;
         const bool ended = terminated || truncated;
         if (ended || acts) {
-          // Its chain goes on from this observation, or ends at the final one.
-          const auto next = ended ? b.final_observations().row(r) : b.observations().row(r);
+          // Its chain goes on from this observation, or ends at the final
+          // one. A terminated step does not bootstrap: its final
+          // observation is never read, and a waiting agent's need not be
+          // anything (test-turns writes NaN), so the step's own stands in.
+          const auto next = terminated  ? std::span<const float>(prev_obs)
+                            : truncated ? b.final_observations().row(r)
+                                        : b.observations().row(r);
           const auto next_mask = md == 0 ? std::span<const std::uint8_t>{}
                                  : ended ? std::span<const std::uint8_t>(all_legal_)
                                          : b.action_masks().row(r);

@@ -27,9 +27,11 @@
 /// Action masks (options::mask_dim > 0): each transition carries the mask
 /// its action was chosen under and the mask of its next observation, which
 /// the learner's target maximises over. The mask of a final observation is
-/// not the env's to give (the row is reset or leaves), so an episode's last
-/// transition bootstraps over every action; a terminated one does not
-/// bootstrap at all.
+/// not the env's to give (the row is reset or leaves), so a truncated
+/// episode's last transitions bootstrap over every action. A terminated one
+/// does not bootstrap at all: it stores its own observation as the final
+/// one, which is never read (a waiting agent's final observation may be
+/// anything).
 ///
 /// The env groups are held back for the rate limiter by a gate in front of
 /// the batcher (rate_limit_gate.hpp), not by the feeder.
