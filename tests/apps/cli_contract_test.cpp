@@ -356,6 +356,8 @@ std::vector<bad_input> bad_inputs() {
        error_line(text(te::setting_of_other_algo, "--horizon", "PPO", "r2d2"))},
       {{"train", "--algo", "r2d2", "--no-double-dqn"},
        error_line(text(te::setting_of_other_algo, "--no-double-dqn", "DQN", "r2d2"))},
+      {{"train", "--algo", "r2d2", "--no-action-masks"},
+       error_line(text(te::setting_of_other_algo, "--no-action-masks", "PPO and DQN", "r2d2"))},
       {{"train", "--algo", "dqn", "--self-play"},
        error_line(text(te::setting_of_other_algo, "--self-play", "PPO", "dqn"))},
       // Multi-agent envs and self-play: refused before the run, naming the env.

@@ -199,3 +199,16 @@ TEST_CASE("multi-agent DQN learns population to within 5% of its optimum, answer
   CHECK(r.solved);
   CHECK(r.mean_return >= 0.8);
 }
+
+TEST_CASE("a DQN replay too small for n-step + 2 transitions per agent slot is refused, counting the slots",
+          "[learners][train][multi-agent][dqn]") {
+  auto o = turns_dqn_run(actors::topology::sync, coral::executor_mode::single, "fused");
+  auto& d = options_of<dqn_config>(o);
+  d.replay_capacity = 4 * 3 * 4;  // 4 per slot, n-step 3 needs 5 (16 per env would do for 4 envs of one)
+  d.batch_size = 8;
+  d.prefetch = 2;
+  std::ostringstream progress;
+  CHECK_THROWS_MATCHES(train(o, progress), coral::config_error,
+                       Catch::Message("--replay-capacity: 48 is invalid: must hold at least n-step + 2 = 5 "
+                                      "transitions per agent slot (4 envs of 3 slots)"));
+}
