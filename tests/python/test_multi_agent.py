@@ -331,3 +331,71 @@ def test_coral_train_treats_a_python_multi_agent_env_as_it_treats_a_cpp_one():
         assert python[1] == cpp[1].replace("'population'", repr(name)).replace("8 agents", "3 agents")
     else:
         assert python[1] >= 2048
+
+
+class Signals:
+    """A PettingZoo parallel env that can be learnt: three agents each see a cue (one of three, one-hot)
+    and earn 1 for answering it. The answer after the cue is masked (illegal) and would pay 2 if taken;
+    agent 'c' leaves after 4 steps, the episode ends after 8. Per agent, the optimum is a return equal
+    to its steps in play (8, 8, 4: a mean of 6.67); a policy that answers at random among the legal
+    actions earns half that (3.33)."""
+
+    possible_agents = ["a", "b", "c"]
+    steps = 8
+
+    def __init__(self):
+        self.agents = []
+        self.rng = np.random.default_rng()
+        self.cues = {}
+        self.t = 0
+
+    def observation_space(self, agent):
+        return coral.spaces.Dict({
+            "observation": coral.spaces.Box(0.0, 1.0, (3,), np.float32),
+            "action_mask": coral.spaces.Box(0, 1, (3,), np.int8),
+        })
+
+    def action_space(self, agent):
+        return coral.spaces.Discrete(3)
+
+    def _obs(self, agent):
+        cue = self.cues[agent]
+        one_hot = np.zeros(3, dtype=np.float32)
+        one_hot[cue] = 1.0
+        mask = np.ones(3, dtype=np.int8)
+        mask[(cue + 1) % 3] = 0
+        return {"observation": one_hot, "action_mask": mask}
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.t = 0
+        self.agents = list(self.possible_agents)
+        self.cues = {a: int(self.rng.integers(3)) for a in self.agents}
+        return {a: self._obs(a) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        acting = list(self.agents)
+        rewards = {}
+        for a in acting:
+            answer, cue = int(actions[a]), self.cues[a]
+            rewards[a] = 1.0 if answer == cue else (2.0 if answer == (cue + 1) % 3 else 0.0)
+        ended = {a: self.t == self.steps or (a == "c" and self.t == 4) for a in acting}
+        truncations = {a: False for a in acting}
+        self.cues = {a: int(self.rng.integers(3)) for a in acting}
+        self.agents = [a for a in acting if not ended[a]]
+        return ({a: self._obs(a) for a in acting}, rewards, ended, truncations, {a: {} for a in acting})
+
+
+def test_ppo_trains_a_python_pettingzoo_env_to_its_optimum_per_agent_episode():
+    """coral.train on a PettingZoo env written in Python: every agent's episode reaches its optimum
+    of 1 a step (random legal answers: 0.5), and the masked answer, which would pay 2, is never taken
+    (a return above 1 a step would show it was). Episodes are per agent: 8 steps for a and b, 4 for c."""
+    name = _register(Signals)
+    result = coral.train(env=name, algo="ppo", seed=3, total_steps=60000, num_envs=8, horizon=32,
+                         no_run_dir=True, verbose=False, keep_going=True)
+    assert result["env_steps"] >= 60000
+    assert 4 < result["mean_length"] < 8  # agent episodes of both lengths among the last 100
+    per_step = result["mean_return"] / result["mean_length"]  # both over the same 100 episodes
+    assert 0.95 <= per_step <= 1.0 + 1e-9
