@@ -32,7 +32,7 @@ struct stored_transition {
   std::uint32_t steps = 0;
   std::int64_t next_n = -1;  // the step of its bootstrap observation; -1 where it does not bootstrap
   unsigned mask = 0;         // legal actions at the observation, bit a for action a
-  unsigned next_mask = 0;    // ... at the bootstrap observation (every action after an episode's end)
+  unsigned next_mask = 0;    // ... at the bootstrap observation
 };
 
 unsigned mask_bits(const std::uint8_t* m) {
@@ -72,7 +72,12 @@ std::vector<stored_transition> nstep_of(const test::turns_env& env, std::size_t 
     t.discount = terminated ? 0.0F : scale;
     // A leaving agent's final observation is of the step after its last.
     t.next_n = terminated ? -1 : ended ? chain[j + k - 1].n + 1 : chain[j + k].n;
-    t.next_mask = ended ? 0b111U : env.legal_at(slot, chain[j + k].n);
+    // Slot 1's games end on slot 0's move, while it waits: its last
+    // observation and mask stand in for a final one the env does not write.
+    // Every other end comes from the agent's own move, whose final
+    // observation has no mask: every action.
+    const bool waited = slot == 1;
+    t.next_mask = !ended ? env.legal_at(slot, chain[j + k].n) : waited ? chain[j + k - 1].mask : 0b111U;
     out.push_back(t);
   }
   return out;

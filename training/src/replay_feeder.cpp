@@ -21,6 +21,7 @@ replay_feeder::replay_feeder(envs::env_batch& batch, replay::replay_actor& repla
       previous_mask_(batch.rows() * opts.mask_dim),
       previous_reward_(batch.rows(), 0.0f),
       has_previous_(batch.rows(), 0),
+      waited_(batch.rows(), 0),
       all_legal_(opts.mask_dim, 1) {
   if (replay.config().buffer.num_streams != batch.rows()) {
     throw config_error(
@@ -74,13 +75,15 @@ void replay_feeder::consume(const actors::step_batch& step) {
         const bool ended = terminated || truncated;
         if (ended || acts) {
           // Its chain goes on from this observation, or ends at the final
-          // one. A terminated step does not bootstrap: its final
-          // observation is never read, and a waiting agent's need not be
-          // anything (test-turns writes NaN), so the step's own stands in.
-          const auto next = terminated  ? std::span<const float>(prev_obs)
-                            : truncated ? b.final_observations().row(r)
-                                        : b.observations().row(r);
+          // one. An agent that ended while it waited has no final
+          // observation (the env writes only the rows that acted): the
+          // state it last saw stands in.
+          const bool own = ended && waited_[r] != 0;
+          const auto next = own     ? std::span<const float>(prev_obs)
+                            : ended ? b.final_observations().row(r)
+                                    : b.observations().row(r);
           const auto next_mask = md == 0 ? std::span<const std::uint8_t>{}
+                                 : own   ? std::span<const std::uint8_t>(prev_mask)
                                  : ended ? std::span<const std::uint8_t>(all_legal_)
                                          : b.action_masks().row(r);
           for (const auto& t : assemblers_[r].push(prev_obs, prev_disc, prev_cont, previous_reward_[r], terminated,
@@ -91,6 +94,7 @@ void replay_feeder::consume(const actors::step_batch& step) {
           if (ended && on_episode_) on_episode_(b.episode_returns()[r], b.episode_lengths()[r]);
         }
       }
+      waited_[r] = has_previous_[r] != 0 && !acts ? 1 : 0;
       if (!acts) continue;  // no agent acted in this slot: nothing to store
       // The step just chosen waits for its outcome.
       std::ranges::copy(b.observations().row(r), prev_obs.begin());

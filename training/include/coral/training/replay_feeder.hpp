@@ -28,10 +28,14 @@
 /// its action was chosen under and the mask of its next observation, which
 /// the learner's target maximises over. The mask of a final observation is
 /// not the env's to give (the row is reset or leaves), so a truncated
-/// episode's last transitions bootstrap over every action. A terminated one
-/// does not bootstrap at all: it stores its own observation as the final
-/// one, which is never read (a waiting agent's final observation may be
-/// anything).
+/// episode's last transitions bootstrap over every action.
+///
+/// An agent whose episode ends while it waits has no final observation:
+/// the env writes only the rows that acted (envs/env.hpp), so the
+/// waiting row's is meaningless (test-turns writes NaN). Its transition
+/// takes the slot's last observation and mask as its final ones: a
+/// terminated one never reads them, a truncated one bootstraps from the
+/// state the agent last saw.
 ///
 /// The env groups are held back for the rate limiter by a gate in front of
 /// the batcher (rate_limit_gate.hpp), not by the feeder.
@@ -91,6 +95,7 @@ class replay_feeder final : public actors::step_consumer {
   std::vector<std::uint8_t> previous_mask_;
   std::vector<float> previous_reward_;
   std::vector<std::uint8_t> has_previous_;
+  std::vector<std::uint8_t> waited_;     // the slot sat out the step whose outcome comes next
   std::vector<std::uint8_t> all_legal_;  // the mask of a final observation
 };
 
