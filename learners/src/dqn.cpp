@@ -356,9 +356,11 @@ void add_dqn_memory(actors::memory_estimate& e, const train_options& o, const ac
   // state (byte), pending priority (double) and the priority tree's leaf
   // (float). Generations and the tree's inner nodes are left out: their
   // pages are touched lazily (measured: 49.5 bytes a slot on cartpole, this
-  // counts 43).
+  // counts 43). Where actions may be masked, a mask byte per action too
+  // (an env that masks none stores none: an upper bound).
   const double slots = std::ceil(static_cast<double>(q.replay_capacity) / std::max(1.0, rows)) * std::max(1.0, rows);
-  e.add("replay", slots * (4 * d + 4 * nd + 4 * nc + 4 + 4 + 2 + 1 + 8 + 4));
+  const double mask = q.action_masks ? static_cast<double>(s.action_choices) : 0.0;
+  e.add("replay", slots * (4 * d + 4 * nd + 4 * nc + 4 + 4 + 2 + 1 + 8 + 4 + mask));
   const double batch = static_cast<double>(q.batch_size);
   // Prefetched batches and the one being learned from: observation and next
   // observation, action, return, discount, weight, key and probability.
