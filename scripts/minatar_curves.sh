@@ -93,6 +93,7 @@ set terminal pngcairo size 1200,650 noenhanced
 set output '$out'
 set multiplot layout 2,3 title 'MinAtar, $algo (configs/minatar-<game>-$algo.toml): mean return of the last 100 episodes'
 set grid
+set key right bottom
 set xlabel 'env steps (millions)'
 set format x '%g'
 set ylabel 'return'

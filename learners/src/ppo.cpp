@@ -330,6 +330,11 @@ void check_ppo_options(const train_options& o) {
   if (p.ppo.minibatch_size == 0) out_of_range("--minibatch-size", p.ppo.minibatch_size, "must be at least 1");
   if (p.self_play_pool == 0) out_of_range("--self-play-pool", p.self_play_pool, "must be at least 1");
   if (p.self_play_refresh == 0) out_of_range("--self-play-refresh", p.self_play_refresh, "must be at least 1");
+  // Each refresh plays them on the learner's thread, the update waiting.
+  if (p.self_play_eval_games > max_self_play_eval_games) {
+    out_of_range("--self-play-eval-games", p.self_play_eval_games,
+                 fmt::format("must be at most {}", max_self_play_eval_games));
+  }
   if (p.frames > 1) {
     // Stacked frames and convolutions do not go together (from_spaces()
     // refuses them): asked of the env's spaces here, before the run.
@@ -364,6 +369,16 @@ void add_ppo_memory(actors::memory_estimate& e, const train_options& o, const ac
   // The dense layers read the convolutions' output where there are some.
   const auto layers = resolve_layers(o.hidden, o.conv, s.obs_shape);
   const auto& hidden = layers.hidden;
+  // Self-play keeps up to --self-play-pool snapshots of the weights (float),
+  // one more each --self-play-refresh updates: as many as the run can add.
+  const auto add_pool = [&](double parameters) {
+    if (!p.self_play) return;
+    const double updates = run_segments;
+    const double snapshots = std::min(static_cast<double>(p.self_play_pool),
+                                      1 + std::floor(updates / static_cast<double>(std::max<std::size_t>(p.self_play_refresh, 1))));
+    e.add("self-play pool", snapshots * parameters * 4);
+  };
+  const double conv_parameters = static_cast<double>(layers.conv.parameter_count());
   if (!layers.conv.empty()) {
     detail::add_conv_memory(e, layers.conv, 3 * minibatch + 2 * rows, detail::ppo_bytes_per_parameter);
     d = static_cast<double>(layers.conv.output_dim());
@@ -376,6 +391,7 @@ void add_ppo_memory(actors::memory_estimate& e, const train_options& o, const ac
     const std::vector<std::size_t> inner(hidden.begin(), hidden.end() - 1);
     const double params = detail::mlp_parameters(d, inner, enc) + 4 * h * (enc + h + 2) + (h + 1) * (heads + 1) + nc;
     e.add("network", params * detail::ppo_bytes_per_parameter);
+    add_pool(params + conv_parameters);
     // The policy's state and its copy per row; each segment's initial states.
     e.add("recurrent state", 2 * rows * 2 * h * 4 + live * rows * 2 * h * 4);
     // The update's unroll over every step without gradient (h and c kept),
@@ -388,6 +404,7 @@ void add_ppo_memory(actors::memory_estimate& e, const train_options& o, const ac
   const double actor = detail::mlp_parameters(d, hidden, heads) + nc;
   const double critic = detail::mlp_parameters(d, hidden, 1);
   e.add("network", (actor + critic) * detail::ppo_bytes_per_parameter);
+  add_pool(actor + critic + conv_parameters);
   const double widths = detail::mlp_widths(d, hidden, heads) + detail::mlp_widths(d, hidden, 1);
   // Forward and backward of a minibatch, and the acting batch's forward.
   e.add("activations", (3 * minibatch + 2 * rows) * widths * 4);

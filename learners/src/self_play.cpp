@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/envs/env_batch.hpp"
 #include "coral/envs/env_slice.hpp"
 #include "coral/envs/registry.hpp"
@@ -128,7 +129,8 @@ match_score play_reference(const network_spec& spec, std::span<const float> weig
   match_score score;
   slice.reset_all();
   std::int64_t steps = 0;
-  while (score.games() < games) {
+  // A stop signal ends the match where it is (the run is stopping).
+  while (score.games() < games && !interrupted()) {
     policy.act({.batch = batch, .ranges = std::span(&row, 1), .log_probs = {}, .values = {}});
     slice.step_all();
     if (batch.terminated()[0] != 0 || batch.truncated()[0] != 0) {

@@ -7,6 +7,7 @@
 // updates within their buffers, and the refusals. The torch twins as the oracle: fused_*oracle_test.cpp.
 
 #include <algorithm>
+#include <csignal>
 #include <bit>
 #include <limits>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/fused/actor_critic.hpp"
@@ -131,6 +133,19 @@ void check_orthogonal(const float* w, std::size_t in, std::size_t out, double ga
 }
 
 }  // namespace
+
+TEST_CASE("a stop signal while a layer's orthogonal weights are drawn ends the draw, naming it", "[fused][init]") {
+  // A layer of tens of millions of weights takes minutes to draw (O(n k^2));
+  // a SIGINT or SIGTERM then must not wait for it.
+  std::vector<float> w(64 * 32);
+  fused::orthogonal(w.data(), 64, 32, 1.0, 5);  // no signal: drawn
+  check_orthogonal(w.data(), 32, 64, 1.0);
+  const coral::interrupt_scope scope([] {});
+  std::raise(SIGINT);  // the handler runs before raise returns
+  REQUIRE(coral::interrupted());
+  CHECK_THROWS_WITH(fused::orthogonal(w.data(), 64, 32, 1.0, 5),
+                    fmt::format(fmt::runtime(coral::learners::errors::init_interrupted), 64, 32));
+}
 
 TEST_CASE("init_orthogonal gives orthogonal weights with the twin's gains, zero biases and zero log std",
           "[learners][fused]") {

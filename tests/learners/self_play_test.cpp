@@ -259,4 +259,20 @@ TEST_CASE("self-play on an env that cannot have it is refused before the run, na
     coral::training::options_of<ppo_options>(o).self_play_refresh = 0;
     CHECK_THROWS_AS(train(o, progress), coral::config_error);
   }
+  SECTION("more match games than the learner's thread may play at a refresh") {
+    auto o = self_play_run(actors::topology::sync, coral::executor_mode::single);
+    coral::training::options_of<ppo_options>(o).self_play_eval_games = max_self_play_eval_games + 1;
+    CHECK_THROWS_WITH(train(o, progress), Catch::Contains("--self-play-eval-games") &&
+                                              Catch::Contains(std::to_string(max_self_play_eval_games)));
+  }
+  SECTION("a pool of snapshots that would not fit in memory") {
+    auto o = self_play_run(actors::topology::sync, coral::executor_mode::single);
+    o.hidden = {4096, 4096};  // 4096^2 + ... weights: 64 MiB a snapshot
+    o.total_steps = 100'000'000;
+    auto& p = coral::training::options_of<ppo_options>(o);
+    p.self_play_refresh = 1;
+    p.self_play_pool = 1'000'000;  // capped by the run's updates: still far past any machine's memory
+    CHECK_THROWS_AS(train(o, progress), coral::config_error);
+    CHECK_THROWS_WITH(train(o, progress), Catch::Contains("self-play pool"));
+  }
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "coral/core/error.hpp"
+#include "coral/core/interrupts.hpp"
 #include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/fused/conv.hpp"
@@ -231,29 +232,37 @@ void actor_critic::backward(const float* d_log_prob, const float* d_entropy, con
 
 void orthogonal(float* w, std::size_t rows, std::size_t cols, double gain, std::uint64_t seed) {
   // A tall matrix [n][k] (n ≥ k) of normal draws whose k columns are made
-  // orthonormal; w is it, or its transpose where rows < cols.
+  // orthonormal; w is it, or its transpose where rows < cols. The columns are
+  // kept contiguous (q[c * n + i]) so that each pass reads memory in order.
   const bool wide = rows < cols;
   const std::size_t n = wide ? cols : rows, k = wide ? rows : cols;
   coral::rng gen(seed);
   std::vector<double> q(n * k);
-  for (auto& v : q) v = gen.normal();
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < k; ++c) q[c * n + i] = gen.normal();  // drawn row by row
+  }
   for (std::size_t c = 0; c < k; ++c) {
+    // O(n k^2) in all: a network of tens of millions of weights takes
+    // minutes, so a stop signal ends it here rather than after.
+    if (interrupted()) throw error(fmt::format(fmt::runtime(errors::init_interrupted), rows, cols));
+    double* qc = q.data() + c * n;
     // Modified Gram-Schmidt, twice for accuracy in float after rounding.
     for (int pass = 0; pass < 2; ++pass) {
       for (std::size_t p = 0; p < c; ++p) {
+        const double* qp = q.data() + p * n;
         double dot = 0;
-        for (std::size_t i = 0; i < n; ++i) dot += q[i * k + p] * q[i * k + c];
-        for (std::size_t i = 0; i < n; ++i) q[i * k + c] -= dot * q[i * k + p];
+        for (std::size_t i = 0; i < n; ++i) dot += qp[i] * qc[i];
+        for (std::size_t i = 0; i < n; ++i) qc[i] -= dot * qp[i];
       }
     }
     double norm = 0;
-    for (std::size_t i = 0; i < n; ++i) norm += q[i * k + c] * q[i * k + c];
+    for (std::size_t i = 0; i < n; ++i) norm += qc[i] * qc[i];
     norm = std::sqrt(norm);
-    for (std::size_t i = 0; i < n; ++i) q[i * k + c] /= norm;
+    for (std::size_t i = 0; i < n; ++i) qc[i] /= norm;
   }
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < k; ++j) {
-      const auto v = static_cast<float>(gain * q[i * k + j]);
+      const auto v = static_cast<float>(gain * q[j * n + i]);
       if (wide) {
         w[j * cols + i] = v;
       } else {

@@ -62,6 +62,11 @@ inline constexpr std::string_view self_play_no_reference =
 /// env, the steps it ran.
 inline constexpr std::string_view match_too_long = "self-play match: an episode of '{}' ran past {} steps";
 
+/// A stop signal while the initial weights were drawn (a large layer's
+/// orthogonal matrix): the run had not started.
+inline constexpr std::string_view init_interrupted =
+    "interrupted while drawing the network's initial weights (a {}x{} orthogonal matrix); no run was started";
+
 /// What a `--conv` value may be (core's bad_value's "allowed" part).
 inline constexpr std::string_view conv_allowed =
     "CHANNELS:KERNEL or CHANNELS:KERNEL:STRIDE per layer, whole numbers from 1 to 65536, e.g. 16:3 32:3:2; or none "

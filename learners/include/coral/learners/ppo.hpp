@@ -34,4 +34,8 @@ struct ppo_options {
   std::size_t self_play_eval_games = 0;
 };
 
+/// The most games per side --self-play-eval-games may ask for: the match is
+/// played on the learner's thread at each refresh, the update waiting.
+inline constexpr std::size_t max_self_play_eval_games = 10'000;
+
 }  // namespace coral::learners
