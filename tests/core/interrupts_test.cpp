@@ -37,7 +37,9 @@ TEST_CASE("the first signal calls every live scope's first callback and sets int
     CHECK(coral::interrupted());
     CHECK(coral::interrupt_count() == 1);
   }
-  // A new scope starts counting from zero.
+  // The stop ended with the last scope: code outside any scope, and a new
+  // scope, are not interrupted.
+  CHECK_FALSE(coral::interrupted());
   coral::interrupt_scope three([] {});
   CHECK_FALSE(coral::interrupted());
 }

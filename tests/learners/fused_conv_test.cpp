@@ -210,7 +210,8 @@ TEST_CASE("the convolutional PPO, DQN and R2D2 updates run within their buffers 
   const auto dqn = fused::dqn_step(q, q_adam, {5, qobs, next, actions, returns, discounts, weights},
                                    coral::learners::dqn_config{}, td);
   CHECK(std::isfinite(dqn.td_loss));
-  CHECK(q.q_values(qobs.data(), 10).size() == 10 * 4);
+  const auto qobs10 = conv_normals(gen, 10 * spec.input_dim());  // up to twice the rows of an update
+  CHECK(q.q_values(qobs10.data(), 10).size() == 10 * 4);
 
   spec.lstm = 6;
   const std::size_t B = 3, L = 7;

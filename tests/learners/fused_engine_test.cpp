@@ -140,11 +140,15 @@ TEST_CASE("a stop signal while a layer's orthogonal weights are drawn ends the d
   std::vector<float> w(64 * 32);
   fused::orthogonal(w.data(), 64, 32, 1.0, 5);  // no signal: drawn
   check_orthogonal(w.data(), 32, 64, 1.0);
-  const coral::interrupt_scope scope([] {});
-  std::raise(SIGINT);  // the handler runs before raise returns
-  REQUIRE(coral::interrupted());
-  CHECK_THROWS_WITH(fused::orthogonal(w.data(), 64, 32, 1.0, 5),
-                    fmt::format(fmt::runtime(coral::learners::errors::init_interrupted), 64, 32));
+  {
+    const coral::interrupt_scope scope([] {});
+    std::raise(SIGINT);  // the handler runs before raise returns
+    REQUIRE(coral::interrupted());
+    CHECK_THROWS_WITH(fused::orthogonal(w.data(), 64, 32, 1.0, 5),
+                      fmt::format(fmt::runtime(coral::learners::errors::init_interrupted), 64, 32));
+  }
+  // The stop ended with its scope: the next draw (the next test's) is not cut short.
+  CHECK_NOTHROW(fused::orthogonal(w.data(), 64, 32, 1.0, 5));
 }
 
 TEST_CASE("init_orthogonal gives orthogonal weights with the twin's gains, zero biases and zero log std",

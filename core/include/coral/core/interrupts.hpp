@@ -22,7 +22,7 @@ namespace coral {
 /// async-signal-safe); the callbacks run on a watcher thread that the first
 /// scope starts and that lives until the process ends. When the last scope
 /// ends, the previous dispositions of the three signals are restored and the
-/// count starts again from zero for the next scope.
+/// count is zero again.
 ///
 /// Thread safety: scopes may be created and destroyed on any thread. A
 /// callback runs on the watcher thread, never inside the signal handler, and
@@ -39,7 +39,8 @@ class interrupt_scope {
   std::uint64_t id_;
 };
 
-/// True once SIGINT, SIGTERM or SIGHUP arrived while the current scopes were alive.
+/// True once SIGINT, SIGTERM or SIGHUP arrived while the current scopes were
+/// alive; false again once the last of them ends.
 [[nodiscard]] bool interrupted() noexcept;
 
 /// How many of those signals arrived (0, 1, or more).
