@@ -356,10 +356,9 @@ void add_dqn_memory(actors::memory_estimate& e, const train_options& o, const ac
   // state (byte), pending priority (double) and the priority tree's leaf
   // (float). Generations and the tree's inner nodes are left out: their
   // pages are touched lazily (measured: 49.5 bytes a slot on cartpole, this
-  // counts 43). Where actions may be masked, a mask byte per action too
-  // (an env that masks none stores none: an upper bound).
+  // counts 43), and the action mask where the env masks.
   const double slots = std::ceil(static_cast<double>(q.replay_capacity) / std::max(1.0, rows)) * std::max(1.0, rows);
-  const double mask = q.action_masks ? static_cast<double>(s.action_choices) : 0.0;
+  const double mask = q.action_masks ? static_cast<double>(s.action_mask_bytes) : 0.0;
   e.add("replay", slots * (4 * d + 4 * nd + 4 * nc + 4 + 4 + 2 + 1 + 8 + 4 + mask));
   const double batch = static_cast<double>(q.batch_size);
   // Prefetched batches and the one being learned from: observation and next
