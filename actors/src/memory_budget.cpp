@@ -144,6 +144,7 @@ env_shape probe_env_shape(const sampler_options& o) {
           .discrete_action_dim = e->action_space().discrete_size(),
           .continuous_action_dim = e->action_space().continuous_size(),
           .action_choices = choices(e->action_space()),
+          .action_mask_bytes = e->action_mask_size(),
           .agents = e->max_agents(),
           .heap_bytes = e->heap_bytes()};
 }

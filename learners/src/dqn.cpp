@@ -49,6 +49,12 @@ std::size_t stream_capacity(const train_options& o, std::size_t rows) {
   return (dqn_of(o).replay_capacity + rows - 1) / rows;
 }
 
+/// Bytes of action mask stored with each transition: the batch's mask width
+/// where the env masks and --no-action-masks is not given, else 0.
+std::size_t stored_mask_dim(const train_options& o, actors::sampler& s) {
+  return dqn_of(o).action_masks && s.batch().has_action_masks() ? s.batch().action_mask_dim() : 0;
+}
+
 /// The replay actor's settings for a run of `o` over `s`. A distributed
 /// run's learner keeps one stream per row of every sampler rank; a sampler
 /// rank's replay actor only passes inserts to the bridge and holds nothing.
@@ -65,11 +71,15 @@ replay::replay_actor_config replay_config(const train_options& o, actors::sample
                .continuous_action_dim = batch.continuous_action_dim(),
                .n_step = d.n_step,
                .alpha = d.priority_alpha,
-               .epsilon = d.priority_epsilon};
+               .epsilon = d.priority_epsilon,
+               .mask_dim = stored_mask_dim(o, s)};
   rc.samples_per_insert = d.replay_ratio;
   rc.min_size = d.learning_starts;
-  rc.max_group_steps = s.wires().envs_per_group;
-  rc.batcher_hold = training::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
+  // The gate and the limiter count rows (an env's agent slots each): a
+  // group's step and what the batcher holds are in rows too.
+  const std::size_t agents = s.first_env().max_agents();
+  rc.max_group_steps = s.wires().envs_per_group * agents;
+  rc.batcher_hold = agents * training::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
   rc.batch_size = d.batch_size;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;
@@ -124,13 +134,15 @@ class dqn final : public algorithm {
     if (!learner_rank(options_)) {  // the sampling side
       feeder_ = std::make_unique<training::replay_feeder>(
           sampler_->batch(), replay_, [&run](double r, double l) { run.episode(r, l); },
-          training::replay_feeder::options{.n_step = dqn_of(options_).n_step, .gamma = dqn_of(options_).gamma});
+          training::replay_feeder::options{.n_step = dqn_of(options_).n_step,
+                                           .gamma = dqn_of(options_).gamma,
+                                           .mask_dim = stored_mask_dim(options_, *sampler_)});
       gate_ = std::make_unique<training::rate_limit_gate>(replay_, run.gate());
     }
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     const auto steps = run.start_steps();
     policy_ = std::make_unique<q_policy>(spec_, sampler_->rows(), options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL),
-                                         dqn_of(options_), steps);
+                                         dqn_of(options_), steps, sampler_->first_env().max_agents());
     // A resumed replay carries its counters: rates count from them.
     const auto& rs = replay_.stats();
     windows_[0] = windows_[1] = {rs.env_steps.load(), rs.sampled.load(), rs.batches.load(), rs.sample_ns.load()};
@@ -172,12 +184,12 @@ class dqn final : public algorithm {
 
   std::string describe_setup() const override {
     const auto& d = dqn_of(options_);
-    const std::size_t rows = sampler_->rows();
+    const std::size_t rungs = policy_->schedule().rows();
     return fmt::format(
         "Q network {}[{}] on the {} backend, {} replay of {} transitions, {}-step returns, replay ratio {}, replay "
         "batch {}, prefetch {}, epsilons {:.4f} to {:.4f} after {} steps",
         spec_.conv.empty() ? std::string() : "conv " + spec_.conv.to_string() + " ", fmt::join(widths_, ","), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", replay_.config().buffer.capacity, d.n_step,
-        d.replay_ratio, d.batch_size, d.prefetch, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
+        d.replay_ratio, d.batch_size, d.prefetch, policy_->schedule().rung(rungs - 1), policy_->schedule().rung(0),
         d.exploration_steps);
   }
   std::string_view columns() const override {
@@ -278,18 +290,30 @@ class dqn final : public algorithm {
       replay_, sampler_->rows(), sampler_ranks(options_), [this] {
         const auto& batch = sampler_->batch();
         return std::make_unique<replay::insert_block>(batch.obs_dim(), batch.discrete_action_dim(),
-                                                      batch.continuous_action_dim());
+                                                      batch.continuous_action_dim(),
+                                                      stored_mask_dim(options_, *sampler_));
       }};
 };
+
+/// Each replay stream (an env's row: an env, or one agent slot of it) must
+/// hold n-step + 2 transitions.
+void check_stream_capacity(const train_options& o, std::size_t agents) {
+  const auto& d = dqn_of(o);
+  const std::size_t rows = o.sampler.num_envs * agents;
+  if (rows > 0 && stream_capacity(o, rows) < d.n_step + 2) {
+    out_of_range("--replay-capacity", d.replay_capacity,
+                 agents == 1 ? fmt::format("must hold at least n-step + 2 = {} transitions per env ({} envs)",
+                                           d.n_step + 2, rows)
+                             : fmt::format("must hold at least n-step + 2 = {} transitions per agent slot ({} envs "
+                                           "of {} slots)",
+                                           d.n_step + 2, o.sampler.num_envs, agents));
+  }
+}
 
 void check_dqn_options(const train_options& o) {
   const auto& d = dqn_of(o);
   detail::check_q_options(d);
-  const std::size_t rows = o.sampler.num_envs;  // single-agent envs: one row each
-  if (rows > 0 && stream_capacity(o, rows) < d.n_step + 2) {
-    out_of_range("--replay-capacity", d.replay_capacity,
-                 fmt::format("must hold at least n-step + 2 = {} transitions per env ({} envs)", d.n_step + 2, rows));
-  }
+  check_stream_capacity(o, 1);
   // Settings under which the learner could never (or barely ever) train:
   // refused here, by the numbers, rather than found out as 0 updates at the end.
   auto why = [](std::string_view text, const auto&... args) { return fmt::format(fmt::runtime(text), args...); };
@@ -332,9 +356,10 @@ void add_dqn_memory(actors::memory_estimate& e, const train_options& o, const ac
   // state (byte), pending priority (double) and the priority tree's leaf
   // (float). Generations and the tree's inner nodes are left out: their
   // pages are touched lazily (measured: 49.5 bytes a slot on cartpole, this
-  // counts 43).
+  // counts 43), and the action mask where the env masks.
   const double slots = std::ceil(static_cast<double>(q.replay_capacity) / std::max(1.0, rows)) * std::max(1.0, rows);
-  e.add("replay", slots * (4 * d + 4 * nd + 4 * nc + 4 + 4 + 2 + 1 + 8 + 4));
+  const double mask = q.action_masks ? static_cast<double>(s.action_mask_bytes) : 0.0;
+  e.add("replay", slots * (4 * d + 4 * nd + 4 * nc + 4 + 4 + 2 + 1 + 8 + 4 + mask));
   const double batch = static_cast<double>(q.batch_size);
   // Prefetched batches and the one being learned from: observation and next
   // observation, action, return, discount, weight, key and probability.
@@ -359,7 +384,13 @@ void register_dqn() {
   d.summary = "Ape-X-style DQN: prioritized replay actor, double DQN, n-step returns";
   d.defaults = [] { return std::any(dqn_config{}); };
   d.fields = detail::q_fields<dqn_config>([](dqn_config& o) -> dqn_config& { return o; }, "transitions", true);
+  d.fields.push_back(training::switch_off<dqn_config>(
+      "no-action-masks", "act and bootstrap as if every action were legal (an env that masks then gets illegal actions)",
+      [](dqn_config& o) -> bool& { return o.action_masks; }));
   d.check = check_dqn_options;
+  // A multi-agent env's slots are replay streams of their own.
+  d.check_env = [](const train_options& o, const envs::env& probe) { check_stream_capacity(o, probe.max_agents()); };
+  d.multi_agent = true;
   d.memory = add_dqn_memory;
   d.make = plugin<dqn>();
   d.needs_torch = torch_chosen;

@@ -36,7 +36,8 @@ class fused_dqn final : public fused_dqn_base {
     const auto started = std::chrono::steady_clock::now();
     const std::size_t B = b.size, D = net_->input_dim();
     if (b.observations.size() != B * D || b.next_observations.size() != B * D || b.discrete.size() != B ||
-        b.returns.size() != B || b.discounts.size() != B || b.weights.size() != B) {
+        b.returns.size() != B || b.discounts.size() != B || b.weights.size() != B ||
+        (!b.next_masks.empty() && b.next_masks.size() != B * net_->widths().back())) {
       throw usage_error(fmt::format("dqn_learner: a batch of {} draws with {} observation floats does not fit the "
                                     "network (obs {})",
                                     B, b.observations.size(), D));
@@ -50,7 +51,9 @@ class fused_dqn final : public fused_dqn_base {
                                  .actions = b.discrete,
                                  .returns = b.returns,
                                  .discounts = b.discounts,
-                                 .weights = b.weights};
+                                 .weights = b.weights,
+                                 .next_masks = config_.action_masks ? std::span<const std::uint8_t>(b.next_masks)
+                                                                    : std::span<const std::uint8_t>{}};
     const auto st = fused::dqn_step(*net_, adam_, batch, config_, b.td_errors);
     count_update(config_.target_update);
     training::update_stats out;

@@ -1,6 +1,7 @@
 #include "coral/learners/dqn_learner.hpp"
 
 #include <chrono>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -90,12 +91,22 @@ training::update_stats torch_dqn::update(replay::sample_batch& b) {
   {
     torch::NoGradGuard no_grad;
     const auto q_next_target = s.target->forward(next);
+    auto q_next_online = q_all.narrow(0, B, B).detach();
+    auto q_next_scored = q_next_target;
+    if (c.action_masks && !b.next_masks.empty()) {
+      // Only the actions legal at o' compete for the bootstrap.
+      const auto A = q_next_target.size(1);
+      const auto illegal = torch::from_blob(b.next_masks.data(), {B, A}, torch::kUInt8).eq(0);
+      const auto lowest = -std::numeric_limits<float>::infinity();
+      q_next_online = q_next_online.masked_fill(illegal, lowest);
+      q_next_scored = q_next_target.masked_fill(illegal, lowest);
+    }
     torch::Tensor bootstrap;
     if (c.double_dqn) {
-      const auto best = q_all.narrow(0, B, B).detach().argmax(1, /*keepdim=*/true);
+      const auto best = q_next_online.argmax(1, /*keepdim=*/true);
       bootstrap = q_next_target.gather(1, best).squeeze(1);
     } else {
-      bootstrap = std::get<0>(q_next_target.max(1));
+      bootstrap = std::get<0>(q_next_scored.max(1));
     }
     y = returns + discounts * bootstrap;
   }

@@ -22,9 +22,40 @@ std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_
   return widths;
 }
 
+namespace {
+
+// The legal action of largest Q (the first of equals); the env guarantees an
+// active row one legal action.
+std::size_t q_policy_best_legal(const float* q, const std::uint8_t* legal, std::size_t actions) {
+  std::size_t best = actions;
+  for (std::size_t a = 0; a < actions; ++a) {
+    if (legal[a] != 0 && (best == actions || q[a] > q[best])) best = a;
+  }
+  return best == actions ? 0 : best;
+}
+
+// One legal action, uniformly.
+std::size_t q_policy_draw_legal(const std::uint8_t* legal, std::size_t actions, coral::rng& rng) {
+  std::size_t count = 0;
+  for (std::size_t a = 0; a < actions; ++a) count += legal[a] != 0 ? 1 : 0;
+  if (count == 0) return 0;
+  auto k = rng.below(count);
+  for (std::size_t a = 0; a < actions; ++a) {
+    if (legal[a] != 0 && k-- == 0) return a;
+  }
+  return 0;
+}
+
+}  // namespace
+
 struct q_policy::impl {
-  impl(std::size_t rows, const dqn_config& c, std::uint64_t steps_done)
-      : schedule(rows, c.epsilon_base, c.epsilon_alpha, c.exploration_steps, steps_done) {}
+  impl(std::size_t rows, const dqn_config& c, std::uint64_t steps_done, std::size_t agents_per_env)
+      : agents(std::max<std::size_t>(agents_per_env, 1)),
+        schedule(std::max<std::size_t>(rows / agents, 1), c.epsilon_base, c.epsilon_alpha, c.exploration_steps,
+                 steps_done),
+        use_masks(c.action_masks) {}
+
+  std::size_t agents;  // rows per env: an env's rows share its rung
 
   std::vector<std::size_t> widths;
   conv_spec conv;
@@ -34,12 +65,13 @@ struct q_policy::impl {
   actors::epsilon_schedule schedule;  // advanced here, read by the progress line on its own thread
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
+  bool use_masks;
   bool deterministic = false;
 };
 
 q_policy::q_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
-                   std::uint64_t steps_done)
-    : impl_(std::make_unique<impl>(rows, config, steps_done)) {
+                   std::uint64_t steps_done, std::size_t agents)
+    : impl_(std::make_unique<impl>(rows, config, steps_done, agents)) {
   auto& m = *impl_;
   if (spec.frames != 1) throw config_error(fmt::format(fmt::runtime(errors::dqn_no_frames), spec.frames));
   m.widths = q_network_widths(spec, fmt::format("{} actions", fmt::join(spec.nvec, ",")));
@@ -65,7 +97,7 @@ void q_policy::load_weights(std::span<const float> weights) {
 
 void q_policy::set_deterministic(bool on) noexcept { impl_->deterministic = on; }
 
-double q_policy::epsilon(std::size_t row) const noexcept { return impl_->schedule.epsilon(row); }
+double q_policy::epsilon(std::size_t row) const noexcept { return impl_->schedule.epsilon(row / impl_->agents); }
 
 const actors::epsilon_schedule& q_policy::schedule() const noexcept { return impl_->schedule; }
 
@@ -73,26 +105,31 @@ void q_policy::act(const actors::policy_rows& rows) {
   auto& m = *impl_;
   auto& batch = rows.batch;
   const std::uint64_t steps = m.schedule.steps();  // the whole batch acts at one point of the schedule
-  std::uint64_t acted = 0;
+  const bool masked = m.use_masks && rows.masked();
+  std::uint64_t counted = 0;
   for (const auto& range : rows.ranges) {
+    counted += range.count;  // env steps, as the run counts them
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
+      // No agent in play, or one waiting for its turn: the env ignores the row.
+      if (!rows.active(r)) continue;
+      const std::uint8_t* legal = masked ? rows.action_mask(r).data() : nullptr;
       auto& rng = m.rngs[r];
-      const bool explore = !m.deterministic && rng.uniform() < m.schedule.epsilon(r, steps);
+      const bool explore = !m.deterministic && rng.uniform() < m.schedule.epsilon(r / m.agents, steps);
       std::size_t pick = 0;
-      if (explore) pick = static_cast<std::size_t>(rng.below(m.actions));
+      if (explore) pick = legal == nullptr ? static_cast<std::size_t>(rng.below(m.actions)) : q_policy_draw_legal(legal, m.actions, rng);
       if (!explore || !rows.values.empty()) {
         const float* q =
             m.net.apply(batch.observations().row(r).data(), m.scratch_a.data(), m.scratch_b.data(), false);
-        const auto best = static_cast<std::size_t>(std::max_element(q, q + m.actions) - q);
+        const auto best = legal == nullptr ? static_cast<std::size_t>(std::max_element(q, q + m.actions) - q)
+                                           : q_policy_best_legal(q, legal, m.actions);
         if (!explore) pick = best;
         if (!rows.values.empty()) rows.values[r] = q[best];
       }
       batch.discrete_actions().row(r)[0] = static_cast<std::int32_t>(pick);
       if (!rows.log_probs.empty()) rows.log_probs[r] = 0.0f;
-      ++acted;
     }
   }
-  m.schedule.advance(acted);
+  m.schedule.advance(counted);
 }
 
 }  // namespace coral::learners

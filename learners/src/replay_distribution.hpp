@@ -40,6 +40,8 @@ inline void encode_block(const replay::insert_block& b, distributed::wire::write
   w.put_vector(b.discounts);
   w.put_vector(b.steps);
   w.put_vector(b.last_of_episode);
+  w.put_vector(b.masks);
+  w.put_vector(b.next_masks);
   w.put_vector(b.cuts);
 }
 inline void decode_block(distributed::wire::reader& r, replay::insert_block& b) {
@@ -58,6 +60,8 @@ inline void decode_block(distributed::wire::reader& r, replay::insert_block& b) 
   sized(b.discounts, "insert discounts", n);
   sized(b.steps, "insert steps", n);
   sized(b.last_of_episode, "insert last_of_episode", n);
+  sized(b.masks, "insert action masks", n * b.mask_dim);
+  sized(b.next_masks, "insert next action masks", n * b.mask_dim);
   r.get_vector(b.cuts, "insert cuts");
 }
 

@@ -14,8 +14,10 @@ nstep_assembler::nstep_assembler(const nstep_config& config)
       observations_(config.n_step, config.obs_dim),
       discrete_(config.n_step, config.discrete_action_dim),
       continuous_(config.n_step, config.continuous_action_dim),
+      masks_(config.n_step, config.mask_dim),
       rewards_(config.n_step),
-      next_observation_(1, config.obs_dim) {
+      next_observation_(1, config.obs_dim),
+      next_mask_(1, config.mask_dim) {
   if (config.n_step == 0) throw config_error(std::string(errors::zero_n_step));
   if (!(config.gamma >= 0.0 && config.gamma <= 1.0)) {
     throw config_error(fmt::format(fmt::runtime(errors::bad_gamma), config.gamma));
@@ -30,7 +32,9 @@ std::span<const transition> nstep_assembler::push(std::span<const float> observa
                                                   std::span<const std::int32_t> discrete_action,
                                                   std::span<const float> continuous_action, float reward,
                                                   bool terminated, bool truncated,
-                                                  std::span<const float> next_observation) {
+                                                  std::span<const float> next_observation,
+                                                  std::span<const std::uint8_t> action_mask,
+                                                  std::span<const std::uint8_t> next_action_mask) {
   out_.clear();
   const std::size_t n = config_.n_step;
   if (count_ == n) {  // the previous push emitted the oldest; drop it now that its views are dead
@@ -41,9 +45,11 @@ std::span<const transition> nstep_assembler::push(std::span<const float> observa
   std::copy(observation.begin(), observation.end(), observations_.row(slot).begin());
   std::copy(discrete_action.begin(), discrete_action.end(), discrete_.row(slot).begin());
   std::copy(continuous_action.begin(), continuous_action.end(), continuous_.row(slot).begin());
+  std::copy(action_mask.begin(), action_mask.end(), masks_.row(slot).begin());
   rewards_[slot] = reward;
   ++count_;
   std::copy(next_observation.begin(), next_observation.end(), next_observation_.row(0).begin());
+  std::copy(next_action_mask.begin(), next_action_mask.end(), next_mask_.row(0).begin());
 
   if (terminated || truncated) {
     for (std::size_t i = 0; i < count_; ++i) emit(i, count_ - i, terminated, i + 1 == count_);
@@ -70,6 +76,8 @@ void nstep_assembler::emit(std::size_t index, std::size_t steps_left, bool termi
   t.discount = terminated ? 0.0f : static_cast<float>(gamma_powers_[steps_left]);
   t.steps = static_cast<std::uint32_t>(steps_left);
   t.next_observation = next_observation_.row(0);
+  t.action_mask = masks_.row(slot);
+  t.next_action_mask = next_mask_.row(0);
   t.last_of_episode = last;
   out_.push_back(t);
 }

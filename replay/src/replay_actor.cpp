@@ -15,6 +15,8 @@ void insert_block::clear() noexcept {
   discounts.clear();
   steps.clear();
   last_of_episode.clear();
+  masks.clear();
+  next_masks.clear();
   cuts.clear();
 }
 
@@ -28,6 +30,8 @@ void insert_block::push(std::uint32_t stream, const transition& t) {
   discounts.push_back(t.discount);
   steps.push_back(t.steps);
   last_of_episode.push_back(t.last_of_episode ? 1 : 0);
+  masks.insert(masks.end(), t.action_mask.begin(), t.action_mask.end());
+  next_masks.insert(next_masks.end(), t.next_action_mask.begin(), t.next_action_mask.end());
 }
 
 void transition_storage::reserve(sample_batch& b, std::size_t n) const {
@@ -39,6 +43,7 @@ void transition_storage::reserve(sample_batch& b, std::size_t n) const {
   b.returns.reserve(n);
   b.discounts.reserve(n);
   b.weights.reserve(n);
+  b.next_masks.reserve(n * c.mask_dim);
   b.keys.reserve(n);
   b.td_errors.reserve(n);
 }
@@ -52,6 +57,7 @@ void transition_storage::insert(insert_block& block, replay_stats& stats) {
   const std::size_t od = block.obs_dim;
   const std::size_t dd = block.discrete_dim;
   const std::size_t cd = block.continuous_dim;
+  const std::size_t md = block.mask_dim;
   for (std::size_t first = 0; first < n;) {
     const std::uint32_t stream = block.streams[first];
     std::size_t end = first + 1;
@@ -67,6 +73,8 @@ void transition_storage::insert(insert_block& block, replay_stats& stats) {
     run.discounts = std::span<const float>(block.discounts).subspan(first, k);
     run.steps = std::span<const std::uint32_t>(block.steps).subspan(first, k);
     run.last_of_episode = std::span<const std::uint8_t>(block.last_of_episode).subspan(first, k);
+    run.action_masks = std::span<const std::uint8_t>(block.masks).subspan(first * md, k * md);
+    run.next_action_masks = std::span<const std::uint8_t>(block.next_masks).subspan(first * md, k * md);
     buffer_.insert(stream, run);
     first = end;
   }
@@ -83,6 +91,7 @@ void transition_storage::fill(sample_batch& b, std::size_t n, bool prioritized, 
   const std::size_t od = c.obs_dim;
   const std::size_t dd = c.discrete_action_dim;
   const std::size_t cd = c.continuous_action_dim;
+  const std::size_t md = c.mask_dim;
   b.size = n;
   b.observations.resize(n * od);
   b.next_observations.resize(n * od);
@@ -90,6 +99,7 @@ void transition_storage::fill(sample_batch& b, std::size_t n, bool prioritized, 
   b.continuous.resize(n * cd);
   b.returns.resize(n);
   b.discounts.resize(n);
+  b.next_masks.resize(n * md);
   b.weights.assign(scratch_.weights.begin(), scratch_.weights.end());
   b.keys.assign(scratch_.keys.begin(), scratch_.keys.end());
   b.td_errors.clear();
@@ -99,6 +109,7 @@ void transition_storage::fill(sample_batch& b, std::size_t n, bool prioritized, 
     std::ranges::copy(buffer_.next_observation(slot), b.next_observations.begin() + static_cast<std::ptrdiff_t>(i * od));
     std::ranges::copy(buffer_.discrete_action(slot), b.discrete.begin() + static_cast<std::ptrdiff_t>(i * dd));
     std::ranges::copy(buffer_.continuous_action(slot), b.continuous.begin() + static_cast<std::ptrdiff_t>(i * cd));
+    if (md > 0) std::ranges::copy(buffer_.next_action_mask(slot), b.next_masks.begin() + static_cast<std::ptrdiff_t>(i * md));
     b.returns[i] = buffer_.n_step_return(slot);
     b.discounts[i] = buffer_.discount(slot);
   }

@@ -81,6 +81,7 @@ replay_buffer::replay_buffer(const replay_config& config)
       observations_(config.capacity, config.obs_dim),
       discrete_(config.capacity, config.discrete_action_dim),
       continuous_(config.capacity, config.continuous_action_dim),
+      masks_(config.capacity, config.mask_dim),
       returns_(config.capacity),
       discounts_(config.capacity),
       steps_(config.capacity),
@@ -118,6 +119,8 @@ void replay_buffer::validate(std::size_t stream, const transition_batch& b) cons
   check_size("steps", b.steps.size(), b.count);
   check_size("last_of_episode", b.last_of_episode.size(), b.count);
   check_size("next_observations", b.next_observations.size(), b.count * config_.obs_dim);
+  check_size("action_masks", b.action_masks.size(), b.count * config_.mask_dim);
+  check_size("next_action_masks", b.next_action_masks.size(), b.count * config_.mask_dim);
   // One pass without a branch per item; a second finds the first bad one.
   bool bad = false;
   for (std::size_t i = 0; i < b.count; ++i) {
@@ -145,6 +148,8 @@ void replay_buffer::insert(std::size_t stream, const transition& t) {
   b.steps = {&t.steps, 1};
   b.last_of_episode = {&last, 1};
   b.next_observations = t.next_observation;
+  b.action_masks = t.action_mask;
+  b.next_action_masks = t.next_action_mask;
   insert(stream, b);
 }
 
@@ -154,6 +159,7 @@ void replay_buffer::insert(std::size_t stream, const transition_batch& b) {
   const std::size_t obs_dim = config_.obs_dim;
   const std::size_t ddim = config_.discrete_action_dim;
   const std::size_t cdim = config_.continuous_action_dim;
+  const std::size_t mdim = config_.mask_dim;
   const std::size_t base = stream * stream_capacity_;
   float* const leaves = tree_.leaf_data();
   // In runs of items that take consecutive slots: up to the ring's end or
@@ -177,6 +183,7 @@ void replay_buffer::insert(std::size_t stream, const transition_batch& b) {
     std::copy_n(b.observations.data() + i * obs_dim, run * obs_dim, observations_.data() + slot * obs_dim);
     std::copy_n(b.discrete_actions.data() + i * ddim, run * ddim, discrete_.data() + slot * ddim);
     std::copy_n(b.continuous_actions.data() + i * cdim, run * cdim, continuous_.data() + slot * cdim);
+    std::copy_n(b.action_masks.data() + i * mdim, run * mdim, masks_.data() + slot * mdim);
     std::copy_n(b.n_step_returns.data() + i, run, returns_.data() + slot);
     std::copy_n(b.discounts.data() + i, run, discounts_.data() + slot);
     for (std::size_t k = 0; k < run; ++k) steps_[slot + k] = static_cast<std::uint16_t>(b.steps[i + k]);
@@ -185,6 +192,7 @@ void replay_buffer::insert(std::size_t stream, const transition_batch& b) {
     if (episode_ends) {
       const std::size_t frame = claim(stream);
       std::copy_n(b.next_observations.data() + (i - 1) * obs_dim, obs_dim, observations_.data() + frame * obs_dim);
+      std::copy_n(b.next_action_masks.data() + (i - 1) * mdim, mdim, masks_.data() + frame * mdim);
       steps_[frame] = 0;
       priorities_[frame] = 0.0;  // a frame has no priority (and so save/load round-trips exactly)
       states_[frame] = state_frame;
@@ -258,6 +266,9 @@ void replay_buffer::save(std::vector<char>& out) const {
   w.scalar<std::uint64_t>("disc_dim", config_.discrete_action_dim);
   w.scalar<std::uint64_t>("cont_dim", config_.continuous_action_dim);
   w.scalar<std::uint64_t>("n_step", config_.n_step);
+  // Written only where there are masks: a buffer without them saves the
+  // blob it always did.
+  if (config_.mask_dim > 0) w.scalar<std::uint64_t>("mask_dim", config_.mask_dim);
   w.scalar("alpha", config_.alpha);
   w.scalar("epsilon", config_.epsilon);
   w.scalar("max_prio", max_priority_);
@@ -278,6 +289,7 @@ void replay_buffer::save(std::vector<char>& out) const {
   std::vector<std::uint64_t> generations(cap);
   for (std::size_t slot = 0; slot < cap; ++slot) generations[slot] = generation(slot);
   w.section<std::uint64_t>("gens", generations);
+  if (config_.mask_dim > 0) w.section<std::uint8_t>("masks", {masks_.data(), masks_.size()});
   w.finish();
 }
 
@@ -292,6 +304,7 @@ void replay_buffer::load(std::span<const char> in) {
   r.check_shape("discrete_action_dim", r.scalar<std::uint64_t>("disc_dim"), config_.discrete_action_dim);
   r.check_shape("continuous_action_dim", r.scalar<std::uint64_t>("cont_dim"), config_.continuous_action_dim);
   r.check_shape("n_step", r.scalar<std::uint64_t>("n_step"), config_.n_step);
+  r.check_shape("mask_dim", r.next_is("mask_dim") ? r.scalar<std::uint64_t>("mask_dim") : 0, config_.mask_dim);
   const auto saved_alpha = r.scalar<double>("alpha");
   (void)r.scalar<double>("epsilon");  // informative only: it is already inside the saved priorities
   const auto max_priority = r.scalar<double>("max_prio");
@@ -308,6 +321,7 @@ void replay_buffer::load(std::span<const char> in) {
   const char* states = r.section<std::uint8_t>("states", cap);
   const char* priorities = r.section<double>("priority", cap);
   r.section<std::uint64_t>("gens", cap);  // derived from the heads (see save())
+  const char* masks = config_.mask_dim > 0 ? r.section<std::uint8_t>("masks", masks_.size()) : nullptr;
   r.finish();
 
   // The checksum catches damage; these catch a blob that was consistent
@@ -358,6 +372,7 @@ void replay_buffer::load(std::span<const char> in) {
   copy_bytes(observations_.data(), observations, observations_.size() * sizeof(float));
   copy_bytes(discrete_.data(), discrete, discrete_.size() * sizeof(std::int32_t));
   copy_bytes(continuous_.data(), continuous, continuous_.size() * sizeof(float));
+  if (masks != nullptr) copy_bytes(masks_.data(), masks, masks_.size());
   copy_bytes(returns_.data(), returns, cap * sizeof(float));
   copy_bytes(discounts_.data(), discounts, cap * sizeof(float));
   copy_bytes(steps_.data(), steps, cap * sizeof(std::uint16_t));

@@ -108,6 +108,12 @@ const char* state_reader::section_of(std::string_view name, std::size_t count, s
   return data;
 }
 
+bool state_reader::next_is(std::string_view name) const noexcept {
+  if (body_.size() - pos_ < section_header_size) return false;
+  const std::string_view found(body_.data() + pos_, 8);
+  return found.substr(0, found.find('\0')) == name;
+}
+
 void state_reader::finish() {
   (void)scalar<std::uint64_t>("checksum");  // compared by the constructor
   if (pos_ != body_.size()) malformed(fmt::format(fmt::runtime(errors::state_extra), body_.size() - pos_));

@@ -118,6 +118,71 @@ TEST_CASE("the DQN policy explores from epsilon 1 down to each env's rung and ac
   CHECK(widths == std::vector<std::size_t>{2, 4, 3});
 }
 
+TEST_CASE("the DQN policy acts for active rows only, among their legal actions, one rung per env",
+          "[learners][dqn][multi-agent][masks]") {
+  coral::envs::space obs = coral::envs::space::box({2}, -1, 1);
+  coral::envs::space act = coral::envs::space::discrete(3);
+  const auto spec = network_spec::from_spaces(obs, act, {4}, 1);
+  dqn_config c;
+  c.epsilon_base = 0.5;
+  c.epsilon_alpha = 3;
+  c.exploration_steps = 60;  // 10 batches of 6 rows explore with epsilon near 1
+  const bool use_masks = GENERATE(true, false);
+  CAPTURE(use_masks);
+  c.action_masks = use_masks;
+  // 2 envs of 3 agent slots each.
+  q_policy p(spec, 6, 1, c, 0, 3);
+  CHECK(p.schedule().rows() == 2);
+  // Action 2 is the best everywhere (only the last bias is non-zero).
+  std::vector<float> w(2 * 4 + 4 + 4 * 3 + 3, 0.0f);
+  w.back() = 1.0f;
+  p.load_weights(w);
+  coral::envs::env_batch batch(6, obs, act);
+  batch.declare_action_masks();
+  // Row 0 may not take 2, row 1 only 1; rows 2 and 4 hold no agent.
+  const std::uint8_t masks[6][3] = {{1, 1, 0}, {0, 1, 0}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 1}};
+  for (std::size_t r = 0; r < 6; ++r) std::copy_n(masks[r], 3, batch.action_masks().row(r).begin());
+  auto active = batch.active();
+  std::fill(active.begin(), active.end(), std::uint8_t{1});
+  active[2] = active[4] = 0;
+  std::vector<actors::row_range> ranges{{0, 6}};
+  std::vector<float> values(6, -7.0f);
+  std::size_t taken[6][3] = {};
+  for (int i = 0; i < 200; ++i) {
+    batch.discrete_actions().row(2)[0] = 9;  // what an inactive row holds stays
+    batch.discrete_actions().row(4)[0] = 9;
+    p.act({.batch = batch, .ranges = ranges, .log_probs = {}, .values = values});
+    for (std::size_t r = 0; r < 6; ++r) {
+      const auto a = batch.discrete_actions().row(r)[0];
+      if (r == 2 || r == 4) {
+        CHECK(a == 9);
+        continue;
+      }
+      REQUIRE((a >= 0 && a < 3));
+      ++taken[r][a];
+    }
+  }
+  CHECK(values[2] == -7.0f);  // nor is its value written
+  CHECK(values[4] == -7.0f);
+  // Rows of one env share its rung; every row's step counts.
+  CHECK(p.epsilon(0) == p.epsilon(2));
+  CHECK(p.epsilon(3) == p.epsilon(5));
+  CHECK(p.epsilon(0) == Approx(0.5));
+  CHECK(p.epsilon(3) == Approx(std::pow(0.5, 4)));
+  if (use_masks) {
+    CHECK(taken[0][2] == 0);  // the best action, masked: neither explored nor chosen
+    CHECK(taken[0][0] > 0);   // explored among the legal ones
+    CHECK(taken[0][1] > 0);
+    CHECK(taken[1][1] == 200);
+    CHECK(taken[5][2] == 200);
+    CHECK(values[0] == Approx(0.0f));  // the best legal value, not action 2's
+  } else {
+    CHECK(taken[0][2] > 100);  // the masks are ignored: action 2 is the best
+    CHECK(taken[1][0] + taken[1][2] > 0);
+    CHECK(values[0] == Approx(1.0f));
+  }
+}
+
 TEST_CASE("bad DQN flags are rejected naming the flag", "[learners][dqn]") {
   auto check = [](auto change, std::string_view flag) {
     auto o = small_dqn(1000);

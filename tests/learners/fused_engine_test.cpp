@@ -496,3 +496,33 @@ TEST_CASE("the fused sigmoid is within 2.5 ulp of the exact one, and the same bi
   CHECK(special[2] < 2e-38f);
   CHECK(std::isnan(special[3]));
 }
+
+TEST_CASE("the DQN target maximises over the next observation's legal actions only, double DQN or not",
+          "[learners][fused][dqn][masks]") {
+  const bool double_dqn = GENERATE(true, false);
+  CAPTURE(double_dqn);
+  // Zero weights and head biases (0, 0.5, 1): Q(o, a) is the bias of a for
+  // every o, in the online and the target network alike.
+  const std::vector<std::size_t> widths{2, 4, 3};
+  fused::q_network net(widths, 3);
+  auto params = net.parameters();
+  std::fill(params.begin(), params.end(), 0.0f);
+  params[params.size() - 2] = 0.5f;
+  params[params.size() - 1] = 1.0f;
+  net.sync_target();
+  const std::vector<float> obs(3 * 2, 0.25f), next(3 * 2, -0.5f), returns(3, 0.0f), discounts(3, 1.0f),
+      weights(3, 1.0f);
+  const std::vector<std::int32_t> actions{0, 0, 0};
+  // Row 0 may take anything next (the target is 1), row 1 not action 2 (0.5),
+  // row 2 only action 0 (0).
+  const std::vector<std::uint8_t> masks{1, 1, 1, 1, 1, 0, 1, 0, 0};
+  coral::learners::dqn_config config;
+  config.double_dqn = double_dqn;
+  config.huber_delta = 10.0;
+  std::vector<float> td(3);
+  (void)fused::dqn_loss_gradients(net, {3, obs, next, actions, returns, discounts, weights, masks}, config, td);
+  CHECK(td == std::vector<float>{1.0f, 0.5f, 0.0f});
+  // Without masks every row bootstraps from the best action, 2.
+  (void)fused::dqn_loss_gradients(net, {3, obs, next, actions, returns, discounts, weights}, config, td);
+  CHECK(td == std::vector<float>{1.0f, 1.0f, 1.0f});
+}

@@ -200,7 +200,8 @@ TEST_CASE("the fused and torch DQN learners make the same updates from the same 
           "[learners][dqn][backend]") {
   using namespace backends_test;
   const bool double_dqn = GENERATE(true, false);
-  CAPTURE(double_dqn);
+  const bool masked = GENERATE(false, true);  // each next observation's legal actions: one or both
+  CAPTURE(double_dqn, masked);
   const auto spec = cartpole_shape({64, 64}, 0);
   dqn_config config;
   config.double_dqn = double_dqn;
@@ -218,6 +219,13 @@ TEST_CASE("the fused and torch DQN learners make the same updates from the same 
   for (int step = 1; step <= 4; ++step) {
     INFO("update " << step << " (the target is copied after every second)");
     auto a = transitions(config.batch_size, 4, 2, gen);
+    if (masked) {
+      for (std::size_t i = 0; i < a.size; ++i) {
+        const auto legal = 1 + gen.below(3);  // 0b01, 0b10 or 0b11
+        a.next_masks.push_back(static_cast<std::uint8_t>(legal & 1U));
+        a.next_masks.push_back(static_cast<std::uint8_t>((legal >> 1) & 1U));
+      }
+    }
     auto b = a;
     const auto sa = fused.update(a);
     const auto sb = torch.update(b);

@@ -19,6 +19,7 @@
 #include "coral/replay/detail/key_kernels.hpp"
 #include "coral/replay/errors.hpp"
 #include "coral/replay/nstep_assembler.hpp"
+#include "coral/replay/replay_actor.hpp"
 
 using coral::rng;
 using coral::replay::nstep_assembler;
@@ -988,4 +989,73 @@ TEST_CASE("a prioritized draw's keys carry their slots' generations in every str
       REQUIRE(key.generation == b.generation(key.slot));
     }
   }
+}
+
+TEST_CASE("a transition's next action mask is its bootstrap item's, a frame's the final observation's, through save "
+          "and load and into a sampled batch",
+          "[replay][buffer][masks]") {
+  replay_config c;
+  c.capacity = 16;
+  c.obs_dim = 1;
+  c.n_step = 2;
+  c.mask_dim = 2;
+  nstep_assembler assembler(nstep_config{.obs_dim = 1, .n_step = 2, .gamma = 0.9, .mask_dim = 2});
+  coral::replay::insert_block block(1, 1, 0, 2);
+  // Four steps, the last truncated: observation t acts under mask (t mod 2, 1);
+  // the final observation's mask is (1, 0).
+  const auto mask_at = [](int t) { return std::vector<std::uint8_t>{static_cast<std::uint8_t>(t % 2), 1}; };
+  const std::vector<std::uint8_t> final_mask{1, 0};
+  for (int t = 0; t < 4; ++t) {
+    const float obs = static_cast<float>(t), next = static_cast<float>(t + 1);
+    const std::int32_t action = 0;
+    const auto mask = mask_at(t);
+    const auto next_mask = t == 3 ? final_mask : mask_at(t + 1);
+    for (const auto& tr : assembler.push({&obs, 1}, {&action, 1}, {}, 1.0f, false, t == 3, {&next, 1}, mask, next_mask)) {
+      CHECK(std::vector<std::uint8_t>(tr.action_mask.begin(), tr.action_mask.end()) ==
+            mask_at(static_cast<int>(tr.observation[0])));
+      block.push(0, tr);
+    }
+  }
+  REQUIRE(block.size() == 4);
+  coral::replay::transition_storage storage(c);
+  coral::replay::replay_stats stats;
+  storage.insert(block, stats);
+  const auto& buffer = storage.buffer();
+  REQUIRE(buffer.size() == 4);
+  const auto next_mask_of = [](const replay_buffer& b, std::size_t slot) {
+    const auto m = b.next_action_mask(slot);
+    return std::vector<std::uint8_t>(m.begin(), m.end());
+  };
+  // Slots 0 and 1 bootstrap two steps on (observations 2 and 3), slots 2
+  // and 3 from the frame of the final observation.
+  CHECK(next_mask_of(buffer, 0) == mask_at(2));
+  CHECK(next_mask_of(buffer, 1) == mask_at(3));
+  CHECK(next_mask_of(buffer, 2) == final_mask);
+  CHECK(next_mask_of(buffer, 3) == final_mask);
+
+  coral::replay::sample_batch drawn;
+  rng r(4);
+  storage.fill(drawn, 32, false, 1.0, r);
+  REQUIRE(drawn.next_masks.size() == 32 * 2);
+  for (std::size_t i = 0; i < 32; ++i) {
+    const auto slot = drawn.keys[i].slot;
+    CHECK(std::vector<std::uint8_t>(drawn.next_masks.begin() + static_cast<std::ptrdiff_t>(2 * i),
+                                    drawn.next_masks.begin() + static_cast<std::ptrdiff_t>(2 * i + 2)) ==
+          next_mask_of(buffer, slot));
+  }
+
+  std::vector<char> blob;
+  buffer.save(blob);
+  replay_buffer loaded(c);
+  loaded.load(blob);
+  for (std::size_t slot = 0; slot < 4; ++slot) CHECK(next_mask_of(loaded, slot) == next_mask_of(buffer, slot));
+  // A blob with masks is another shape than one without, either way round.
+  replay_config plain = c;
+  plain.mask_dim = 0;
+  CHECK_THROWS_MATCHES(replay_buffer(plain).load(blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has mask_dim 2, this buffer has 0"));
+  std::vector<char> plain_blob;
+  replay_buffer(plain).save(plain_blob);
+  CHECK_THROWS_MATCHES(replay_buffer(c).load(plain_blob), coral::config_error,
+                       Catch::Message("replay_buffer: saved state has mask_dim 0, this buffer has 2"));
 }

@@ -104,10 +104,21 @@ struct dqn_access {
       const float* next_online = q_all + (B + i) * A;
       const float* next_target = q_next_target + i * A;
       float bootstrap = 0.0f;
-      if (c.double_dqn) {
-        bootstrap = next_target[std::max_element(next_online, next_online + A) - next_online];
+      if (b.next_masks.empty()) {
+        if (c.double_dqn) {
+          bootstrap = next_target[std::max_element(next_online, next_online + A) - next_online];
+        } else {
+          bootstrap = *std::max_element(next_target, next_target + A);
+        }
       } else {
-        bootstrap = *std::max_element(next_target, next_target + A);
+        // Over the legal actions only (the first of equals, as argmax picks).
+        const std::uint8_t* legal = b.next_masks.data() + i * A;
+        const float* scored = c.double_dqn ? next_online : next_target;
+        std::size_t best = A;
+        for (std::size_t j = 0; j < A; ++j) {
+          if (legal[j] != 0 && (best == A || scored[j] > scored[best])) best = j;
+        }
+        bootstrap = best == A ? 0.0f : next_target[best];
       }
       const float y = b.returns[i] + b.discounts[i] * bootstrap;
       const auto a = static_cast<std::size_t>(b.actions[i]);

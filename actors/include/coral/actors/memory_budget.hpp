@@ -52,6 +52,7 @@ struct env_shape {
   std::size_t discrete_action_dim = 0;
   std::size_t continuous_action_dim = 0;
   std::size_t action_choices = 0;     ///< the sum of every Discrete/MultiDiscrete component's choices (logits)
+  std::size_t action_mask_bytes = 0;  ///< action mask per row (envs::env::action_mask_size(); 0: no mask)
   std::size_t agents = 1;             ///< rows per env
   std::size_t heap_bytes = 0;         ///< what one env holds on the heap (envs::env::heap_bytes)
 };

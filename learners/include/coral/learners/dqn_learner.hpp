@@ -47,6 +47,11 @@ struct dqn_config {
   double epsilon_alpha = 7.0;
   std::uint64_t exploration_steps = 20'000;  ///< env steps over which every env's epsilon falls from 1 to its rung
   std::size_t publish_every = 1;      ///< updates between weight publications to the policy
+  /// Honour the env's action masks: the policy acts among the legal actions
+  /// and the target's max (and double DQN's argmax) runs over the next
+  /// observation's legal actions. Off (`--no-action-masks`): every action
+  /// is taken for legal.
+  bool action_masks = true;
   /// The fused engine (it has every Q-network, R2D2's recurrent one too),
   /// or the torch twin (`--backend torch`).
   network_backend backend = network_backend::fused;
@@ -68,7 +73,9 @@ struct dqn_config {
 /// 1) mean of the Huber loss of the TD error
 /// y − Q(o, a), y = R + d · Q_target(o', argmax_a Q_online(o', a)) (or max
 /// of Q_target with double_dqn off), with R the n-step return and d its
-/// discount (γ^k, 0 after a terminal). The target network is a copy of the
+/// discount (γ^k, 0 after a terminal). Where the batch has next_masks (and
+/// config.action_masks), the argmax and max run over the actions legal at
+/// o' only. The target network is a copy of the
 /// online one, refreshed every target_update updates. Adam is written out
 /// over flat parameters, so a checkpoint restores it exactly.
 ///

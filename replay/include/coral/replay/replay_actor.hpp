@@ -47,6 +47,7 @@ struct insert_block {
   std::size_t obs_dim = 0;
   std::size_t discrete_dim = 0;
   std::size_t continuous_dim = 0;
+  std::size_t mask_dim = 0;                 ///< bytes per action mask (0: the env does not mask)
   std::uint64_t env_steps = 0;              ///< env steps this block accounts for (the limiter's unit)
   std::vector<std::uint32_t> streams;       ///< per transition
   std::vector<float> observations;          ///< per transition, obs_dim each
@@ -57,13 +58,15 @@ struct insert_block {
   std::vector<float> discounts;
   std::vector<std::uint32_t> steps;
   std::vector<std::uint8_t> last_of_episode;
+  std::vector<std::uint8_t> masks;          ///< per transition, mask_dim each: legal actions at the observation
+  std::vector<std::uint8_t> next_masks;     ///< per transition, mask_dim each: legal actions at the next one
   /// Streams whose episode ended without a final observation (an env reset
   /// after a failure) before this block's transitions: the actor cuts them
   /// first (replay_buffer::cut).
   std::vector<std::uint32_t> cuts;
 
-  insert_block(std::size_t obs, std::size_t disc, std::size_t cont)
-      : obs_dim(obs), discrete_dim(disc), continuous_dim(cont) {}
+  insert_block(std::size_t obs, std::size_t disc, std::size_t cont, std::size_t mask = 0)
+      : obs_dim(obs), discrete_dim(disc), continuous_dim(cont), mask_dim(mask) {}
   /// Transitions held.
   [[nodiscard]] std::size_t size() const noexcept { return returns.size(); }
   /// Empties it, keeping its memory.
@@ -83,6 +86,9 @@ struct sample_batch {
   std::vector<float> returns;            ///< n-step returns
   std::vector<float> discounts;          ///< γ^k, or 0 after a terminal
   std::vector<float> weights;            ///< importance weights (1 for uniform)
+  /// size × mask_dim where the env masks (else empty): the legal actions at
+  /// each next observation, over which the target's max runs.
+  std::vector<std::uint8_t> next_masks;
   std::vector<sample_key> keys;          ///< what was drawn, for the priority update
   /// Written by the learner: one |TD error| per draw. Empty: no update.
   std::vector<float> td_errors;

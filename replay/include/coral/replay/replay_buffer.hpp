@@ -18,7 +18,10 @@
 /// overwrites its oldest items first, and an item's bootstrap slot is always
 /// newer than the item, so a live transition always has its bootstrap
 /// observation. Per slot the buffer holds the observation, the action rows,
-/// return, discount, k (uint16), a state byte and the priority.
+/// return, discount, k (uint16), a state byte and the priority, and with a
+/// mask_dim the action mask of the observation (a frame's: the final
+/// observation's, as the transition's next_action_mask gave it), so that a
+/// transition's bootstrap mask is the one stored with its bootstrap item.
 ///
 /// Priorities. A transition is inserted with the largest priority seen so far
 /// (1 at first). Its leaf in the priority tree is priority^alpha, a float;
@@ -79,6 +82,7 @@ struct replay_config {
   std::size_t n_step = 1;                 ///< the largest k a transition may have
   double alpha = 0.6;                     ///< priority exponent, in [0, 1]
   double epsilon = 1e-6;                  ///< added to |td error|, > 0
+  std::size_t mask_dim = 0;               ///< bytes per action mask kept with each observation (0: none)
 };
 
 /// Struct-of-arrays views of `count` transitions of one stream, in order.
@@ -92,6 +96,8 @@ struct transition_batch {
   std::span<const std::uint32_t> steps;          ///< count, each in [1, n_step]
   std::span<const std::uint8_t> last_of_episode;  ///< count, 0 or 1 (then steps must be 1)
   std::span<const float> next_observations;      ///< count × obs_dim; only rows with last_of_episode are read
+  std::span<const std::uint8_t> action_masks;      ///< count × mask_dim: the legal actions at each observation
+  std::span<const std::uint8_t> next_action_masks;  ///< count × mask_dim; as next_observations
 };
 
 /// Which item a sample drew: its slot and the generation it had then.
@@ -167,7 +173,7 @@ class replay_buffer {
   /// Replaces the buffer's state with exactly one blob written by save().
   /// The blob must come from a buffer of the same shape (capacity,
   /// num_streams, obs_dim, discrete_action_dim, continuous_action_dim,
-  /// n_step); alpha and epsilon may differ. This buffer keeps its own config:
+  /// n_step, mask_dim); alpha and epsilon may differ. This buffer keeps its own config:
   /// priorities stored at the saved alpha a are converted to this alpha a' as
   /// (p^a)^(a'/a), rounded to float like update_priorities' leaves (exact
   /// when a' == a, which reproduces every leaf bit for bit); a blob saved with
@@ -192,6 +198,11 @@ class replay_buffer {
   /// Int32 part of the action of the transition in `slot`.
   [[nodiscard]] std::span<const std::int32_t> discrete_action(std::size_t slot) const noexcept {
     return discrete_.row(slot);
+  }
+  /// The legal actions at the bootstrap observation o_{t+k} of the
+  /// transition in `slot` (mask_dim bytes; empty without masks).
+  [[nodiscard]] std::span<const std::uint8_t> next_action_mask(std::size_t slot) const noexcept {
+    return masks_.row(bootstrap_slot(slot));
   }
   /// Float part of the action of the transition in `slot`.
   [[nodiscard]] std::span<const float> continuous_action(std::size_t slot) const noexcept {
@@ -264,6 +275,7 @@ class replay_buffer {
   slab<float> observations_;
   slab<std::int32_t> discrete_;
   slab<float> continuous_;
+  slab<std::uint8_t> masks_;  // the action mask of each slot's observation
   std::vector<float> returns_;
   std::vector<float> discounts_;
   std::vector<std::uint16_t> steps_;

@@ -26,6 +26,11 @@ struct transition {
   std::uint32_t steps = 0;                      ///< k, in [1, n]
   std::span<const float> next_observation;      ///< o_{t+k} (the final observation at an episode's end)
   bool last_of_episode = false;                 ///< the last transition of its episode (then steps == 1)
+  /// Where the env masks actions (mask_dim bytes each, 1 = legal; empty
+  /// otherwise): the mask a_t was chosen under, and the legal actions at
+  /// o_{t+k}, over which the target's max runs.
+  std::span<const std::uint8_t> action_mask;
+  std::span<const std::uint8_t> next_action_mask;
 };
 
 }  // namespace coral::replay

@@ -93,6 +93,9 @@ struct dqn_batch {
   std::span<const float> returns;               ///< [rows]: n-step returns
   std::span<const float> discounts;             ///< [rows]: γ^k, or 0 after a terminal
   std::span<const float> weights;               ///< [rows]: importance weights
+  /// [rows][actions] (1 = legal) or empty: the actions legal at each next
+  /// observation, the only ones the bootstrap's max and argmax consider.
+  std::span<const std::uint8_t> next_masks = {};
 };
 
 /// What an update measured, as the torch learner reports it.

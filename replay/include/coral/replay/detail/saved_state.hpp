@@ -112,6 +112,9 @@ class state_reader {
     return get_at<T>(section<T>(name, 1));
   }
 
+  /// Whether the next section is called `name` (a section only some blobs have).
+  [[nodiscard]] bool next_is(std::string_view name) const noexcept;
+
   /// Reads the checksum section (compared by the constructor) and checks
   /// that nothing follows it.
   void finish();
