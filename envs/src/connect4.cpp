@@ -105,7 +105,7 @@ std::vector<config_key> connect4::config_keys() {
 }
 
 connect4::connect4(const env_config& config, env_seed seed)
-    : two_player_game(config, seed, "search", space::box({42}, -1.0F, 1.0F), 7),
+    : two_player_game(config, seed, "search", rows, columns, 7),
       depth_(static_cast<int>(config.get_int("depth"))),
       first_only_(config.get_string("opponent") != "none" && config.get_string("side") == "first") {}
 

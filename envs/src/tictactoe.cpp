@@ -53,7 +53,7 @@ const std::vector<std::int8_t>& value_table() {
 std::vector<config_key> tictactoe::config_keys() { return common_keys("minimax", "perfect play"); }
 
 tictactoe::tictactoe(const env_config& config, env_seed seed)
-    : two_player_game(config, seed, "minimax", space::box({9}, -1.0F, 1.0F), 9) {}
+    : two_player_game(config, seed, "minimax", 3, 3, 9) {}
 
 bool tictactoe::wins(const board& b, int player) noexcept {
   const auto mark = static_cast<std::int8_t>(player + 1);

@@ -12,19 +12,28 @@ std::vector<config_key> two_player_game::common_keys(std::string_view reference,
           {.name = "side", .type = config_type::text, .default_value = "random",
            .description = "with an opponent: the agent's side, first, second or random (drawn each episode)"},
           {.name = "board", .type = config_type::text, .default_value = "signs",
-           .description = "the observation: signs (a Box, +1 own piece, -1 the other's, 0 empty) or cells (a "
-                          "MultiDiscrete of 3 per cell: 0 empty, 1 own, 2 the other's; PPO sees it one-hot)"},
+           .description = "the observation: signs (a Box, +1 own piece, -1 the other's, 0 empty), cells (a "
+                          "MultiDiscrete of 3 per cell: 0 empty, 1 own, 2 the other's; PPO sees it one-hot) or "
+                          "planes (a Box of rows x columns x 2 in [0, 1]: own pieces, the other's; for --conv)"},
           {.name = "opening", .default_value = "0",
            .description = "two agent slots only: each game starts after a number of random moves drawn from 0 to "
                           "this (training on varied positions; ignored with an opponent)",
            .min = 0, .max = 4}};
 }
 
+namespace {
+
+space board_space(const std::string& board, std::size_t rows, std::size_t columns) {
+  if (board == "cells") return space::multi_discrete(std::vector<std::int32_t>(rows * columns, 3));
+  if (board == "planes") return space::box({rows, columns, 2}, 0.0F, 1.0F);
+  return space::box({rows * columns}, -1.0F, 1.0F);
+}
+
+}  // namespace
+
 two_player_game::two_player_game(const env_config& config, env_seed seed, std::string_view reference,
-                                 space observation_space, std::int32_t actions)
-    : observation_space_(config.get_string("board") == "cells"
-                             ? space::multi_discrete(std::vector<std::int32_t>(observation_space.flat_size(), 3))
-                             : std::move(observation_space)),
+                                 std::size_t rows, std::size_t columns, std::int32_t actions)
+    : observation_space_(board_space(config.get_string("board"), rows, columns)),
       action_space_(space::discrete(actions)),
       rng_(seed),
       opening_(config.get_int("opening")) {
@@ -39,8 +48,10 @@ two_player_game::two_player_game(const env_config& config, env_seed seed, std::s
     config.reject("opponent", fmt::format("'{}' is not one of none, random, {} (or reference)", opponent, reference));
   }
   const std::string& board = config.get_string("board");
-  if (board != "signs" && board != "cells") config.reject("board", fmt::format("'{}' is not one of signs, cells", board));
-  cells_ = board == "cells";
+  if (board != "signs" && board != "cells" && board != "planes") {
+    config.reject("board", fmt::format("'{}' is not one of signs, cells, planes", board));
+  }
+  board_ = board == "cells" ? board_kind::cells : board == "planes" ? board_kind::planes : board_kind::signs;
   const std::string& side = config.get_string("side");
   if (side == "first") {
     side_ = side_kind::first;
@@ -54,8 +65,20 @@ two_player_game::two_player_game(const env_config& config, env_seed seed, std::s
 }
 
 void two_player_game::observe(std::span<float> obs, int player) const {
+  if (board_ == board_kind::planes) {
+    // The signs into the first half, then spread from the last cell down,
+    // so that no cell is overwritten before it is read.
+    const std::size_t cells = obs.size() / 2;
+    write_observation(obs.first(cells), player);
+    for (std::size_t i = cells; i-- > 0;) {
+      const float x = obs[i];
+      obs[2 * i] = x > 0 ? 1.0F : 0.0F;
+      obs[2 * i + 1] = x < 0 ? 1.0F : 0.0F;
+    }
+    return;
+  }
   write_observation(obs, player);
-  if (!cells_) return;
+  if (board_ != board_kind::cells) return;
   for (auto& x : obs) x = x > 0 ? 1.0F : x < 0 ? 2.0F : 0.0F;  // own, the other's, empty
 }
 

@@ -22,7 +22,7 @@ class masked_env final : public env {
  public:
   masked_env(std::size_t declared, std::vector<std::uint8_t> legal, std::vector<std::size_t> teams = {0, 0},
              std::size_t team_count = 1)
-      : declared_(declared), legal_(std::move(legal)), teams_(std::move(teams)), team_count_(team_count) {}
+      : legal_(std::move(legal)), declared_(declared), teams_(std::move(teams)), team_count_(team_count) {}
   void reset(const env_rows& rows) override { write(rows); }
   void step(const env_rows& rows) override {
     for (std::size_t r = 0; r < rows.size(); ++r) rows.reward(r) = 0.0F;

@@ -2,6 +2,7 @@
 #include "coral/envs/connect4.hpp"
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -223,29 +224,57 @@ TEST_CASE("a two-agent game's opening plays 0 to N random moves; with an opponen
   }
 }
 
+// Plays the same three moves with the default board and with `board`, and
+// after each calls check(signs row, `board` row) for both rows.
+template <class Check>
+void same_moves(const char* game, const char* board, Check check) {
+  harness signs(game, {}, 3);
+  harness other(game, {{"board", board}}, 3);
+  signs.slice.reset_all();
+  other.slice.reset_all();
+  for (int move = 0; move < 3; ++move) {
+    const std::size_t mover = signs.batch.active()[0] != 0 ? 0 : 1;
+    signs.batch.discrete_actions()(mover, 0) = move;
+    other.batch.discrete_actions()(mover, 0) = move;
+    signs.slice.step_all();
+    other.slice.step_all();
+    for (std::size_t row = 0; row < 2; ++row) check(signs.batch.observations().row(row), other.batch.observations().row(row));
+  }
+}
+
 TEST_CASE("board=cells observes each cell as a category: 0 empty, 1 own, 2 the other's", "[envs][tictactoe][connect4]") {
   for (const char* game : {"tictactoe", "connect4"}) {
     INFO(game);
-    harness signs(game, {}, 3);
     harness cells(game, {{"board", "cells"}}, 3);
     const auto& space = cells.slice.at(0).observation_space();
     REQUIRE(space.kind() == space_kind::multi_discrete);
-    CHECK(space.nvec() == std::vector<std::int32_t>(signs.slice.at(0).observation_space().flat_size(), 3));
-    signs.slice.reset_all();
-    cells.slice.reset_all();
-    // The same moves in both: each row's cells say what its signs say.
-    for (int move = 0; move < 3; ++move) {
-      const std::size_t mover = signs.batch.active()[0] != 0 ? 0 : 1;
-      signs.batch.discrete_actions()(mover, 0) = move;
-      cells.batch.discrete_actions()(mover, 0) = move;
-      signs.slice.step_all();
-      cells.slice.step_all();
-      for (std::size_t row = 0; row < 2; ++row) {
-        const auto s = signs.batch.observations().row(row);
-        const auto c = cells.batch.observations().row(row);
-        for (std::size_t i = 0; i < s.size(); ++i) CHECK(c[i] == (s[i] > 0 ? 1.0f : s[i] < 0 ? 2.0f : 0.0f));
-      }
-    }
+    CHECK(space.nvec() == std::vector<std::int32_t>(harness(game, {}, 3).slice.at(0).observation_space().flat_size(), 3));
+    // Each row's cells say what its signs say.
+    same_moves(game, "cells", [](auto s, auto c) {
+      for (std::size_t i = 0; i < s.size(); ++i) CHECK(c[i] == (s[i] > 0 ? 1.0f : s[i] < 0 ? 2.0f : 0.0f));
+    });
   }
   CHECK_THROWS_AS(harness("tictactoe", {{"board", "pieces"}}, 1), coral::config_error);
+}
+
+TEST_CASE("board=planes observes the grid as two planes: own pieces, the other's", "[envs][tictactoe][connect4]") {
+  for (const auto& [game, rows, columns] : {std::tuple{"tictactoe", 3U, 3U}, std::tuple{"connect4", 6U, 7U}}) {
+    INFO(game);
+    harness planes(game, {{"board", "planes"}}, 3);
+    const auto& space = planes.slice.at(0).observation_space();
+    REQUIRE(space.kind() == space_kind::box);
+    CHECK(space.shape() == std::vector<std::size_t>{rows, columns, 2});
+    float last_pieces = 0;
+    same_moves(game, "planes", [&](auto s, auto p) {
+      REQUIRE(p.size() == 2 * s.size());
+      float pieces = 0;
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        CHECK(p[2 * i] == (s[i] > 0 ? 1.0f : 0.0f));
+        CHECK(p[2 * i + 1] == (s[i] < 0 ? 1.0f : 0.0f));
+        pieces += p[2 * i] + p[2 * i + 1];
+      }
+      last_pieces = pieces;
+    });
+    CHECK(last_pieces == 3.0f);  // three moves in, three pieces on the planes
+  }
 }

@@ -35,7 +35,10 @@
 /// instead (0 empty, 1 own, 2 the other's), which a network sees one-hot:
 /// own and other pieces on inputs of their own rather than as opposite
 /// signs of one (a sign feature that says "play on your column" also says
-/// "do not play on theirs", the opposite of a block). The action mask
+/// "do not play on theirs", the opposite of a block). With `board=planes`
+/// it is a Box of rows x columns x 2 in [0, 1] (height, width, channels:
+/// own pieces, the other's), the grid a convolution (`--conv`) reads. The
+/// action mask
 /// (Discrete(n): n bytes) marks the legal moves.
 ///
 /// Thread safety: as for every env.
@@ -84,8 +87,10 @@ class two_player_game : public env {
 
   /// Reads `opponent` and `side`; rejects (config_error naming the key) any
   /// other value than the documented ones.
-  two_player_game(const env_config& config, env_seed seed, std::string_view reference, space observation_space,
-                  std::int32_t actions);
+  /// `rows` x `columns` is the board's grid (the signs observation has one
+  /// value per cell, row-major).
+  two_player_game(const env_config& config, env_seed seed, std::string_view reference, std::size_t rows,
+                  std::size_t columns, std::int32_t actions);
 
   /// Empties the board.
   virtual void clear_board() = 0;
@@ -105,7 +110,8 @@ class two_player_game : public env {
   /// The row that plays `player`.
   [[nodiscard]] std::size_t row_of(int player) const noexcept { return opponent_ == opponent_kind::none ? player : 0; }
   void write_rows(const env_rows& rows) const;
-  /// write_observation(), then, with board=cells, each cell as a category.
+  /// write_observation(), then, with board=cells, each cell as a category,
+  /// or, with board=planes, each cell as two planes.
   void observe(std::span<float> obs, int player) const;
   void write_mask(std::span<std::uint8_t> mask) const;
   std::int32_t opponent_move();
@@ -122,7 +128,8 @@ class two_player_game : public env {
   int to_move_ = 0;
   int agent_player_ = 0;
   std::int64_t opening_ = 0;
-  bool cells_ = false;
+  enum class board_kind : std::uint8_t { signs, cells, planes };
+  board_kind board_ = board_kind::signs;
 };
 
 }  // namespace coral::envs
