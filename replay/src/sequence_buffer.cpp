@@ -94,6 +94,7 @@ sequence_buffer::sequence_buffer(const sequence_buffer_config& config)
       rewards_(config.capacity, config.layout.length),
       flags_(config.capacity, config.layout.length),
       states_(config.capacity, config.layout.state_dim),
+      masks_(config.capacity, config.layout.mask_bytes()),
       priorities_(config.capacity, 0.0f),
       tree_(config.capacity),
       max_leaf_(leaf_of(1.0f, config.alpha)) {}
@@ -102,7 +103,8 @@ double sequence_buffer::memory_bytes(const sequence_buffer_config& c) noexcept {
   const auto length = static_cast<double>(c.layout.length);
   const double per_slot = 4.0 * (length + 1) * static_cast<double>(c.layout.obs_dim) +
                           4.0 * length * static_cast<double>(c.layout.discrete_dim) + 4.0 * length + length +
-                          4.0 * static_cast<double>(c.layout.state_dim) + 4.0 /* priority */ +
+                          4.0 * static_cast<double>(c.layout.state_dim) +
+                          static_cast<double>(c.layout.mask_bytes()) + 4.0 /* priority */ +
                           5.0 /* tree: a float leaf, and its share of the sums and minimums above */;
   return per_slot * static_cast<double>(c.capacity);
 }
@@ -123,12 +125,17 @@ void sequence_buffer::insert(const sequence_block& block) {
           fmt::format(fmt::runtime(errors::seq_layout_mismatch), f.name, block.layout.*f.member, mine.*f.member));
     }
   }
+  if (block.layout.mask_dim != mine.mask_dim) {
+    throw config_error(
+        fmt::format(fmt::runtime(errors::seq_layout_mismatch), "mask_dim", block.layout.mask_dim, mine.mask_dim));
+  }
   const std::size_t n = block.size();
   check_sequence_size("observations", block.observations.size(), n * observations_.cols());
   check_sequence_size("actions", block.actions.size(), n * actions_.cols());
   check_sequence_size("rewards", block.rewards.size(), n * rewards_.cols());
   check_sequence_size("flags", block.flags.size(), n * flags_.cols());
   check_sequence_size("states", block.states.size(), n * states_.cols());
+  check_sequence_size("masks", block.masks.size(), n * masks_.cols());
   for (const std::uint32_t stream : block.streams) {
     if (stream >= config_.num_streams) {
       throw config_error(fmt::format(fmt::runtime(errors::seq_bad_stream), stream, config_.num_streams));
@@ -149,6 +156,7 @@ void sequence_buffer::insert(const sequence_block& block) {
     copy_row(rewards_, slot, block.rewards, i);
     copy_row(flags_, slot, block.flags, i);
     copy_row(states_, slot, block.states, i);
+    copy_row(masks_, slot, block.masks, i);
     priority_sum_ += static_cast<double>(max_priority_) - static_cast<double>(priorities_[slot]);
     priorities_[slot] = static_cast<float>(max_priority_);
     leaves[slot] = max_leaf_;
@@ -222,6 +230,7 @@ void sequence_buffer::gather(std::size_t count, sequence_batch& out) const {
   gather_rows(rewards_, out.rewards);
   gather_rows(flags_, out.flags);
   gather_rows(states_, out.states);
+  gather_rows(masks_, out.masks);
 }
 
 std::size_t sequence_buffer::update_priorities(std::span<const sequence_key> keys, std::span<const float> priorities) {
@@ -274,11 +283,14 @@ void sequence_buffer::save(std::vector<char>& out) const {
   const std::size_t cap = config_.capacity;
   out.reserve(out.size() + 32 * detail::section_header_size + observations_.size() * sizeof(float) +
               actions_.size() * sizeof(std::int32_t) + rewards_.size() * sizeof(float) + flags_.size() +
-              states_.size() * sizeof(float) + cap * sizeof(float));
+              states_.size() * sizeof(float) + masks_.size() + cap * sizeof(float));
   detail::state_writer w(out, sequence_state_kind);
   w.scalar<std::uint64_t>("capacity", cap);
   w.scalar<std::uint64_t>("streams", config_.num_streams);
   for (const layout_field& f : layout_fields) w.scalar<std::uint64_t>(f.section, config_.layout.*f.member);
+  // Written only where there are masks: a buffer without them saves the
+  // blob it always did.
+  if (config_.layout.mask_dim > 0) w.scalar<std::uint64_t>("mask_dim", config_.layout.mask_dim);
   w.scalar("alpha", config_.alpha);
   w.scalar("epsilon", config_.epsilon);
   w.scalar("max_prio", max_priority_);
@@ -289,6 +301,7 @@ void sequence_buffer::save(std::vector<char>& out) const {
   w.section<std::uint8_t>("flags", {flags_.data(), flags_.size()});
   w.section<float>("states", {states_.data(), states_.size()});
   w.section<float>("priority", priorities_);
+  if (config_.layout.mask_dim > 0) w.section<std::uint8_t>("masks", {masks_.data(), masks_.size()});
   w.finish();
 }
 
@@ -302,6 +315,7 @@ void sequence_buffer::load(std::span<const char> in) {
   for (const layout_field& f : layout_fields) {
     r.check_shape(f.name, r.scalar<std::uint64_t>(f.section), config_.layout.*f.member);
   }
+  r.check_shape("mask_dim", r.next_is("mask_dim") ? r.scalar<std::uint64_t>("mask_dim") : 0, config_.layout.mask_dim);
   const auto saved_alpha = r.scalar<double>("alpha");
   (void)r.scalar<double>("epsilon");  // informative only: it is already inside the saved priorities
   const auto max_priority = r.scalar<double>("max_prio");
@@ -312,6 +326,7 @@ void sequence_buffer::load(std::span<const char> in) {
   const char* flags = r.section<std::uint8_t>("flags", flags_.size());
   const char* states = r.section<float>("states", states_.size());
   const char* priorities = r.section<float>("priority", cap);
+  const char* masks = config_.layout.mask_dim > 0 ? r.section<std::uint8_t>("masks", masks_.size()) : nullptr;
   r.finish();
 
   // The checksum catches damage; these catch a blob that was consistent
@@ -336,6 +351,7 @@ void sequence_buffer::load(std::span<const char> in) {
   copy_bytes(rewards_.data(), rewards, rewards_.size() * sizeof(float));
   copy_bytes(flags_.data(), flags, flags_.size());
   copy_bytes(states_.data(), states, states_.size() * sizeof(float));
+  if (masks != nullptr) copy_bytes(masks_.data(), masks, masks_.size());
   copy_bytes(priorities_.data(), priorities, cap * sizeof(float));
   max_priority_ = max_priority;
   max_leaf_ = leaf_of(stored_priority(max_priority_), config_.alpha);

@@ -12,6 +12,7 @@ void sequence_storage::reserve(sequence_batch& b, std::size_t n) const {
   b.rewards.reserve(n * l.length);
   b.flags.reserve(n * l.length);
   b.states.reserve(n * l.state_dim);
+  b.masks.reserve(n * l.mask_bytes());
   b.weights.reserve(n);
   b.keys.reserve(n);
   b.priorities.reserve(n);

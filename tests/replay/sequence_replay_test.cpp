@@ -400,6 +400,73 @@ TEST_CASE("a sequence buffer refuses a state of another layout or kind and stays
   CHECK(same.size() == 0);
 }
 
+TEST_CASE("a sequence buffer keeps each sequence's action masks, and saves them only where it has them",
+          "[replay][sequence][buffer][snapshot]") {
+  auto masked = small_buffer(4);
+  masked.layout.mask_dim = 3;
+  // Sequence id's mask at observation slot j: action a legal when (id + j + a) is odd.
+  const auto mask_of = [](std::uint32_t id, std::size_t j, std::size_t a) {
+    return static_cast<std::uint8_t>((id + j + a) % 2);
+  };
+  const auto masked_block = [&](std::uint32_t first, std::uint32_t count) {
+    auto b = make_block(first, count);
+    b->layout = masked.layout;
+    for (std::uint32_t id = first; id < first + count; ++id) {
+      for (std::size_t j = 0; j <= masked.layout.length; ++j) {
+        for (std::size_t a = 0; a < 3; ++a) b->masks.push_back(mask_of(id, j, a));
+      }
+    }
+    return b;
+  };
+  sequence_buffer buffer(masked);
+  buffer.insert(*masked_block(0, 3));
+  rng gen(coral::env_seed{4, 0});
+  sequence_batch batch;
+  buffer.sample(16, 0.5, gen, batch);
+  REQUIRE(batch.masks.size() == 16 * 5 * 3);
+  for (std::size_t i = 0; i < batch.size; ++i) {
+    const std::uint32_t id = id_of(batch, i);
+    CHECK(row_is(batch, i, id));
+    for (std::size_t j = 0; j <= 4; ++j) {
+      for (std::size_t a = 0; a < 3; ++a) CHECK(batch.masks[(i * 5 + j) * 3 + a] == mask_of(id, j, a));
+    }
+  }
+
+  // Saved and loaded with them, bit for bit.
+  std::vector<char> blob;
+  buffer.save(blob);
+  sequence_buffer loaded(masked);
+  loaded.load(blob);
+  for (std::size_t slot = 0; slot < 3; ++slot) {
+    const auto want = buffer.masks(slot);
+    const auto have = loaded.masks(slot);
+    CHECK(std::vector(have.begin(), have.end()) == std::vector(want.begin(), want.end()));
+  }
+  // A buffer without masks writes no mask section: its blob is the one it
+  // always was, and a masked buffer refuses it (and the other way round).
+  sequence_buffer plain(small_buffer(4));
+  plain.insert(*make_block(0, 2));
+  std::vector<char> plain_blob;
+  plain.save(plain_blob);
+  CHECK(std::string_view(plain_blob.data(), plain_blob.size()).find("mask") == std::string_view::npos);
+  CHECK(std::string_view(blob.data(), blob.size()).find("mask_dim") != std::string_view::npos);
+  CHECK_THROWS_MATCHES(loaded.load(plain_blob), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_state_shape_mismatch), "mask_dim", 0, 3)));
+  CHECK_THROWS_MATCHES(plain.load(blob), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_state_shape_mismatch), "mask_dim", 3, 0)));
+  CHECK(plain.inserts() == 2);
+
+  // A block of another mask width, or with masks of the wrong length, is refused whole.
+  auto unmasked = make_block(3, 1);
+  CHECK_THROWS_MATCHES(buffer.insert(*unmasked), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_layout_mismatch), "mask_dim", 0, 3)));
+  auto short_masks = masked_block(3, 1);
+  short_masks->masks.pop_back();
+  CHECK_THROWS_MATCHES(buffer.insert(*short_masks), coral::config_error,
+                       Catch::Message(fmt::format(fmt::runtime(rm::seq_size_mismatch), "masks", 14, 15)));
+  CHECK(buffer.inserts() == 3);
+}
+
 TEST_CASE("a sequence buffer's memory figure covers its arrays", "[replay][sequence][buffer]") {
   // 100,000 sequences of 80 slots of 4 floats: 100,000 × 81 × 4 × 4 bytes of observations alone.
   sequence_buffer_config big{.layout = {.length = 80, .burn_in = 40, .overlap = 40, .obs_dim = 4, .state_dim = 512},

@@ -2,15 +2,19 @@
 /// \file
 /// Test support: what each slot of `test-turns` (turns_env.hpp) must have
 /// acted on and earned, worked out from its schedule alone, for the tests
-/// of what assembles a slot's chain (PPO's segments, DQN's replay feeder).
+/// of what assembles a slot's chain (PPO's segments, DQN's replay feeder,
+/// R2D2's sequence feeder).
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "coral/actors/step_consumer.hpp"
+#include "coral/envs/env_slice.hpp"
 #include "turns_env.hpp"
 
 namespace coral::test {
@@ -47,6 +51,27 @@ inline int action_of(const test::turns_env& env, std::size_t slot, std::int64_t 
   return -1;
 }
 
+/// Hands `consumer` env steps 0 to `steps` of the test-turns env `slice`
+/// binds to rows 0-2 of `batch`, one call each, as a batcher would: before
+/// each, every active row gets the test's action (action_of, from
+/// `schedule`) and every inactive row the illegal action 7 (stored, it
+/// would show), and `also(n)` writes whatever else the consumer reads.
+inline void play_turns(envs::env_slice& slice, envs::env_batch& batch, const test::turns_env& schedule,
+                       std::int64_t steps, actors::step_consumer& consumer,
+                       const std::function<void(std::int64_t)>& also = {}) {
+  slice.reset_all();
+  const std::vector<actors::row_range> ranges{{0, 3}};
+  for (std::int64_t n = 0; n <= steps; ++n) {
+    for (std::size_t s = 0; s < 3; ++s) {
+      const bool on = batch.active()[s] != 0;
+      batch.discrete_actions().row(s)[0] = on ? action_of(schedule, s, n) : 7;
+    }
+    if (also) also(n);
+    consumer.consume({.batch = batch, .ranges = ranges});
+    if (n < steps) slice.step_all();
+  }
+}
+
 /// What each slot's chain must hold after `steps` env steps, worked out from
 /// the schedule alone: every step the slot acted on, with the reward and
 /// flags it earned, a waiting slot's game end on its last move.
@@ -73,7 +98,7 @@ inline std::vector<std::vector<slot_step>> expected_chains(const test::turns_env
     }
     // The waiting slot's loss lands on its last move.
     if (env.game_ends_at(n)) {
-      const std::size_t waiting = 1 - static_cast<std::size_t>((n % 3) % 2);
+      const std::size_t waiting = env.active_at(0, n) ? 1 : 0;
       auto& last = chains[waiting].back();
       last.reward += -1.0F;
       last.terminated = 1;

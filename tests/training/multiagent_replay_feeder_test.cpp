@@ -105,17 +105,7 @@ TEST_CASE("the replay feeder stores each slot's own acted steps as n-step chains
   std::vector<std::pair<double, double>> episodes;
   training::replay_feeder feeder(batch, replay, [&](double r, double l) { episodes.emplace_back(r, l); },
                                  {.n_step = n_step, .gamma = gamma, .mask_dim = 3});
-  slice.reset_all();
-  const std::vector<actors::row_range> ranges{{0, 3}};
-  for (std::int64_t n = 0; n <= steps; ++n) {
-    for (std::size_t s = 0; s < 3; ++s) {
-      // An inactive row's action is an illegal one: stored, it would show.
-      const bool on = batch.active()[s] != 0;
-      batch.discrete_actions().row(s)[0] = on ? test::action_of(schedule, s, n) : 7;
-    }
-    feeder.consume({.batch = batch, .ranges = ranges});
-    if (n < steps) slice.step_all();
-  }
+  test::play_turns(slice, batch, schedule, steps, feeder);
 
   std::vector<std::vector<stored_transition>> got(3);
   std::uint64_t env_steps = 0;

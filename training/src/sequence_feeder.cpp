@@ -31,6 +31,8 @@ void check_layout_fits(const replay::sequence_layout& layout, const envs::env_ba
   fits("discrete_dim", layout.discrete_dim, batch.discrete_action_dim());
   // A sequence stores no continuous action part (R2D2 acts on discrete actions).
   fits("continuous action floats", 0, batch.continuous_action_dim());
+  // Masks are the env's: a layout with them needs a batch that has them, as wide.
+  if (layout.mask_dim > 0) fits("mask_dim", layout.mask_dim, batch.has_action_masks() ? batch.action_mask_dim() : 0);
 }
 
 }  // namespace
@@ -51,6 +53,8 @@ sequence_feeder::sequence_feeder(envs::env_batch& batch, const replay::sequence_
   ring_actions_.resize(rows * length * layout_.discrete_dim);
   ring_rewards_.resize(rows * length);
   ring_flags_.resize(rows * length);
+  ring_masks_.resize(rows * length * layout_.mask_dim);
+  all_legal_.assign(layout_.mask_dim, 1);
   start_states_.resize(rows * state_slots_ * layout_.state_dim);
 }
 
@@ -80,10 +84,14 @@ void sequence_feeder::record_step(const envs::env_batch& b, std::uint32_t r, std
   const std::size_t length = layout_.length;
   const std::size_t od = layout_.obs_dim;
   const std::size_t dd = layout_.discrete_dim;
+  const std::size_t md = layout_.mask_dim;
   const std::size_t slot = r * length + t % length;
   std::ranges::copy(b.observations().row(r), ring_obs_.begin() + static_cast<std::ptrdiff_t>(slot * od));
   if (dd > 0) {
     std::ranges::copy(b.discrete_actions().row(r), ring_actions_.begin() + static_cast<std::ptrdiff_t>(slot * dd));
+  }
+  if (md > 0) {
+    std::ranges::copy(b.action_masks().row(r), ring_masks_.begin() + static_cast<std::ptrdiff_t>(slot * md));
   }
   ring_rewards_[slot] = 0.0f;
   ring_flags_[slot] = static_cast<std::uint8_t>(replay::slot_valid | (t == 0 ? replay::slot_first : 0));
@@ -101,12 +109,13 @@ void sequence_feeder::record_step(const envs::env_batch& b, std::uint32_t r, std
 }
 
 void sequence_feeder::emit(std::uint32_t r, std::uint64_t k, std::uint64_t last_step,
-                           std::span<const float> next_obs) {
+                           std::span<const float> next_obs, std::span<const std::uint8_t> next_mask) {
   replay::sequence_block& block = pending();
   const std::size_t length = layout_.length;
   const std::size_t od = layout_.obs_dim;
   const std::size_t dd = layout_.discrete_dim;
   const std::size_t sd = layout_.state_dim;
+  const std::size_t md = layout_.mask_dim;
   const std::int64_t start = start_of(k);
   const auto last = static_cast<std::int64_t>(last_step);
 
@@ -116,11 +125,13 @@ void sequence_feeder::emit(std::uint32_t r, std::uint64_t k, std::uint64_t last_
   const std::size_t act0 = block.actions.size();
   const std::size_t slot0 = block.rewards.size();
   const std::size_t state0 = block.states.size();
+  const std::size_t mask0 = block.masks.size();
   block.observations.resize(obs0 + (length + 1) * od);
   block.actions.resize(act0 + length * dd);
   block.rewards.resize(slot0 + length);
   block.flags.resize(slot0 + length);
   block.states.resize(state0 + sd);
+  block.masks.resize(mask0 + (length + 1) * md);
 
   for (std::size_t i = 0; i < length; ++i) {
     const std::int64_t step = start + static_cast<std::int64_t>(i);
@@ -133,12 +144,18 @@ void sequence_feeder::emit(std::uint32_t r, std::uint64_t k, std::uint64_t last_
                 block.actions.begin() + static_cast<std::ptrdiff_t>(act0 + i * dd));
     block.rewards[slot0 + i] = ring_rewards_[ring];
     block.flags[slot0 + i] = ring_flags_[ring];
+    std::copy_n(ring_masks_.begin() + static_cast<std::ptrdiff_t>(ring * md), md,
+                block.masks.begin() + static_cast<std::ptrdiff_t>(mask0 + i * md));
   }
   // The observation after the last step: o_L of a sequence cut mid-episode,
-  // or a truncated episode's final observation (empty when terminated).
+  // or a truncated episode's final observation (empty when terminated),
+  // and the actions legal there.
+  const auto after = static_cast<std::size_t>(last - start + 1);
   if (!next_obs.empty()) {
-    const auto after = static_cast<std::size_t>(last - start + 1);
     std::ranges::copy(next_obs, block.observations.begin() + static_cast<std::ptrdiff_t>(obs0 + after * od));
+  }
+  if (md > 0 && !next_mask.empty()) {
+    std::ranges::copy(next_mask, block.masks.begin() + static_cast<std::ptrdiff_t>(mask0 + after * md));
   }
   if (sd > 0 && start > 0) {
     std::copy_n(start_states_.begin() + static_cast<std::ptrdiff_t>((r * state_slots_ + k % state_slots_) * sd), sd,
@@ -152,45 +169,70 @@ void sequence_feeder::consume(const actors::step_batch& step) {
     throw usage_error(fmt::format(fmt::runtime(replay::errors::sequence_feeder_no_states), layout_.state_dim));
   }
   const std::size_t length = layout_.length;
+  const std::size_t od = layout_.obs_dim;
+  const std::size_t md = layout_.mask_dim;
   const std::uint64_t stride = layout_.stride();
+  const auto active = b.active();
   replay::sequence_block& block = pending();
   for (const auto& range : step.ranges) {
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       row_state& row = rows_[r];
+      ++block.env_steps;  // every row's step counts, acted or not (the limiter counts rows)
       if (row.has_previous && b.failed()[r] != 0) {
         // This row's env failed and was reset (--on-env-error reset): the
         // episode ended with no outcome to record; its open sequences are
         // dropped, so none spans the reset.
         row = row_state{};
       }
+      const bool acts = active[r] != 0;
       if (row.has_previous) {
-        // The outcome of the row's previous step (episode step t) is in the row now.
+        // The outcome of the slot's open step (its episode step t), or of
+        // an env step the slot sat out since: its reward goes to step t.
         const std::uint64_t t = row.step;
         const bool terminated = b.terminated()[r] != 0;
         const bool truncated = !terminated && b.truncated()[r] != 0;
         const std::size_t slot = r * length + t % length;
-        ring_rewards_[slot] = b.rewards()[r];
+        ring_rewards_[slot] += b.rewards()[r];
         if (terminated) ring_flags_[slot] |= replay::slot_terminated;
         if (truncated) ring_flags_[slot] |= replay::slot_truncated;
         if (terminated || truncated) {
-          const auto final_obs = truncated ? b.final_observations().row(r) : std::span<const float>{};
+          // A truncated episode's final observation; an agent that ended
+          // while it waited has none (the env writes only the rows that
+          // acted): the observation of its last step stands in, with its mask.
+          std::span<const float> final_obs;
+          std::span<const std::uint8_t> final_mask;
+          if (truncated && row.waited) {
+            final_obs = std::span<const float>(ring_obs_).subspan(slot * od, od);
+            final_mask = std::span<const std::uint8_t>(ring_masks_).subspan(slot * md, md);
+          } else if (truncated) {
+            final_obs = b.final_observations().row(r);
+            final_mask = all_legal_;  // the env gives no mask with a final observation
+          }
           // Every open sequence with a step in its trained part, padded.
-          for (std::uint64_t k = row.next_sequence; k * stride <= t; ++k) emit(r, k, t, final_obs);
+          for (std::uint64_t k = row.next_sequence; k * stride <= t; ++k) emit(r, k, t, final_obs, final_mask);
           if (on_episode_) on_episode_(b.episode_returns()[r], b.episode_lengths()[r]);
           row = row_state{};
-        } else {
-          // The sequence whose last slot is step t, if one is, is complete.
+        } else if (acts) {
+          // The slot acts again: step t is complete, and the sequence whose
+          // last slot it is, if one is, with this observation after it.
           if (start_of(row.next_sequence) + static_cast<std::int64_t>(length) - 1 == static_cast<std::int64_t>(t)) {
-            emit(r, row.next_sequence, t, b.observations().row(r));
+            emit(r, row.next_sequence, t, b.observations().row(r),
+                 md > 0 ? b.action_masks().row(r) : std::span<const std::uint8_t>{});
             ++row.next_sequence;
           }
           row.step = t + 1;
         }
       }
+      if (!acts) {
+        // No agent acted in this slot (empty, or waiting for its turn):
+        // nothing is recorded, and an open step keeps waiting.
+        row.waited = row.has_previous;
+        continue;
+      }
       // The step just chosen waits for its outcome.
       record_step(b, r, row.step);
       row.has_previous = true;
-      ++block.env_steps;
+      row.waited = false;
     }
   }
   // Every call's env steps go at once, sequences or not: the rate limiter

@@ -28,6 +28,18 @@
 /// The recurrent state stored with a sequence is the state the acting
 /// policy had before its first valid slot (zeros when that slot starts an
 /// episode): the learner starts its unroll from it.
+///
+/// Action masks (layout mask_dim > 0, an env that masks): per observation
+/// slot, the actions legal there (mask_dim bytes, 1 = legal): at a step's
+/// slot the mask its action was chosen under, at the observation after the
+/// last step the mask of that observation (every action for a truncated
+/// episode's final observation, whose mask the env does not give). The
+/// learner's bootstrap maximises over them. Padding slots' masks are zeros
+/// (no action legal; never bootstrapped from).
+///
+/// A multi-agent env's row is an agent slot: its sequences hold the slot's
+/// own acted steps, one after another, and an episode is its agent's (see
+/// training/sequence_feeder.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -51,11 +63,14 @@ struct sequence_layout {
   std::size_t obs_dim = 0;      ///< floats per observation
   std::size_t discrete_dim = 1; ///< int32 per action
   std::size_t state_dim = 0;    ///< floats of recurrent state stored per sequence
+  std::size_t mask_dim = 0;     ///< bytes of action mask per observation slot (0: the env does not mask)
 
   /// Steps between the starts of consecutive sequences of an episode.
   [[nodiscard]] std::size_t stride() const noexcept { return length - overlap; }
   /// Floats of observations per sequence: (length + 1) × obs_dim.
   [[nodiscard]] std::size_t observation_floats() const noexcept { return (length + 1) * obs_dim; }
+  /// Bytes of action masks per sequence: (length + 1) × mask_dim.
+  [[nodiscard]] std::size_t mask_bytes() const noexcept { return (length + 1) * mask_dim; }
 };
 
 /// Sequences on their way from the sampling side to the sequence replay,
@@ -69,6 +84,7 @@ struct sequence_block {
   std::vector<float> rewards;            ///< per sequence: length
   std::vector<std::uint8_t> flags;       ///< per sequence: length (sequence_flag bits)
   std::vector<float> states;             ///< per sequence: state_dim
+  std::vector<std::uint8_t> masks;       ///< per sequence: (length + 1) × mask_dim
 
   /// Sequences held.
   [[nodiscard]] std::size_t size() const noexcept { return streams.size(); }
@@ -81,6 +97,7 @@ struct sequence_block {
     rewards.clear();
     flags.clear();
     states.clear();
+    masks.clear();
   }
 };
 
@@ -103,6 +120,7 @@ struct sequence_batch {
   std::vector<float> rewards;            ///< size × length
   std::vector<std::uint8_t> flags;       ///< size × length
   std::vector<float> states;             ///< size × state_dim
+  std::vector<std::uint8_t> masks;       ///< size × (length + 1) × mask_dim
   std::vector<float> weights;            ///< importance weights (1 for uniform)
   std::vector<sequence_key> keys;        ///< what was drawn
   /// Written by the learner: one new priority per draw (η·max|δ| + (1−η)·mean|δ|). Empty: no update.

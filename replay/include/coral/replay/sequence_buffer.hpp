@@ -10,8 +10,8 @@
 /// observation in its own stream; a sequence carries its own (observation
 /// slot `length`), is sampleable from the moment it is written, and one ring
 /// keeps the replay's age the same for every stream. Each field of a slot
-/// (observations, actions, rewards, flags, recurrent state, laid out as in
-/// sequence_block) is one contiguous row of a slab allocated once in the
+/// (observations, actions, rewards, flags, recurrent state, action masks,
+/// laid out as in sequence_block) is one contiguous row of a slab allocated once in the
 /// constructor: inserting copies rows in, sampling copies rows out, and
 /// neither allocates (a sequence_batch's vectors grow only the first time).
 /// memory_bytes() says what a config will allocate, for the run's memory
@@ -109,15 +109,18 @@ class sequence_buffer {
 
   /// Appends the buffer's whole state to `out` as one blob: the layout,
   /// capacity, streams, alpha and epsilon, the insert count, the max
-  /// priority, every slot's arrays and its priority (not to the alpha: load
-  /// raises them to its own alpha), and a checksum. The tree is not stored.
+  /// priority, every slot's arrays (the masks only where the layout has
+  /// them, so that a blob without masks is what it always was) and its
+  /// priority (not to the alpha: load raises them to its own alpha), and a
+  /// checksum. The tree is not stored.
   void save(std::vector<char>& out) const;
 
   /// Replaces the buffer's state with exactly one blob written by save().
   /// The blob must come from a buffer of the same capacity, num_streams and
-  /// layout; alpha and epsilon may differ (the leaves are rebuilt as
-  /// priority^alpha with this buffer's alpha, bit for bit what the saved
-  /// buffer had when the alphas agree). Throws coral::config_error, leaving
+  /// layout (a blob that names no mask_dim has none: 0); alpha and epsilon
+  /// may differ (the leaves are rebuilt as priority^alpha with this
+  /// buffer's alpha, bit for bit what the saved buffer had when the alphas
+  /// agree). Throws coral::config_error, leaving
   /// the buffer unchanged: errors::seq_malformed_state (with a state_*
   /// reason) for a truncated, garbled or inconsistent blob,
   /// seq_unsupported_state_version, or seq_state_shape_mismatch naming the
@@ -134,6 +137,8 @@ class sequence_buffer {
   [[nodiscard]] std::span<const std::uint8_t> flags(std::size_t slot) const noexcept { return flags_.row(slot); }
   /// Recurrent state stored with the sequence in `slot`: state_dim.
   [[nodiscard]] std::span<const float> state(std::size_t slot) const noexcept { return states_.row(slot); }
+  /// Action masks of the sequence in `slot`: (length + 1) × mask_dim (empty without masks).
+  [[nodiscard]] std::span<const std::uint8_t> masks(std::size_t slot) const noexcept { return masks_.row(slot); }
   /// Priority (not to the alpha) of the sequence in `slot`; 0 for an empty slot.
   [[nodiscard]] float priority(std::size_t slot) const noexcept { return priorities_[slot]; }
   /// Tree leaf (priority^alpha) of `slot`; 0 for an empty slot.
@@ -172,6 +177,7 @@ class sequence_buffer {
   slab<float> rewards_;
   slab<std::uint8_t> flags_;
   slab<float> states_;
+  slab<std::uint8_t> masks_;
   std::vector<float> priorities_;  // per slot, not to the alpha; 0 while empty
   priority_tree tree_;             // leaf priority^alpha per slot, 0 while empty
   double max_priority_ = 1.0;

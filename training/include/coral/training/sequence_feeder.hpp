@@ -4,12 +4,26 @@
 /// the steps the inference batcher produces into the fixed-length sequences
 /// of sequence.hpp and hands them on in sequence_blocks.
 ///
-/// It is the batcher's step_consumer: consume() sees, for every row it acted
-/// on, the outcome of the row's previous step (reward, terminated,
+/// It is the batcher's step_consumer: consume() sees, for every row of the
+/// batch, the outcome of the row's previous step (reward, terminated,
 /// truncated, final observation) and the observation and action of the new
 /// one (actors/messages.hpp). Each row is one stream; per row the feeder
 /// keeps a ring of its last `length` steps and the recurrent states its open
 /// sequences start from, allocated in the constructor.
+///
+/// Multi-agent rows (envs/env.hpp): a row is an agent slot, and its episode
+/// is its agent's. Only the slot's acted steps (the row active as the
+/// policy acted) are its episode's steps: an inactive row adds no slot to
+/// any sequence (no padding for it) and its observation is never read.
+/// The rewards that arrive while the slot waits (a turn-based game's other
+/// player moves) are added to its last acted step, and an end that arrives
+/// then (the game lost on the other's move) ends the slot's episode there,
+/// as DQN's replay_feeder and PPO's rollout_assembler do. A terminated or
+/// truncated row ends its slot's episode, and closes its sequences, even
+/// while the env's episode goes on; the slot's next acted step starts a new
+/// one (slot_first, a zero state). An agent truncated while it waited has
+/// no final observation (the env writes only the rows that acted): the
+/// observation of its last step stands in.
 ///
 /// How an episode is cut (exactly sequence.hpp's rule): with stride
 /// s = length − overlap, sequence k of an episode holds the episode's steps
@@ -29,16 +43,23 @@
 ///   sequence's first valid slot: zeros when that slot is the episode's
 ///   step 0 (whatever the policy reports there), else row r of the span
 ///   given to record_states_from() as it was when that step was consumed.
+/// - Masks (layout mask_dim > 0): each step's slot holds the mask its
+///   action was chosen under; the observation slot after a sequence's last
+///   step holds that observation's mask (the row's, cut mid-episode; every
+///   action after a truncated episode, whose final observation has none; the
+///   last step's own where it stands in); padding holds zeros.
 /// - A row whose env was reset after a failure (its `failed` column is set)
 ///   drops its open sequences unsent and starts a new episode: no sequence
 ///   spans the reset, and the interrupted episode is not reported.
 ///
 /// Flushing: each consume() call sends one block at the end, holding the
-/// sequences it completed (maybe none) and the env steps it accounts for:
-/// the replay's rate limiter counts inserts in env steps, and a gate waiting
+/// sequences it completed (maybe none) and the env steps it accounts for
+/// (one per row of the batch, acted or not: a multi-agent env's step is
+/// its rows): the replay's rate limiter counts inserts in env steps, and a gate waiting
 /// for the insert allowance must not wait for steps held back here (it
 /// would, for up to a stride of steps per row, before the first sequence).
-/// Every finished episode goes to the episode callback.
+/// Every finished episode of a slot that acted in it goes to the episode
+/// callback.
 ///
 /// No allocation per step once the blocks in circulation have grown to the
 /// largest batch of sequences (blocks keep their capacity; see
@@ -82,7 +103,8 @@ class sequence_feeder final : public actors::step_consumer {
 
   /// Sequences of `layout` from the rows of `batch` (one stream per row).
   /// Throws config_error when the layout does not fit the batch (obs_dim,
-  /// discrete_dim, no continuous action part) or is not a valid layout
+  /// discrete_dim, no continuous action part, a mask_dim other than the
+  /// batch's action_mask_dim()) or is not a valid layout
   /// (length ≥ 1, burn_in < length, overlap < length), or when the sink
   /// lacks its send function.
   sequence_feeder(envs::env_batch& batch, const replay::sequence_layout& layout, sequence_sink sink,
@@ -90,7 +112,8 @@ class sequence_feeder final : public actors::step_consumer {
 
   /// Reads the recurrent states from `rows` (row-major by batch row,
   /// layout.state_dim floats each): row r holds the policy's state before
-  /// it acted on row r's latest step. consume() reads row r right after the
+  /// it acted on row r's latest acted step (a policy leaves an inactive
+  /// row's state alone). consume() reads row r right after the
   /// policy acted on it, on the batcher's executor. Needed when state_dim
   /// > 0 (consume() throws usage_error without it); call before the run
   /// starts. Throws config_error when the span's size is not rows × state_dim.
@@ -109,13 +132,16 @@ class sequence_feeder final : public actors::step_consumer {
     std::uint64_t step = 0;           ///< episode step index of the step awaiting its outcome
     std::uint64_t next_sequence = 0;  ///< the first sequence of the episode not yet sent
     bool has_previous = false;        ///< a step awaits its outcome
+    bool waited = false;              ///< the slot sat out the env step whose outcome comes next
   };
 
   /// Appends sequence k of row r to the pending block: its slots up to
   /// episode step `last_step` (the ring holds them), padding after, and
-  /// `next_obs` in the observation slot after last_step (o_L of a sequence
-  /// cut mid-episode, a truncated episode's final observation, or empty).
-  void emit(std::uint32_t r, std::uint64_t k, std::uint64_t last_step, std::span<const float> next_obs);
+  /// `next_obs` and `next_mask` in the observation slot after last_step
+  /// (o_L of a sequence cut mid-episode, a truncated episode's final
+  /// observation, or empty).
+  void emit(std::uint32_t r, std::uint64_t k, std::uint64_t last_step, std::span<const float> next_obs,
+            std::span<const std::uint8_t> next_mask);
   /// Records the step the policy just chose on row r as episode step `t`.
   void record_step(const envs::env_batch& b, std::uint32_t r, std::uint64_t t);
   /// Episode step where sequence k starts (may be negative: padding).
@@ -135,6 +161,8 @@ class sequence_feeder final : public actors::step_consumer {
   std::vector<std::int32_t> ring_actions_;
   std::vector<float> ring_rewards_;
   std::vector<std::uint8_t> ring_flags_;
+  std::vector<std::uint8_t> ring_masks_;
+  std::vector<std::uint8_t> all_legal_;  // the mask after a truncated episode's last step
   // Per row, state_slots_ states: sequence k's start state at slot k mod state_slots_.
   std::vector<float> start_states_;
   std::unique_ptr<replay::sequence_block> pending_;
