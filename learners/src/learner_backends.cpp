@@ -53,10 +53,13 @@ void check_q_state(const training::learner_state& s, std::span<const float> targ
 void check_sequence_batch(const network_spec& spec, const replay::sequence_batch& b) {
   const auto& layout = b.layout;
   const std::size_t D = layout.obs_dim, L = layout.length;
+  // Masks, where there are some, are one byte per action of the one Discrete head.
+  const bool masks_fit = layout.mask_dim == 0 ||
+                         (spec.nvec.size() == 1 && layout.mask_dim == static_cast<std::size_t>(spec.nvec.front()));
   if (D != spec.input_dim() || layout.state_dim != spec.state_dim() || layout.discrete_dim != 1 ||
       layout.burn_in >= L || b.observations.size() != b.size * (L + 1) * D || b.states.size() != b.size * 2 * spec.lstm ||
       b.actions.size() != b.size * L || b.rewards.size() != b.size * L || b.flags.size() != b.size * L ||
-      b.weights.size() != b.size) {
+      b.weights.size() != b.size || !masks_fit || b.masks.size() != b.size * layout.mask_bytes()) {
     throw usage_error(fmt::format("r2d2_learner: a batch of layout obs {} state {} does not fit the network (obs {}, "
                                   "state {})",
                                   layout.obs_dim, layout.state_dim, spec.input_dim(), spec.state_dim()));

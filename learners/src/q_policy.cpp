@@ -9,6 +9,7 @@
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/errors.hpp"
 #include "dense.hpp"
+#include "legal_actions.hpp"
 
 namespace coral::learners {
 
@@ -21,32 +22,6 @@ std::vector<std::size_t> q_network_widths(const network_spec& spec, std::string_
   widths.push_back(static_cast<std::size_t>(spec.nvec.front()));
   return widths;
 }
-
-namespace {
-
-// The legal action of largest Q (the first of equals); the env guarantees an
-// active row one legal action.
-std::size_t q_policy_best_legal(const float* q, const std::uint8_t* legal, std::size_t actions) {
-  std::size_t best = actions;
-  for (std::size_t a = 0; a < actions; ++a) {
-    if (legal[a] != 0 && (best == actions || q[a] > q[best])) best = a;
-  }
-  return best == actions ? 0 : best;
-}
-
-// One legal action, uniformly.
-std::size_t q_policy_draw_legal(const std::uint8_t* legal, std::size_t actions, coral::rng& rng) {
-  std::size_t count = 0;
-  for (std::size_t a = 0; a < actions; ++a) count += legal[a] != 0 ? 1 : 0;
-  if (count == 0) return 0;
-  auto k = rng.below(count);
-  for (std::size_t a = 0; a < actions; ++a) {
-    if (legal[a] != 0 && k-- == 0) return a;
-  }
-  return 0;
-}
-
-}  // namespace
 
 struct q_policy::impl {
   impl(std::size_t rows, const dqn_config& c, std::uint64_t steps_done, std::size_t agents_per_env)
@@ -116,12 +91,13 @@ void q_policy::act(const actors::policy_rows& rows) {
       auto& rng = m.rngs[r];
       const bool explore = !m.deterministic && rng.uniform() < m.schedule.epsilon(r / m.agents, steps);
       std::size_t pick = 0;
-      if (explore) pick = legal == nullptr ? static_cast<std::size_t>(rng.below(m.actions)) : q_policy_draw_legal(legal, m.actions, rng);
+      if (explore) pick = legal == nullptr ? static_cast<std::size_t>(rng.below(m.actions)) : detail::draw_legal(legal, m.actions, rng);
       if (!explore || !rows.values.empty()) {
         const float* q =
             m.net.apply(batch.observations().row(r).data(), m.scratch_a.data(), m.scratch_b.data(), false);
+        // An active row has a legal action (the env's guarantee): 0 stands in for none.
         const auto best = legal == nullptr ? static_cast<std::size_t>(std::max_element(q, q + m.actions) - q)
-                                           : q_policy_best_legal(q, legal, m.actions);
+                                           : detail::best_legal(q, legal, m.actions) % m.actions;
         if (!explore) pick = best;
         if (!rows.values.empty()) rows.values[r] = q[best];
       }

@@ -74,13 +74,20 @@ std::unique_ptr<actors::policy> r2d2_acting(const train_options& o, const envs::
   return policy;
 }
 
+/// Bytes of action mask stored per observation slot: the batch's mask
+/// width where the env masks and --no-action-masks is not given, else 0.
+std::size_t sequence_mask_dim(const train_options& o, actors::sampler& s) {
+  return r2d2_of(o).q.action_masks && s.batch().has_action_masks() ? s.batch().action_mask_dim() : 0;
+}
+
 replay::sequence_layout make_layout(const train_options& o, actors::sampler& s) {
   return {.length = r2d2_of(o).sequences.seq_len,
           .burn_in = r2d2_of(o).sequences.burn_in,
           .overlap = r2d2_of(o).sequences.effective_overlap(),
           .obs_dim = s.batch().obs_dim(),
           .discrete_dim = 1,
-          .state_dim = 2 * r2d2_of(o).lstm};
+          .state_dim = 2 * r2d2_of(o).lstm,
+          .mask_dim = sequence_mask_dim(o, s)};
 }
 
 /// The sequence replay's settings for a run of `o` over `s`: --replay-capacity
@@ -101,8 +108,11 @@ replay::sequence_replay_actor_config replay_config(const train_options& o, actor
   rc.samples_per_insert = d.replay_ratio;
   rc.ratio_counts = replay::ratio_unit::trained_steps;
   rc.min_size = d.learning_starts;
-  rc.max_group_steps = s.wires().envs_per_group;
-  rc.batcher_hold = training::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
+  // The gate and the limiter count rows (an env's agent slots each): a
+  // group's step and what the batcher holds are in rows too.
+  const std::size_t agents = s.first_env().max_agents();
+  rc.max_group_steps = s.wires().envs_per_group * agents;
+  rc.batcher_hold = agents * training::batcher_hold(s.wires(), actors::batcher_options_behind_gate(so, s.wires()));
   rc.batch_size = d.batch_size * r2d2_of(o).sequences.prefetch_batches;
   rc.prefetch = d.prefetch;
   rc.prioritized = d.prioritized;
@@ -136,7 +146,8 @@ class r2d2 final : public algorithm {
     const auto steps = run.start_steps();
     // A resumed run draws fresh actions: the policy's streams depend on the steps done.
     policy_ = std::make_unique<r2d2_policy>(spec_, sampler_->rows(),
-                                            options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL), r2d2_of(options_).q, steps);
+                                            options_.sampler.seed ^ (steps * 0x9E3779B97F4A7C15ULL), r2d2_of(options_).q,
+                                            steps, sampler_->first_env().max_agents());
     distribution_.start();
     if (!learner_rank(options_)) start_sampling(run);
     const auto& rs = replay_.stats();
@@ -208,7 +219,7 @@ class r2d2 final : public algorithm {
   std::string describe_setup() const override {
     const auto& d = r2d2_of(options_).q;
     const auto& l = replay_.buffer().config().layout;
-    const std::size_t rows = sampler_->rows();
+    const std::size_t rungs = policy_->schedule().rows();
     return fmt::format(
         "R2D2 lstm {} hidden [{}]{} on the {} backend, {} replay of {} sequences of {} (burn-in {}, overlap {}), "
         "{}-step returns, replay ratio {} trained steps per env step, batch {} x {} per request, prefetch {}, target "
@@ -216,7 +227,7 @@ class r2d2 final : public algorithm {
         spec_.lstm, fmt::join(spec_.hidden, ","),
         spec_.conv.empty() ? std::string() : " conv " + spec_.conv.to_string(), backend_name(with_backend(d, options_)), d.prioritized ? "prioritized" : "uniform", d.replay_capacity,
         l.length, l.burn_in, l.overlap, d.n_step, d.replay_ratio, d.batch_size, r2d2_of(options_).sequences.prefetch_batches,
-        d.prefetch, d.target_update, policy_->schedule().rung(rows - 1), policy_->schedule().rung(0),
+        d.prefetch, d.target_update, policy_->schedule().rung(rungs - 1), policy_->schedule().rung(0),
         d.exploration_steps);
   }
   std::string_view columns() const override {
@@ -260,11 +271,11 @@ class r2d2 final : public algorithm {
                          added, sampled, ratio, inbox, rs.priority_mean.load(), rs.priority_min.load(),
                          rs.priority_max.load(), rs.stale_updates.load());
     }
-    const std::size_t rows = sampler_->rows();
+    const std::size_t rungs = policy_->schedule().rows();
     return fmt::format("loss {:.4f} q {:+.3f} qmax {:+.3f} |td| {:.4f} grad {:.2f} eps {:.3f}-{:.3f} | "
                        "learn {:.0f} steps/s {:.1f} upd/s sample {:.0f} us burn-in {:.1f} ms learn {:.1f} ms | "
                        "replay {} added {} sampled {} ratio {:.2f} inbox {} prio {:.3f}/{:.3f}/{:.3f}",
-                       u.td_loss, u.mean_q, last.q_max, u.mean_abs_td, last.grad_norm, policy_->schedule().epsilon(rows - 1),
+                       u.td_loss, u.mean_q, last.q_max, u.mean_abs_td, last.grad_norm, policy_->schedule().epsilon(rungs - 1),
                        policy_->schedule().epsilon(0), learner_steps_per_second, updates_per_second, sample_us,
                        1e3 * last.burn_in_seconds, 1e3 * last.learn_seconds, size, added, sampled, ratio, inbox,
                        rs.priority_min.load(), rs.priority_mean.load(), rs.priority_max.load());
@@ -338,6 +349,7 @@ class r2d2 final : public algorithm {
     part(b.rewards, out.rewards, l.length);
     part(b.flags, out.flags, l.length);
     part(b.states, out.states, l.state_dim);
+    part(b.masks, out.masks, l.mask_bytes());
     part(b.weights, out.weights, 1);
     part(b.keys, out.keys, 1);
   }
@@ -427,8 +439,9 @@ void add_r2d2_memory(actors::memory_estimate& e, const train_options& o, const a
   const double h = static_cast<double>(r.lstm);
   // The sequence buffer's own figure; a batch holds the same per sequence.
   replay::sequence_buffer_config buffer;
+  const std::size_t mask_dim = q.action_masks ? s.action_mask_bytes : 0;
   buffer.layout = {.length = r.sequences.seq_len, .burn_in = 0, .overlap = 0, .obs_dim = s.obs_dim, .discrete_dim = 1,
-                   .state_dim = 2 * r.lstm};
+                   .state_dim = 2 * r.lstm, .mask_dim = mask_dim};
   buffer.capacity = q.replay_capacity;
   e.add("replay", replay::sequence_buffer::memory_bytes(buffer));
   buffer.capacity = 1;
@@ -436,7 +449,8 @@ void add_r2d2_memory(actors::memory_estimate& e, const train_options& o, const a
   const double batch = static_cast<double>(q.batch_size) * static_cast<double>(r.sequences.prefetch_batches);
   e.add("replay batches", (static_cast<double>(q.prefetch) + 1) * batch * (sequence + 4 + 16));
   // The feeder's ring of the last seq-len steps per row, and the states of its open sequences.
-  e.add("sequence assembly", rows * len * (4 * d + 9) + rows * 4 * 2 * h * 4);
+  e.add("sequence assembly",
+        rows * len * (4 * d + 9 + static_cast<double>(mask_dim)) + rows * 4 * 2 * h * 4);
   // The online and target networks: the trunk and a linear Q head.
   // The dense layers read the convolutions' output where there are some.
   const auto layers = resolve_layers(o.hidden, o.conv, s.obs_shape);
@@ -483,7 +497,12 @@ void register_r2d2() {
                                      [](O& o) -> double& { return o.sequences.priority_eta; }), 0, 1));
   d.fields.push_back(over(field<O>("rescale-epsilon", "epsilon of the value rescaling h(x) = sign(x)(sqrt(|x|+1) - 1) + epsilon x",
                                    [](O& o) -> double& { return o.sequences.rescale_epsilon; }), 0, 1));
+  d.fields.push_back(switch_off<O>(
+      "no-action-masks", "act and bootstrap as if every action were legal (an env that masks then gets illegal actions)",
+      [](O& o) -> bool& { return o.q.action_masks; }));
   d.check = check_r2d2_options;
+  // A multi-agent env's slots are streams of their own, each cut into its agent's sequences.
+  d.multi_agent = true;
   d.memory = add_r2d2_memory;
   d.make = plugin<r2d2>();
   d.needs_torch = torch_chosen;

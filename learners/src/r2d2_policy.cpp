@@ -12,14 +12,20 @@
 #include "coral/core/rng.hpp"
 #include "dense.hpp"
 #include "flat_layout.hpp"
+#include "legal_actions.hpp"
 
 namespace coral::learners {
 
 std::size_t r2d2_parameter_count(const network_spec& spec) { return detail::recurrent_q_parameter_count(spec); }
 
 struct r2d2_policy::impl {
-  impl(const network_spec& s, std::size_t rows, std::uint64_t seed, const dqn_config& c, std::uint64_t steps_done)
-      : spec(s), schedule(rows, c.epsilon_base, c.epsilon_alpha, c.exploration_steps, steps_done) {
+  impl(const network_spec& s, std::size_t rows, std::uint64_t seed, const dqn_config& c, std::uint64_t steps_done,
+       std::size_t agents_per_env)
+      : spec(s),
+        agents(std::max<std::size_t>(agents_per_env, 1)),
+        schedule(std::max<std::size_t>(rows / agents, 1), c.epsilon_base, c.epsilon_alpha, c.exploration_steps,
+                 steps_done),
+        use_masks(c.action_masks) {
     if (s.lstm == 0) throw usage_error("r2d2_policy: the network has no LSTM");
     actions = detail::r2d2_action_count(s);
     // Zeros until the learner publishes its weights, as q_policy.
@@ -45,6 +51,7 @@ struct r2d2_policy::impl {
   }
 
   network_spec spec;
+  std::size_t agents;  // rows per env: an env's rows share its rung
   detail::dense_trunk trunk;
   detail::dense_mlp head;
   std::size_t actions = 0;
@@ -55,12 +62,13 @@ struct r2d2_policy::impl {
   std::vector<float> gates;
   std::vector<float> scratch_a;
   std::vector<float> scratch_b;
+  bool use_masks;
   bool deterministic = false;
 };
 
 r2d2_policy::r2d2_policy(const network_spec& spec, std::size_t rows, std::uint64_t seed, const dqn_config& config,
-                         std::uint64_t steps_done)
-    : impl_(std::make_unique<impl>(spec, rows, seed, config, steps_done)) {}
+                         std::uint64_t steps_done, std::size_t agents)
+    : impl_(std::make_unique<impl>(spec, rows, seed, config, steps_done, agents)) {}
 
 r2d2_policy::~r2d2_policy() = default;
 
@@ -81,26 +89,38 @@ void r2d2_policy::act(const actors::policy_rows& rows) {
   const auto failed = batch.failed();
   const std::size_t H = m.spec.lstm;
   const std::uint64_t steps = m.schedule.steps();  // the whole batch acts at one point of the schedule
-  std::uint64_t acted = 0;
+  const bool masked = m.use_masks && rows.masked();
+  std::uint64_t counted = 0;
   for (const auto& range : rows.ranges) {
+    counted += range.count;  // env steps, as the run counts them (rows, acted or not)
     for (std::uint32_t r = range.first; r < range.first + range.count; ++r) {
       float* h = m.state.data() + static_cast<std::size_t>(r) * 2 * H;
       float* c = h + H;
+      // The row's agent ended (or its env was reset): whoever acts in the
+      // slot next starts from zeros, even if it waits for that.
       if (term[r] != 0 || trunc[r] != 0 || failed[r] != 0) std::fill(h, h + 2 * H, 0.0f);
+      // No agent in play, or one waiting for its turn: the env ignores the
+      // row, and its state, action and stream are left alone.
+      if (!rows.active(r)) continue;
       std::copy(h, h + 2 * H, m.states_before.begin() + static_cast<std::ptrdiff_t>(r * 2 * H));
       m.trunk.step(batch.observations().row(r).data(), h, c, m.scratch_a.data(), m.scratch_b.data(), m.gates.data());
       const float* q = m.head.apply(h, m.scratch_a.data(), m.scratch_b.data());
-      const auto best = static_cast<std::size_t>(std::max_element(q, q + m.actions) - q);
+      const std::uint8_t* legal = masked ? rows.action_mask(r).data() : nullptr;
+      // An active row has a legal action (the env's guarantee): 0 stands in for none.
+      const auto best = legal == nullptr ? static_cast<std::size_t>(std::max_element(q, q + m.actions) - q)
+                                         : detail::best_legal(q, legal, m.actions) % m.actions;
       auto& rng = m.rngs[r];
-      const bool explore = !m.deterministic && rng.uniform() < m.schedule.epsilon(r, steps);
-      const std::size_t pick = explore ? static_cast<std::size_t>(rng.below(m.actions)) : best;
+      const bool explore = !m.deterministic && rng.uniform() < m.schedule.epsilon(r / m.agents, steps);
+      std::size_t pick = best;
+      if (explore) {
+        pick = legal == nullptr ? static_cast<std::size_t>(rng.below(m.actions)) : detail::draw_legal(legal, m.actions, rng);
+      }
       batch.discrete_actions().row(r)[0] = static_cast<std::int32_t>(pick);
       if (!rows.values.empty()) rows.values[r] = q[best];
       if (!rows.log_probs.empty()) rows.log_probs[r] = 0.0f;
-      ++acted;
     }
   }
-  m.schedule.advance(acted);
+  m.schedule.advance(counted);
 }
 
 }  // namespace coral::learners

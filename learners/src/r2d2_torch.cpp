@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -154,7 +155,16 @@ r2d2_update_stats torch_r2d2::update(replay::sequence_batch& b) {
   {
     torch::NoGradGuard no_grad;
     const auto q_target = s.target->unroll(o_rest, r_rest, h_tg, c_tg);
-    const auto best = q.detach().argmax(2, /*keepdim=*/true);
+    auto q_scored = q.detach();
+    if (d.action_masks && layout.mask_dim > 0) {
+      // Only the actions legal at each bootstrap observation compete; a
+      // slot with none legal (padding) keeps them all.
+      const auto A = q_scored.size(2);
+      const auto legal = torch::from_blob(b.masks.data(), {B, L + 1, A}, torch::kUInt8).narrow(1, BI, T).ne(0);
+      const auto illegal = legal.logical_not().logical_and(legal.any(2, /*keepdim=*/true));
+      q_scored = q_scored.masked_fill(illegal, -std::numeric_limits<float>::infinity());
+    }
+    const auto best = q_scored.argmax(2, /*keepdim=*/true);
     const auto boot = q_target.gather(2, best).squeeze(2).contiguous();  // [B, T]
     s.bootstrap.assign(static_cast<std::size_t>(B * (L + 1)), 0.0f);
     const float* bp = boot.data_ptr<float>();

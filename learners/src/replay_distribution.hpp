@@ -73,6 +73,7 @@ inline void encode_block(const replay::sequence_block& b, distributed::wire::wri
   w.put_vector(b.rewards);
   w.put_vector(b.flags);
   w.put_vector(b.states);
+  w.put_vector(b.masks);
 }
 
 inline void decode_block(distributed::wire::reader& r, replay::sequence_block& b) {
@@ -89,6 +90,7 @@ inline void decode_block(distributed::wire::reader& r, replay::sequence_block& b
   sized(b.rewards, "sequence rewards", n * l.length);
   sized(b.flags, "sequence flags", n * l.length);
   sized(b.states, "sequence states", n * l.state_dim);
+  sized(b.masks, "sequence action masks", n * l.mask_bytes());
 }
 
 /// Moves the streams of `b` (a sampler's rows 0..rows) to that sampler's

@@ -356,14 +356,10 @@ std::vector<bad_input> bad_inputs() {
        error_line(text(te::setting_of_other_algo, "--horizon", "PPO", "r2d2"))},
       {{"train", "--algo", "r2d2", "--no-double-dqn"},
        error_line(text(te::setting_of_other_algo, "--no-double-dqn", "DQN", "r2d2"))},
-      {{"train", "--algo", "r2d2", "--no-action-masks"},
-       error_line(text(te::setting_of_other_algo, "--no-action-masks", "PPO and DQN", "r2d2"))},
       {{"train", "--algo", "dqn", "--self-play"},
        error_line(text(te::setting_of_other_algo, "--self-play", "PPO", "dqn"))},
       // Multi-agent envs and self-play: refused before the run, naming the env.
       {{"train", "--env", "race", "--self-play"}, error_line(text(lm::self_play_one_team, "race"))},
-      {{"train", "--env", "population", "--algo", "r2d2"},
-       error_line(text(te::multi_agent_unsupported, "population", 8, "r2d2"))},
       {{"--config", "other_algo.toml", "train"},
        error_line(text(te::setting_of_other_algo, "--gae-lambda", "PPO", "dqn"))},
       // Actions of `envs rollout`.

@@ -239,12 +239,13 @@ TEST_CASE("the fused and torch DQN learners make the same updates from the same 
   CHECK(fused.updates() == 8);
 }
 
-TEST_CASE("the fused and torch R2D2 learners make the same updates from the same state, target syncs included",
+TEST_CASE("the fused and torch R2D2 learners make the same updates from the same state, target syncs and masks included",
           "[learners][r2d2][backend]") {
   using namespace backends_test;
   // cartpole-r2d2.toml's network; sequences with burn-in, and without.
   const std::size_t burn_in = GENERATE(4, 0);
-  CAPTURE(burn_in);
+  const bool masked = GENERATE(false, true);  // each observation slot's legal actions: one or both, none in padding
+  CAPTURE(burn_in, masked);
   const auto spec = cartpole_shape({32, 32}, 64);
   dqn_config dqn = r2d2_q_defaults();
   dqn.batch_size = 8;
@@ -262,7 +263,7 @@ TEST_CASE("the fused and torch R2D2 learners make the same updates from the same
 
   for (int step = 1; step <= 4; ++step) {
     INFO("update " << step << " (the target is copied after every second)");
-    auto a = coral::test::random_sequences(spec, dqn.batch_size, config.seq_len, burn_in, gen);
+    auto a = coral::test::random_sequences(spec, dqn.batch_size, config.seq_len, burn_in, gen, masked);
     auto b = a;
     const auto sa = fused.update(a);
     const auto sb = torch.update(b);

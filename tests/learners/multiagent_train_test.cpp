@@ -1,12 +1,13 @@
-// Multi-agent PPO and DQN runs through the one composition: every topology
-// and executor on both backends, on an env whose waiting and empty slots hold
-// NaN observations (a loss that saw one diverges) and which throws on an
-// illegal action (a masked action taken fails the run); DQN learning
+// Multi-agent PPO, DQN and R2D2 runs through the one composition: every
+// topology and executor on both backends, on an env whose waiting and empty
+// slots hold NaN observations (a loss that saw one diverges) and which throws
+// on an illegal action (a masked action taken fails the run); DQN learning
 // population; refusals of what a multi-agent run cannot do.
 
 #include "coral/learners/train.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "coral/learners/dqn_learner.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/ppo.hpp"
+#include "coral/learners/r2d2.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
 
 using namespace coral::learners;
@@ -150,15 +152,35 @@ train_options turns_dqn_run(actors::topology topo, coral::executor_mode mode, co
   return o;
 }
 
-}  // namespace multiagent_train_test
+/// A short R2D2 run on test-turns: 4 envs of 3 slots, sequences of 4 (a
+/// burn-in of 1), updates from 500 steps on.
+train_options turns_r2d2_run(actors::topology topo, coral::executor_mode mode, const std::string& backend) {
+  auto o = turns_run(topo, mode, backend);
+  o.algo = "r2d2";
+  o.algo_options.reset();
+  auto& r = options_of<r2d2_options>(o);
+  r.lstm = 8;
+  r.sequences.seq_len = 4;
+  r.sequences.burn_in = 1;
+  r.q.learning_starts = 500;
+  r.q.batch_size = 8;
+  r.q.replay_capacity = 512;
+  r.q.replay_ratio = 4;
+  return o;
+}
 
-TEST_CASE("multi-agent DQN trains in every topology and executor, taking no masked action and storing no inactive row",
-          "[learners][train][multi-agent][dqn]") {
-  const std::string backend = GENERATE("fused", "torch");
+/// Runs `make`'s run on test-turns in every topology and executor, on the
+/// backend `backend`: each finishes, updates, and reports per-agent
+/// episodes. An illegal action throws in the env; the NaN of an inactive
+/// row (or of a waiting agent's final observation) in replay would make the
+/// TD loss non-finite: either fails the run.
+void trains_in_every_wiring(
+    const std::string& backend,
+    const std::function<train_options(actors::topology, coral::executor_mode, const std::string&)>& make) {
   for (auto topo : {actors::topology::sync, actors::topology::double_buffer, actors::topology::pool}) {
     for (auto mode : {coral::executor_mode::single, coral::executor_mode::threads}) {
       INFO(backend << ", topology " << actors::to_string(topo) << ", " << coral::to_string(mode));
-      auto o = turns_dqn_run(topo, mode, backend);
+      auto o = make(topo, mode, backend);
       std::string header;
       o.on_metrics_row = [&](std::string_view h, std::string_view) {
         header = h;
@@ -166,9 +188,6 @@ TEST_CASE("multi-agent DQN trains in every topology and executor, taking no mask
       };
       std::ostringstream progress;
       train_result r;
-      // An illegal action throws in the env; the NaN of an inactive row (or
-      // of a waiting agent's final observation) in replay would make the TD
-      // loss non-finite: either fails the run.
       REQUIRE_NOTHROW(r = train(o, progress));
       CHECK(r.env_steps == o.total_steps);
       CHECK(r.updates >= 10);
@@ -177,6 +196,13 @@ TEST_CASE("multi-agent DQN trains in every topology and executor, taking no mask
       CHECK(header.find(",agents_in_play,") != std::string::npos);
     }
   }
+}
+
+}  // namespace multiagent_train_test
+
+TEST_CASE("multi-agent DQN trains in every topology and executor, taking no masked action and storing no inactive row",
+          "[learners][train][multi-agent][dqn]") {
+  trains_in_every_wiring(GENERATE(as<std::string>{}, "fused", "torch"), turns_dqn_run);
 }
 
 TEST_CASE("multi-agent DQN learns population to within 5% of its optimum, answering every cue among the legal ones",
@@ -211,4 +237,9 @@ TEST_CASE("a DQN replay too small for n-step + 2 transitions per agent slot is r
   CHECK_THROWS_MATCHES(train(o, progress), coral::config_error,
                        Catch::Message("--replay-capacity: 48 is invalid: must hold at least n-step + 2 = 5 "
                                       "transitions per agent slot (4 envs of 3 slots)"));
+}
+
+TEST_CASE("multi-agent R2D2 trains in every topology and executor, taking no masked action and storing no inactive row",
+          "[learners][train][multi-agent][r2d2]") {
+  trains_in_every_wiring(GENERATE(as<std::string>{}, "fused", "torch"), turns_r2d2_run);
 }

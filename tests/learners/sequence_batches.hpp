@@ -17,9 +17,11 @@ namespace coral::test {
 /// observations and rewards, initial states of scale 0.5, importance
 /// weights in [0.2, 1.2), random actions; episodes that start, end
 /// (terminated or truncated) and start again mid-sequence, and the last
-/// row padded after a terminated step.
+/// row padded after a terminated step. `masked`: with action masks, a
+/// random nonempty set of legal actions at every observation slot but
+/// padding (none legal there).
 inline replay::sequence_batch random_sequences(const learners::network_spec& spec, std::size_t rows, std::size_t length,
-                                               std::size_t burn_in, coral::rng& gen) {
+                                               std::size_t burn_in, coral::rng& gen, bool masked = false) {
   const std::size_t D = spec.input_dim();
   const auto actions = static_cast<std::uint64_t>(spec.nvec.front());
   replay::sequence_batch b;
@@ -55,6 +57,17 @@ inline replay::sequence_batch random_sequences(const learners::network_spec& spe
     }
   }
   b.keys.resize(rows);
+  if (masked) {
+    const auto A = static_cast<std::size_t>(actions);
+    b.layout.mask_dim = A;
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j <= length; ++j) {
+        const bool padding = i + 1 == rows && j + 2 > length;  // the padded row's last slots and the one after
+        const std::uint64_t legal = padding ? 0 : 1 + gen.below((std::uint64_t{1} << A) - 1);
+        for (std::size_t a = 0; a < A; ++a) b.masks.push_back(static_cast<std::uint8_t>((legal >> a) & 1U));
+      }
+    }
+  }
   return b;
 }
 

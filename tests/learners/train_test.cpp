@@ -145,19 +145,6 @@ TEST_CASE("a run given no algorithm options gets its descriptor's defaults: R2D2
   CHECK_THROWS_AS(validate(o), coral::usage_error);
 }
 
-TEST_CASE("a multi-agent env is refused by R2D2, naming the env, its agents and the algorithm",
-          "[learners][train]") {
-  auto o = small_run(4096);  // past DQN's default --learning-starts
-  o.sampler.env = "race";
-  o.sampler.env_args = {{"agents", "3"}};
-  const std::string algo = "r2d2";
-  o.algo = algo;
-  o.algo_options.reset();
-  std::ostringstream progress;
-  CHECK_THROWS_MATCHES(train(o, progress), config_error,
-                       Catch::Message(fmt::format(fmt::runtime(te::multi_agent_unsupported), "race", 3, algo)));
-}
-
 TEST_CASE("a run ends with a result holding solved, env steps, wall time and mean return", "[learners][train]") {
   std::ostringstream progress;
   const auto o = small_run(4096);

@@ -166,3 +166,24 @@ TEST_CASE("a test algorithm's memory estimate sizes the run and names its own se
                        Catch::Message(fmt::format(fmt::runtime(actors::errors::flag_out_of_range), "--horizon", 0,
                                                   "must be at least 1")));
 }
+
+TEST_CASE("a multi-agent env is refused by an algorithm that trains single-agent envs, naming the env, its slots "
+          "and the algorithm",
+          "[training][descriptor][errors][multi-agent]") {
+  auto single = alpha();  // multi_agent off, as a descriptor has it unless it says otherwise
+  register_algorithm(single);
+  train_options o;
+  o.algo = "test-alpha";
+  o.sampler.env = "race";
+  o.sampler.env_args = {{"agents", "3"}};
+  CHECK_THROWS_MATCHES(training_run::validate(o), config_error,
+                       Catch::Message(fmt::format(fmt::runtime(training::errors::multi_agent_unsupported), "race", 3,
+                                                  "test-alpha")));
+  single.multi_agent = true;
+  register_algorithm(single);
+  CHECK_NOTHROW(training_run::validate(o));
+  o.sampler.env_args.clear();
+  register_algorithm(alpha());
+  o.sampler.env = "cartpole";
+  CHECK_NOTHROW(training_run::validate(o));
+}

@@ -19,6 +19,7 @@
 #include "coral/core/rng.hpp"
 #include "coral/learners/errors.hpp"
 #include "coral/learners/fused/actor_critic.hpp"
+#include "../legal_actions.hpp"
 
 namespace coral::learners::fused {
 namespace {
@@ -112,12 +113,8 @@ struct dqn_access {
         }
       } else {
         // Over the legal actions only (the first of equals, as argmax picks).
-        const std::uint8_t* legal = b.next_masks.data() + i * A;
-        const float* scored = c.double_dqn ? next_online : next_target;
-        std::size_t best = A;
-        for (std::size_t j = 0; j < A; ++j) {
-          if (legal[j] != 0 && (best == A || scored[j] > scored[best])) best = j;
-        }
+        const std::size_t best =
+            learners::detail::best_legal(c.double_dqn ? next_online : next_target, b.next_masks.data() + i * A, A);
         bootstrap = best == A ? 0.0f : next_target[best];
       }
       const float y = b.returns[i] + b.discounts[i] * bootstrap;

@@ -21,6 +21,7 @@
 #include "coral/learners/errors.hpp"
 #include "coral/learners/fused/actor_critic.hpp"
 #include "coral/learners/r2d2_math.hpp"
+#include "../legal_actions.hpp"
 
 namespace coral::learners::fused {
 
@@ -96,12 +97,16 @@ r2d2_update_stats recurrent_q_network::loss_gradients(replay::sequence_batch& b,
   dense_forward(head_, params_.data(), hs_.data(), T * B, q_.data());
   dense_forward(head_, target_params_.data(), target_hs_.data(), T * B, target_q_.data());
 
-  // Double-Q bootstrap values at observation slots [BI, L], batch-major.
+  // Double-Q bootstrap values at observation slots [BI, L], batch-major:
+  // the online network's best action there (its best legal one, where the
+  // batch has masks and the slot a legal action), scored by the target.
   std::fill_n(bootstrap_.data(), B * (L + 1), 0.0f);
+  const bool masked = dqn.action_masks && b.layout.mask_dim > 0;
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t i = 0; i < B; ++i) {
       const float* q = q_.data() + (t * B + i) * A;
-      const auto best = static_cast<std::size_t>(std::max_element(q, q + A) - q);
+      std::size_t best = masked ? learners::detail::best_legal(q, b.masks.data() + (i * (L + 1) + BI + t) * A, A) : A;
+      if (best == A) best = static_cast<std::size_t>(std::max_element(q, q + A) - q);
       bootstrap_[i * (L + 1) + BI + t] = target_q_[(t * B + i) * A + best];
     }
   }

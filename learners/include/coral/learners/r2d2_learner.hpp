@@ -40,7 +40,10 @@ struct r2d2_update_stats {
 /// target network without. The state is zeroed before every slot flagged
 /// slot_first. Targets are n-step double-Q in rescaled space
 /// (nstep_batch_targets: the online network picks the bootstrap
-/// action, the target scores it). The loss is the importance-weighted
+/// action, the target scores it). Where the batch has masks (layout
+/// mask_dim > 0) and dqn.action_masks is on, the online network picks among
+/// the actions legal at each bootstrap observation only (a slot whose mask
+/// has no legal action, padding, picks among all). The loss is the importance-weighted
 /// (scaled so the batch's largest weight is 1) mean over sequences of the
 /// mean squared TD error over each sequence's trained, valid slots; the
 /// sequence's new priority is η max|δ| + (1 − η) mean|δ| over those slots

@@ -49,7 +49,8 @@ inline constexpr std::string_view resume_needs_dir = "--resume: requires --check
 /// An env with several agents per env given to an algorithm that trains
 /// single-agent envs only: env, agents, algo.
 inline constexpr std::string_view multi_agent_unsupported =
-    "--env: '{}' has {} agent slots per env; --algo {} trains single-agent envs (--algo ppo and --algo dqn train multi-agent ones)";
+    "--env: '{}' has {} agent slots per env; --algo {} trains single-agent envs (--algo ppo, dqn and r2d2 train "
+    "multi-agent ones)";
 /// An env that cannot be bound to batch rows (a mask of another width than
 /// its action space's, a team id out of range; envs/env_slice.hpp): the env,
 /// the binding's refusal.
