@@ -95,7 +95,12 @@ class ppo final : public algorithm, public distribution_part {
 
   std::string restore(const checkpoint& c) override {
     learner_.restore(c.learner);
-    return {};
+    if (!p_.self_play) return {};
+    // A self-play run's pool goes on as it was (none in a checkpoint of a
+    // run without --self-play, or of an older format: it starts anew).
+    saved_self_play_ = detail::self_play_run::saved_pool(c, learner_.weights().size());
+    return saved_self_play_.pool.empty() ? std::string()
+                                         : fmt::format("{} self-play snapshots", saved_self_play_.pool.size());
   }
 
   void start(training::training_run& run) override {
@@ -116,7 +121,8 @@ class ppo final : public algorithm, public distribution_part {
     const std::uint64_t acting_seed = options_.sampler.seed ^ (run.start_steps() * 0x9E3779B97F4A7C15ULL);
     if (p_.self_play) {
       // The learner's rows act with its weights, the opponents' with the pool's.
-      self_play_ = std::make_unique<detail::self_play_run>(options_, spec_, *sampler_, acting_seed, learner_.weights());
+      self_play_ = std::make_unique<detail::self_play_run>(options_, spec_, *sampler_, acting_seed, learner_.weights(),
+                                                           std::move(saved_self_play_));
       self_play_->wire(*assembler_);
       columns_ = std::string(ppo_columns) + std::string(self_play_->columns());
       return;
@@ -196,7 +202,10 @@ class ppo final : public algorithm, public distribution_part {
     final_state(c);
     co_return true;
   }
-  void final_state(checkpoint& c) override { c.learner = learner_.state(); }
+  void final_state(checkpoint& c) override {
+    c.learner = learner_.state();
+    if (self_play_) self_play_->save(c);
+  }
   std::uint64_t updates() const override { return learner_.updates(); }
 
   // Distributed: each sampler rank sends its segments; the learner trains on
@@ -290,6 +299,7 @@ class ppo final : public algorithm, public distribution_part {
   std::unique_ptr<training::policy_lag_gate> gate_;
   std::unique_ptr<mlp_policy> policy_;
   std::unique_ptr<detail::self_play_run> self_play_;  // with --self-play, instead of policy_
+  detail::self_play_run::saved_state saved_self_play_;  // a resumed self-play run's, until start()
   std::string columns_{ppo_columns};
   training::training_run* run_ = nullptr;
   // Learner of a distributed run: the parts of each segment index, and a joined

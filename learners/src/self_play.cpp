@@ -5,6 +5,7 @@
 #include "self_play_run.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include <fmt/format.h>
@@ -166,6 +167,12 @@ std::string percents(const match_score& s) {
 
 constexpr std::size_t score_window = 100;
 
+// The pool record: u64 snapshots, u64 weights each, then the snapshots'
+// floats one after another, oldest first.
+constexpr std::size_t pool_header_bytes = 2 * sizeof(std::uint64_t);
+constexpr std::string_view pool_record = "self_play_pool";
+constexpr std::string_view returns_record = "self_play_returns";
+
 }  // namespace
 
 void self_play_run::check(const training::train_options& o, const envs::env& probe) {
@@ -190,10 +197,63 @@ void self_play_run::check(const training::train_options& o, const envs::env& pro
   }
 }
 
+self_play_run::saved_state self_play_run::saved_pool(const training::checkpoint& c, std::size_t weights) {
+  saved_state saved;
+  const auto* bytes = c.record(pool_record);
+  if (bytes == nullptr) return saved;
+  std::uint64_t count = 0, each = 0;
+  if (bytes->size() >= pool_header_bytes) {
+    std::memcpy(&count, bytes->data(), sizeof(count));
+    std::memcpy(&each, bytes->data() + sizeof(count), sizeof(each));
+  }
+  // Divisions only: a forged count or width cannot overflow a product.
+  const std::uint64_t body = bytes->size() - std::min(bytes->size(), pool_header_bytes);
+  const bool fits = bytes->size() >= pool_header_bytes && count > 0 && each > 0 && each <= body / sizeof(float) &&
+                    body % (each * sizeof(float)) == 0 && body / (each * sizeof(float)) == count;
+  if (!fits) {
+    throw usage_error(fmt::format(fmt::runtime(errors::self_play_pool_malformed), bytes->size(), count, each));
+  }
+  if (each != weights) throw usage_error(fmt::format(fmt::runtime(errors::self_play_pool_mismatch), count, each, weights));
+  const char* at = bytes->data() + pool_header_bytes;
+  for (std::uint64_t k = 0; k < count; ++k) {
+    auto& snapshot = saved.pool.emplace_back(weights);
+    std::memcpy(snapshot.data(), at, weights * sizeof(float));
+    at += weights * sizeof(float);
+  }
+  for (const float r : c.floats(returns_record)) saved.returns.push_back(r);
+  return saved;
+}
+
+void self_play_run::save(training::checkpoint& c) const {
+  const std::uint64_t count = snapshots_.size();
+  const std::uint64_t each = snapshots_.empty() ? 0 : snapshots_.front().size();
+  std::vector<char> bytes(pool_header_bytes + count * each * sizeof(float));
+  std::memcpy(bytes.data(), &count, sizeof(count));
+  std::memcpy(bytes.data() + sizeof(count), &each, sizeof(each));
+  char* at = bytes.data() + pool_header_bytes;
+  for (const auto& snapshot : snapshots_) {
+    std::memcpy(at, snapshot.data(), snapshot.size() * sizeof(float));
+    at += snapshot.size() * sizeof(float);
+  }
+  c.set_record(std::string(pool_record), std::move(bytes));
+  std::vector<float> returns;
+  {
+    std::lock_guard lock(mutex_);
+    returns.assign(window_.begin(), window_.end());
+  }
+  c.set_floats(std::string(returns_record), returns);
+}
+
 self_play_run::self_play_run(const training::train_options& o, const network_spec& spec, actors::sampler& s,
-                             std::uint64_t seed, std::vector<float> initial)
+                             std::uint64_t seed, std::vector<float> initial, saved_state saved)
     : options_(&o), p_(&training::options_of<ppo_options>(o)), spec_(spec) {
-  add_snapshot(snapshots_, std::move(initial), p_->self_play_pool);
+  if (saved.pool.empty()) {
+    add_snapshot(snapshots_, std::move(initial), p_->self_play_pool);
+  } else {
+    // The saved pool as it was; a smaller --self-play-pool keeps its newest.
+    for (auto& snapshot : saved.pool) add_snapshot(snapshots_, std::move(snapshot), p_->self_play_pool);
+  }
+  for (const double r : saved.returns) episode(r);
   pool_.publish(snapshots_);
   const auto& probe = s.first_env();
   policy_ = std::make_unique<self_play_policy>(spec, s.rows(), seed, probe.max_agents(), probe.team_count(),

@@ -18,6 +18,7 @@
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/self_play.hpp"
 #include "coral/training/algorithm.hpp"
+#include "coral/training/checkpoint.hpp"
 #include "coral/training/rollout.hpp"
 #include "coral/training/train_options.hpp"
 
@@ -30,9 +31,16 @@ namespace coral::learners::detail {
 /// match against the env's reference opponent, played greedily at each
 /// snapshot, that many games from each side.
 ///
+/// Checkpoints: save() writes the pool (its snapshots, oldest first, bit
+/// for bit) and the learner's last returns into a checkpoint; saved_pool()
+/// reads them back, and a run built with them goes on where the saved one
+/// was. The refresh cadence is the learner's update count (a snapshot
+/// joins every self_play_refresh updates), which the learner's state keeps.
+///
 /// Thread safety: episode() is called on the gate's actor, updated() on the
-/// learner's, row() on either or the progress actor's: one mutex guards the
-/// scores.
+/// learner's, save() on the learner's (a checkpoint during the run) or
+/// after the run, row() on either or the progress actor's: one mutex
+/// guards the scores.
 class self_play_run {
  public:
   /// Refuses (config_error) a run of `o` on envs like `probe` that cannot
@@ -41,11 +49,30 @@ class self_play_run {
   /// (errors::self_play_no_reference). Does nothing without --self-play.
   static void check(const training::train_options& o, const envs::env& probe);
 
+  /// What a checkpoint kept of a run's self-play: the pool, oldest first,
+  /// and the learner's last returns (the pool's scores).
+  struct saved_state {
+    std::vector<std::vector<float>> pool;
+    std::vector<double> returns;
+  };
+
+  /// The self-play state `c` holds, for a network of `weights` weights:
+  /// nothing (an empty pool) when `c` has none, as a checkpoint of a run
+  /// without --self-play or of an older format. Throws usage_error
+  /// (errors::self_play_pool_mismatch, self_play_pool_malformed) when its
+  /// pool is not snapshots of that network.
+  [[nodiscard]] static saved_state saved_pool(const training::checkpoint& c, std::size_t weights);
+
   /// The policy of run `o` over sampler `s`'s rows, with `initial` (the
-  /// learner's first published weights) the pool's first snapshot, and
-  /// the acting streams seeded by `seed`.
+  /// learner's first published weights) the pool's first snapshot, or, from
+  /// a checkpoint, `saved`'s pool (its newest self_play_pool snapshots) and
+  /// scores; the acting streams seeded by `seed`.
   self_play_run(const training::train_options& o, const network_spec& spec, actors::sampler& s, std::uint64_t seed,
-                std::vector<float> initial);
+                std::vector<float> initial, saved_state saved = {});
+
+  /// Writes the pool and the learner's last returns into `c` (records
+  /// `self_play_pool` and `self_play_returns`).
+  void save(training::checkpoint& c) const;
 
   /// What the batcher acts with.
   [[nodiscard]] actors::policy& policy() noexcept { return *policy_; }

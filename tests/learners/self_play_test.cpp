@@ -5,6 +5,7 @@
 #include "coral/learners/self_play.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "../support/scratch_dir.hpp"
 #include "../support/turns_env.hpp"
 #include "coral/core/error.hpp"
 #include "coral/envs/env_batch.hpp"
@@ -19,8 +21,10 @@
 #include "coral/learners/ppo.hpp"
 #include "coral/learners/train.hpp"
 #include "coral/training/algorithm_descriptor.hpp"
+#include "coral/training/checkpoint.hpp"
 
 using namespace coral::learners;
+namespace lm = coral::learners::errors;
 namespace envs = coral::envs;
 namespace actors = coral::actors;
 
@@ -133,7 +137,7 @@ TEST_CASE("a match against the reference opponent scores every game from the sid
   CHECK(second.games() == 20);
   CHECK(second.wins == 0);
   CHECK_THROWS_MATCHES(play_reference(spec, zeros, "tictactoe", args, 1, 4, 1), coral::error,
-                       Catch::Message(fmt::format(fmt::runtime(errors::match_too_long), "tictactoe", 1)));
+                       Catch::Message(fmt::format(fmt::runtime(lm::match_too_long), "tictactoe", 1)));
 }
 
 namespace self_play_test {
@@ -236,7 +240,7 @@ TEST_CASE("self-play on an env that cannot have it is refused before the run, na
     o.sampler.env = "race";
     o.sampler.env_args.clear();
     CHECK_THROWS_MATCHES(train(o, progress), coral::config_error,
-                         Catch::Message(fmt::format(fmt::runtime(errors::self_play_one_team), "race")));
+                         Catch::Message(fmt::format(fmt::runtime(lm::self_play_one_team), "race")));
   }
   SECTION("a match on an env without a reference opponent") {
     auto o = self_play_run(actors::topology::sync, coral::executor_mode::single);
@@ -246,7 +250,7 @@ TEST_CASE("self-play on an env that cannot have it is refused before the run, na
       FAIL("the run was not refused");
     } catch (const coral::config_error& e) {
       const std::string what = e.what();
-      const std::string head = fmt::format(fmt::runtime(errors::self_play_no_reference), "test-turns", "");
+      const std::string head = fmt::format(fmt::runtime(lm::self_play_no_reference), "test-turns", "");
       CHECK(what.rfind(head.substr(0, head.size() - 2), 0) == 0);
       CHECK(what.find("opponent") != std::string::npos);  // the env's own refusal names the key
     }
@@ -275,4 +279,131 @@ TEST_CASE("self-play on an env that cannot have it is refused before the run, na
     CHECK_THROWS_AS(train(o, progress), coral::config_error);
     CHECK_THROWS_WITH(train(o, progress), Catch::Contains("self-play pool"));
   }
+}
+
+namespace self_play_test {
+
+/// The pool a checkpoint holds (record `self_play_pool`: the snapshot count
+/// and width as two u64, then the snapshots, oldest first); empty without one.
+std::vector<std::vector<float>> pool_of(const coral::training::checkpoint& c) {
+  std::vector<std::vector<float>> pool;
+  const auto* bytes = c.record("self_play_pool");
+  if (bytes == nullptr) return pool;
+  REQUIRE(bytes->size() >= 16);
+  std::uint64_t count = 0, each = 0;
+  std::memcpy(&count, bytes->data(), 8);
+  std::memcpy(&each, bytes->data() + 8, 8);
+  REQUIRE(bytes->size() == 16 + count * each * sizeof(float));
+  for (std::uint64_t k = 0; k < count; ++k) {
+    auto& w = pool.emplace_back(each);
+    std::memcpy(w.data(), bytes->data() + 16 + k * each * sizeof(float), each * sizeof(float));
+  }
+  return pool;
+}
+
+/// `c` with its pool's snapshots cut to `each` weights (a pool of another network).
+coral::training::checkpoint with_pool_width(coral::training::checkpoint c, std::uint64_t each) {
+  const auto pool = pool_of(c);
+  const std::uint64_t count = pool.size();
+  std::vector<char> bytes(16 + count * each * sizeof(float));
+  std::memcpy(bytes.data(), &count, 8);
+  std::memcpy(bytes.data() + 8, &each, 8);
+  for (std::uint64_t k = 0; k < count; ++k) {
+    std::memcpy(bytes.data() + 16 + k * each * sizeof(float), pool[k].data(), each * sizeof(float));
+  }
+  c.set_record("self_play_pool", std::move(bytes));
+  return c;
+}
+
+}  // namespace self_play_test
+
+TEST_CASE("a self-play run's checkpoint keeps its pool: a resumed run goes on with it bit for bit, a checkpoint "
+          "without one starts a pool anew, and one of another network is refused naming the file",
+          "[learners][self-play][checkpoint]") {
+  namespace tr = coral::training;
+  const auto dir = coral::test::fresh_dir("self-play-resume");
+  tr::train_options o;
+  o.sampler.env = "tictactoe";
+  o.sampler.num_envs = 4;
+  o.sampler.topo = actors::topology::sync;
+  o.sampler.executor = coral::executor_mode::single;
+  auto& p = tr::options_of<ppo_options>(o);
+  p.horizon = 32;
+  p.self_play = true;
+  p.self_play_pool = 3;
+  p.self_play_refresh = 2;
+  constexpr std::uint64_t per_update = 4 * 2 * 32;  // envs x slots x horizon
+  o.total_steps = 8 * per_update;
+  o.stop_when_solved = false;
+  o.progress_seconds = 0;
+  o.checkpoint_dir = dir.string();
+  std::ostringstream first;
+  const auto r1 = train(o, first);
+  REQUIRE(r1.updates == 8);
+  const auto c1 = tr::read_checkpoint(r1.checkpoint);
+  // The initial weights, then updates 2, 4, 6 and 8 joined a pool of 3: the
+  // newest, update 8's, is the learner's final weights.
+  const auto pool1 = pool_of(c1);
+  REQUIRE(pool1.size() == 3);
+  CHECK(pool1.back() == c1.learner.parameters);
+  CHECK(pool1[0] != pool1[1]);
+  REQUIRE(c1.record("self_play_returns") != nullptr);
+  CHECK_FALSE(c1.floats("self_play_returns").empty());
+
+  // Resumed for two updates: update 10's snapshot pushes the oldest out,
+  // and the two before it are the saved ones, bit for bit.
+  o.resume = true;
+  o.total_steps = 10 * per_update;
+  std::ostringstream second;
+  const auto r2 = train(o, second);
+  CHECK(second.str().find("3 self-play snapshots") != std::string::npos);
+  REQUIRE(r2.updates == 10);
+  const auto c2 = tr::read_checkpoint(r2.checkpoint);
+  const auto pool2 = pool_of(c2);
+  REQUIRE(pool2.size() == 3);
+  CHECK(pool2[0] == pool1[1]);
+  CHECK(pool2[1] == pool1[2]);
+  CHECK(pool2[2] == c2.learner.parameters);
+
+  // A checkpoint without a pool (a run without --self-play, an older
+  // format) still resumes: the pool starts from its weights.
+  auto plain = c2;
+  std::erase_if(plain.records, [](const auto& r) { return r.first.rfind("self_play_", 0) == 0; });
+  tr::write_checkpoint(r2.checkpoint, plain);
+  o.total_steps = 12 * per_update;
+  std::ostringstream third;
+  const auto r3 = train(o, third);
+  CHECK(third.str().find("self-play snapshots") == std::string::npos);
+  const auto c3 = tr::read_checkpoint(r3.checkpoint);
+  const auto pool3 = pool_of(c3);
+  REQUIRE(pool3.size() == 2);
+  CHECK(pool3[0] == c2.learner.parameters);
+  CHECK(pool3[1] == c3.learner.parameters);
+
+  // A pool whose snapshots are not this network's is refused, naming the file.
+  const auto weights = c3.learner.parameters.size();
+  tr::write_checkpoint(r3.checkpoint, with_pool_width(c3, weights - 1));
+  o.total_steps = 14 * per_update;
+  const auto refusal = [&] {
+    std::ostringstream fourth;
+    try {
+      (void)train(o, fourth);
+    } catch (const tr::checkpoint_error& e) {
+      return std::string(e.what());
+    }
+    FAIL("the checkpoint was not refused");
+    return std::string();
+  };
+  CHECK_THAT(refusal(), Catch::Contains("checkpoint '" + r3.checkpoint + "'") &&
+                            Catch::Contains(fmt::format(fmt::runtime(lm::self_play_pool_mismatch), 2, weights - 1,
+                                                        weights)));
+  // And a record cut short, refused before anything of it is read.
+  auto cut = c3;
+  auto record = *c3.record("self_play_pool");
+  record.pop_back();
+  const auto bytes = record.size();
+  cut.set_record("self_play_pool", std::move(record));
+  tr::write_checkpoint(r3.checkpoint, cut);
+  CHECK_THAT(refusal(), Catch::Contains("checkpoint '" + r3.checkpoint + "'") &&
+                            Catch::Contains(fmt::format(fmt::runtime(lm::self_play_pool_malformed), bytes, 2, weights)));
 }

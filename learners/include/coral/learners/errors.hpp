@@ -61,6 +61,15 @@ inline constexpr std::string_view self_play_no_reference =
 /// A match episode against the reference opponent that does not end: the
 /// env, the steps it ran.
 inline constexpr std::string_view match_too_long = "self-play match: an episode of '{}' ran past {} steps";
+/// A checkpoint's self-play pool whose snapshots are not this run's
+/// network (training_run names the checkpoint): the snapshots, their
+/// weights each, the network's weights.
+inline constexpr std::string_view self_play_pool_mismatch =
+    "its self-play pool holds {} snapshot(s) of {} weights, the network has {}";
+/// A checkpoint's self-play pool record whose size is not that of the
+/// snapshots its header counts: its bytes, the snapshots, their weights.
+inline constexpr std::string_view self_play_pool_malformed =
+    "its self-play pool record is {} bytes, not {} snapshot(s) of {} weights";
 
 /// A stop signal while the initial weights were drawn (a large layer's
 /// orthogonal matrix): the run had not started.
