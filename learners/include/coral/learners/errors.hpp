@@ -38,10 +38,11 @@ inline constexpr std::string_view dqn_prefetch_over_grant =
     "learner sample over the run (--replay-ratio {} x (--total-steps {} - --learning-starts {})); the learner "
     "would wait for batches that are never filled";
 
-/// `--frames` above 1 or `--lstm` on a multi-agent env: the flag, its
-/// value, the env, its agent slots.
+/// `--frames` above 1 or `--lstm` on a multi-agent env with PPO: the flag,
+/// its value, the env, its agent slots.
 inline constexpr std::string_view multi_agent_memory =
-    "{} {}: '{}' has {} agent slots per env, and a policy with memory across steps trains single-agent envs only";
+    "{} {}: '{}' has {} agent slots per env, and PPO with memory across steps trains single-agent envs only "
+    "(--algo r2d2 trains a recurrent policy on them)";
 
 /// `--lstm` on an env that masks actions (with masks on): the width, the
 /// env. The recurrent loss has no masks yet.
