@@ -59,7 +59,19 @@ policy_actions trained_policy::act(std::span<const float> observations,
   std::copy(observations.begin(), observations.end(), b.observations().row(0).data());
   if (!action_masks.empty()) {
     b.declare_action_masks();
-    std::copy(action_masks.begin(), action_masks.end(), b.action_masks().row(0).data());
+    const auto counts = envs::discrete_counts(m.action_space);
+    const std::uint8_t* given = action_masks.data();
+    std::uint8_t* mask = b.action_masks().row(0).data();
+    for (std::size_t r = 0; r < b.rows(); ++r) {
+      for (std::size_t c = 0; c < counts.size(); ++c) {
+        std::uint8_t any = 0;
+        for (std::int32_t k = 0; k < counts[c]; ++k, ++given, ++mask) {
+          *mask = *given != 0 ? 1 : 0;  // nonzero = legal, stored as the envs write it
+          any |= *mask;
+        }
+        if (any == 0) throw usage_error(fmt::format(fmt::runtime(errors::policy_mask_empty), r, c));
+      }
+    }
   } else if (b.action_mask_dim() > 0) {
     std::fill_n(b.action_masks().row(0).data(), b.rows() * b.action_mask_dim(), std::uint8_t{1});
   }

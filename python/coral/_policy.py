@@ -19,6 +19,10 @@ class Policy:
     across calls; call ``reset(row)`` when that row's episode ends (its next
     observation starts one), or ``reset()`` for every row. A call with another
     batch size than the last starts every row afresh. Deterministic by default.
+
+    ``policy(obs, action_mask=m)`` takes the env's action masks
+    (``infos["action_mask"]``: one row of ``action_mask_size`` values per
+    observation, nonzero = legal): a masked action is never returned.
     """
 
     def __init__(self, path, deterministic=True, seed=None, env_args=None):
@@ -47,6 +51,11 @@ class Policy:
     def file(self):
         return self._engine.file
 
+    @property
+    def action_mask_size(self):
+        """Values in one row's action mask (0: the action space has no discrete part)."""
+        return self._engine.action_mask_size
+
     def reset(self, row=None):
         """Row ``row``'s next observation starts an episode (every row's when None)."""
         if row is None:
@@ -54,16 +63,29 @@ class Policy:
         else:
             self._engine.reset(int(row))
 
-    def __call__(self, observations):
+    def __call__(self, observations, action_mask=None):
         obs = np.asarray(observations, dtype=np.float32)
         single = obs.ndim == 1
         width = self._engine.observation_size
         batch = obs.reshape(1, -1) if single else obs.reshape(obs.shape[0], -1)
         if batch.shape[1] != width:
             raise ValueError(f"load_policy: observations of {batch.shape[1]} floats given, the env's have {width}")
+        masks = None
+        if action_mask is not None:
+            masks = np.asarray(action_mask)
+            size = self._engine.action_mask_size
+            if masks.shape != (batch.shape[0], size) and not (single and masks.shape == (size,)):
+                expected = f"({size},)" if single else f"({batch.shape[0]}, {size})"
+                raise ValueError(f"load_policy: action_mask of shape {masks.shape} given for "
+                                 f"{'one observation' if single else f'{batch.shape[0]} observations'}, "
+                                 f"expected {expected}")
+            masks = np.ascontiguousarray(masks.reshape(batch.shape[0], size) != 0, dtype=np.uint8)
         if batch.shape[0] != self._engine.rows:
             self._engine = self._make(batch.shape[0])
-        discrete, continuous = self._engine.act(np.ascontiguousarray(batch))
+        try:
+            discrete, continuous = self._engine.act(np.ascontiguousarray(batch), masks)
+        except RuntimeError as error:  # a mask row that rules out every value
+            raise ValueError(f"load_policy: {error}") from None
         if continuous.shape[1] == 0:
             actions = discrete[:, 0] if discrete.shape[1] == 1 else discrete
         elif discrete.shape[1] == 0:

@@ -603,12 +603,17 @@ class policy {
                                            .rows = rows, .deterministic = deterministic, .seed = seed, .env_args = env_args})) {}
   /// The actions for rows × observation_size float32 observations, as
   /// (int32 rows × discrete_size, float32 rows × continuous_size).
-  py::tuple act(const py::array_t<float, py::array::c_style | py::array::forcecast>& observations) {
+  /// `masks`: None, or rows × action_mask_size() values, nonzero = legal
+  /// (the env's infos["action_mask"] rows).
+  py::tuple act(const py::array_t<float, py::array::c_style | py::array::forcecast>& observations,
+                const std::optional<py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>>& masks) {
     learners::policy_actions a;
     {
       const std::span<const float> obs(observations.data(), static_cast<std::size_t>(observations.size()));
+      std::span<const std::uint8_t> legal;
+      if (masks) legal = std::span<const std::uint8_t>(masks->data(), static_cast<std::size_t>(masks->size()));
       py::gil_scoped_release release;
-      a = p_.act(obs);
+      a = p_.act(obs, legal);
     }
     const auto rows = static_cast<py::ssize_t>(p_.rows());
     py::array_t<std::int32_t> discrete({rows, static_cast<py::ssize_t>(p_.discrete_size())});
@@ -725,7 +730,8 @@ PYBIND11_MODULE(_coral, m) {
   py::class_<policy>(m, "_Policy")
       .def(py::init<const std::string&, std::size_t, bool, std::optional<std::uint64_t>, const envs::config_args&>(),
            py::arg("path"), py::arg("rows"), py::arg("deterministic"), py::arg("seed"), py::arg("env_args"))
-      .def("act", &policy::act, py::arg("observations"))
+      .def("act", &policy::act, py::arg("observations"), py::arg("masks") = py::none())
+      .def_property_readonly("action_mask_size", [](policy& p) { return p.get().action_mask_size(); })
       .def("reset", [](policy& p, std::size_t row) { p.get().reset(row); }, py::arg("row"))
       .def("reset_all", [](policy& p) { p.get().reset(); })
       .def_property_readonly("rows", [](policy& p) { return p.get().rows(); })

@@ -345,7 +345,8 @@ TEST_CASE("a checkpoint keeps the run's settings: env args, hidden widths, the a
   CHECK(options_of<ppo_options>(back).ppo.learning_rate == 0.00123);
 }
 
-TEST_CASE("a loaded policy never takes an action the env's mask rules out, and refuses a mask of another size",
+TEST_CASE("a loaded policy never takes an action the env's mask rules out, and refuses a mask of another size "
+          "or with no legal action",
           "[learners][trained_policy][masks]") {
   const auto dir = coral::test::fresh_dir("trained-ppo-masks");
   auto o = short_run("ppo", dir, 512);
@@ -366,5 +367,12 @@ TEST_CASE("a loaded policy never takes an action the env's mask rules out, and r
   const std::vector<std::uint8_t> short_mask(8, 1);
   CHECK_THROWS_MATCHES(policy.act(empty, short_mask), coral::usage_error,
                        Catch::Message(fmt::format(fmt::runtime(lm::policy_mask_size), 8, 1, 9)));
+  // A mask that rules out every cell is refused naming the row; any nonzero
+  // byte is legal.
+  CHECK_THROWS_MATCHES(policy.act(empty, std::vector<std::uint8_t>(9, 0)), coral::usage_error,
+                       Catch::Message(fmt::format(fmt::runtime(lm::policy_mask_empty), 0, 0)));
+  std::vector<std::uint8_t> wide(9, 0);
+  wide[6] = 255;
+  CHECK(policy.act(empty, wide).discrete[0] == 6);
   fs::remove_all(dir);
 }

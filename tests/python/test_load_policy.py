@@ -77,3 +77,46 @@ def test_a_loaded_policy_gets_the_returns_coral_eval_gets_for_a_seed(checkpoint)
     eval_returns = [float(line.split()[3]) for line in out.splitlines() if line.startswith("episode ")]
     assert summary["episodes"] == 4 and summary["deterministic"] is True
     assert play(coral.load_policy(checkpoint), seed=7, episodes=4) == eval_returns
+
+
+@pytest.fixture(scope="module")
+def masked_checkpoint(tmp_path_factory):
+    ckpt = tmp_path_factory.mktemp("masked") / "ckpt"
+    coral.train(env="tictactoe", env_arg={"opponent": "random"}, algo="ppo", seed=5, total_steps=1024,
+                keep_going=True, no_run_dir=True, verbose=False, checkpoint_dir=str(ckpt), hidden=[16],
+                horizon=32, num_envs=4, topology="sync", executor="single")
+    return ckpt
+
+
+def test_a_loaded_policy_never_returns_an_action_its_mask_rules_out(masked_checkpoint):
+    policy = coral.load_policy(masked_checkpoint)
+    assert policy.action_mask_size == 9
+    rng = np.random.default_rng(1)
+    obs = rng.uniform(-1, 1, size=(256, 9)).astype(np.float32)
+    masks = (rng.uniform(size=(256, 9)) < 0.3).astype(np.int8)
+    masks[np.arange(256), rng.integers(0, 9, size=256)] = 1  # at least one legal move per row
+    actions = policy(obs, action_mask=masks)
+    assert masks[np.arange(256), actions].all()
+    # One legal move: the policy takes it, row by row and for one observation.
+    only = rng.integers(0, 9, size=256)
+    assert (policy(obs, action_mask=np.eye(9, dtype=bool)[only]) == only).all()
+    assert policy(obs[0], action_mask=np.eye(9)[4]) == 4
+    # Through the env: every action of a played game is legal.
+    envs = coral.make_vec("tictactoe", 8, opponent="random", topology="sync")
+    obs, infos = envs.reset(seed=3)
+    for _ in range(40):
+        obs, _, _, _, infos = envs.step(policy(obs, action_mask=infos["action_mask"]))
+    envs.close()
+
+
+def test_a_loaded_policy_refuses_a_mask_of_another_shape_or_with_no_legal_action(masked_checkpoint):
+    policy = coral.load_policy(masked_checkpoint)
+    obs = np.zeros((2, 9), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"action_mask of shape \(2, 8\) given for 2 observations, expected \(2, 9\)"):
+        policy(obs, action_mask=np.ones((2, 8)))
+    with pytest.raises(ValueError, match=r"action_mask of shape \(2, 9\) given for one observation, expected \(9,\)"):
+        policy(obs[0], action_mask=np.ones((2, 9)))
+    masks = np.ones((2, 9))
+    masks[1] = 0
+    with pytest.raises(ValueError, match="the action mask of row 1 rules out every value of action component 0"):
+        policy(obs, action_mask=masks)

@@ -124,6 +124,10 @@ inline constexpr std::string_view algo_cannot_act = "checkpoint '{}': --algo {} 
 /// trained_policy::act() given action masks of another size: bytes given, rows, mask width.
 inline constexpr std::string_view policy_mask_size =
     "trained_policy: {} action mask bytes given, expected {} rows x {}";
+/// trained_policy::act() given a mask row that rules out every value of a
+/// component: row, component.
+inline constexpr std::string_view policy_mask_empty =
+    "trained_policy: the action mask of row {} rules out every value of action component {}";
 /// trained_policy::act() given observations of another size: floats given, rows, observation width.
 inline constexpr std::string_view policy_observation_size =
     "trained_policy: {} observation floats given, expected {} rows x {}";

@@ -79,8 +79,10 @@ class trained_policy {
   /// `action_masks` (rows() rows of action_mask_size() bytes, 1 = legal:
   /// the env's action-mask rows, envs/env.hpp), a masked value is never
   /// chosen (unless the run trained with `--no-action-masks`); empty:
-  /// every value legal. Throws usage_error (errors::policy_observation_size,
-  /// errors::policy_mask_size) for another number of floats or bytes.
+  /// every value legal; a nonzero byte is legal. Throws usage_error
+  /// (errors::policy_observation_size, errors::policy_mask_size) for another
+  /// number of floats or bytes, and (errors::policy_mask_empty) for a row
+  /// whose mask rules out every value of a component.
   /// Allocates nothing.
   policy_actions act(std::span<const float> observations, std::span<const std::uint8_t> action_masks = {});
   /// Bytes in one row's action mask: one per value of each Discrete and
