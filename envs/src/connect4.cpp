@@ -140,6 +140,13 @@ game_outcome connect4::play(std::int32_t action, int player) {
   return game_outcome::running;
 }
 
+bool connect4::completes(std::size_t i, int player) const {
+  if (board_.cells[i] != 0) return false;
+  board b = board_;
+  b.cells[i] = static_cast<std::int8_t>(player + 1);
+  return four_through(b, static_cast<int>(i) / columns, static_cast<int>(i) % columns);
+}
+
 void connect4::write_observation(std::span<float> obs, int player) const {
   const auto own = static_cast<std::int8_t>(player + 1);
   for (std::size_t i = 0; i < board_.cells.size(); ++i) {

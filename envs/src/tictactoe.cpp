@@ -99,6 +99,13 @@ game_outcome tictactoe::play(std::int32_t action, int player) {
   return game_outcome::running;
 }
 
+bool tictactoe::completes(std::size_t cell, int player) const {
+  if (board_[cell] != 0) return false;
+  board b = board_;
+  b[cell] = static_cast<std::int8_t>(player + 1);
+  return wins(b, player);
+}
+
 void tictactoe::write_observation(std::span<float> obs, int player) const {
   const auto own = static_cast<std::int8_t>(player + 1);
   for (std::size_t cell = 0; cell < 9; ++cell) {

@@ -14,7 +14,9 @@ std::vector<config_key> two_player_game::common_keys(std::string_view reference,
           {.name = "board", .type = config_type::text, .default_value = "signs",
            .description = "the observation: signs (a Box, +1 own piece, -1 the other's, 0 empty), cells (a "
                           "MultiDiscrete of 3 per cell: 0 empty, 1 own, 2 the other's; PPO sees it one-hot) or "
-                          "planes (a Box of rows x columns x 2 in [0, 1]: own pieces, the other's; for --conv)"},
+                          "planes (a Box of rows x columns x 2 in [0, 1]: own pieces, the other's; for --conv) or "
+                          "threats (planes, and 2 more: the empty cells where a piece of one's own, or of the "
+                          "other's, would complete a line)"},
           {.name = "opening", .default_value = "0",
            .description = "two agent slots only: each game starts after a number of random moves drawn from 0 to "
                           "this (training on varied positions; ignored with an opponent)",
@@ -26,6 +28,7 @@ namespace {
 space board_space(const std::string& board, std::size_t rows, std::size_t columns) {
   if (board == "cells") return space::multi_discrete(std::vector<std::int32_t>(rows * columns, 3));
   if (board == "planes") return space::box({rows, columns, 2}, 0.0F, 1.0F);
+  if (board == "threats") return space::box({rows, columns, 4}, 0.0F, 1.0F);
   return space::box({rows * columns}, -1.0F, 1.0F);
 }
 
@@ -48,10 +51,17 @@ two_player_game::two_player_game(const env_config& config, env_seed seed, std::s
     config.reject("opponent", fmt::format("'{}' is not one of none, random, {} (or reference)", opponent, reference));
   }
   const std::string& board = config.get_string("board");
-  if (board != "signs" && board != "cells" && board != "planes") {
-    config.reject("board", fmt::format("'{}' is not one of signs, cells, planes", board));
+  if (board == "signs") {
+    board_ = board_kind::signs;
+  } else if (board == "cells") {
+    board_ = board_kind::cells;
+  } else if (board == "planes") {
+    board_ = board_kind::planes;
+  } else if (board == "threats") {
+    board_ = board_kind::threats;
+  } else {
+    config.reject("board", fmt::format("'{}' is not one of signs, cells, planes, threats", board));
   }
-  board_ = board == "cells" ? board_kind::cells : board == "planes" ? board_kind::planes : board_kind::signs;
   const std::string& side = config.get_string("side");
   if (side == "first") {
     side_ = side_kind::first;
@@ -65,15 +75,21 @@ two_player_game::two_player_game(const env_config& config, env_seed seed, std::s
 }
 
 void two_player_game::observe(std::span<float> obs, int player) const {
-  if (board_ == board_kind::planes) {
-    // The signs into the first half, then spread from the last cell down,
+  if (board_ == board_kind::planes || board_ == board_kind::threats) {
+    // The signs into the first cells, then spread from the last cell down,
     // so that no cell is overwritten before it is read.
-    const std::size_t cells = obs.size() / 2;
+    const std::size_t planes = board_ == board_kind::planes ? 2 : 4;
+    const std::size_t cells = obs.size() / planes;
     write_observation(obs.first(cells), player);
     for (std::size_t i = cells; i-- > 0;) {
       const float x = obs[i];
-      obs[2 * i] = x > 0 ? 1.0F : 0.0F;
-      obs[2 * i + 1] = x < 0 ? 1.0F : 0.0F;
+      const std::span<float> at = obs.subspan(planes * i, planes);
+      at[0] = x > 0 ? 1.0F : 0.0F;
+      at[1] = x < 0 ? 1.0F : 0.0F;
+      if (planes == 4) {
+        at[2] = completes(i, player) ? 1.0F : 0.0F;
+        at[3] = completes(i, 1 - player) ? 1.0F : 0.0F;
+      }
     }
     return;
   }

@@ -1,6 +1,8 @@
 #include "coral/envs/tictactoe.hpp"
 #include "coral/envs/connect4.hpp"
 
+#include <algorithm>
+#include <array>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -8,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "coral/core/error.hpp"
+#include "coral/core/rng.hpp"
 #include "harness.hpp"
 
 using namespace coral::envs;
@@ -276,5 +279,86 @@ TEST_CASE("board=planes observes the grid as two planes: own pieces, the other's
       last_pieces = pieces;
     });
     CHECK(last_pieces == 3.0f);  // three moves in, three pieces on the planes
+  }
+}
+
+namespace {
+
+// The lines of a game as lists of cells (row-major on its grid): three in a
+// row on 3 x 3, four in a row on 6 x 7.
+std::vector<std::vector<std::size_t>> lines_of(std::size_t rows, std::size_t columns, std::size_t length) {
+  std::vector<std::vector<std::size_t>> lines;
+  const std::array<std::array<int, 2>, 4> directions = {{{0, 1}, {1, 0}, {1, 1}, {1, -1}}};
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < columns; ++c) {
+      for (const auto& [dr, dc] : directions) {
+        std::vector<std::size_t> line;
+        for (std::size_t k = 0; k < length; ++k) {
+          const auto rr = static_cast<long>(r) + static_cast<long>(k) * dr;
+          const auto cc = static_cast<long>(c) + static_cast<long>(k) * dc;
+          if (rr < 0 || cc < 0 || rr >= static_cast<long>(rows) || cc >= static_cast<long>(columns)) break;
+          line.push_back(static_cast<std::size_t>(rr) * columns + static_cast<std::size_t>(cc));
+        }
+        if (line.size() == length) lines.push_back(line);
+      }
+    }
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("board=threats adds the cells where one's own piece, or the other's, would complete a line",
+          "[envs][tictactoe][connect4]") {
+  for (const auto& [game, rows, columns, length] :
+       {std::tuple{"tictactoe", 3U, 3U, 3U}, std::tuple{"connect4", 6U, 7U, 4U}}) {
+    INFO(game);
+    harness h(game, {{"board", "threats"}}, 11);
+    const auto& space = h.slice.at(0).observation_space();
+    REQUIRE(space.kind() == space_kind::box);
+    CHECK(space.shape() == std::vector<std::size_t>{rows, columns, 4});
+    const auto lines = lines_of(rows, columns, length);
+    const std::size_t cells = rows * columns;
+    coral::rng moves(5);
+    h.slice.reset_all();
+    std::size_t threats_seen = 0;
+    // Random games; after each move both rows' threat planes are what a scan
+    // of the lines over their own two planes finds.
+    for (int step = 0; step < 400; ++step) {
+      for (std::size_t row = 0; row < 2; ++row) {
+        const auto o = h.batch.observations().row(row);
+        for (std::size_t i = 0; i < cells; ++i) {
+          bool own = false;
+          bool other = false;
+          if (o[4 * i] == 0.0f && o[4 * i + 1] == 0.0f) {
+            for (const auto& line : lines) {
+              if (std::find(line.begin(), line.end(), i) == line.end()) continue;
+              bool all_own = true;
+              bool all_other = true;
+              for (const auto j : line) {
+                if (j == i) continue;
+                all_own = all_own && o[4 * j] == 1.0f;
+                all_other = all_other && o[4 * j + 1] == 1.0f;
+              }
+              own = own || all_own;
+              other = other || all_other;
+            }
+          }
+          CHECK(o[4 * i + 2] == (own ? 1.0f : 0.0f));
+          CHECK(o[4 * i + 3] == (other ? 1.0f : 0.0f));
+          threats_seen += own || other ? 1 : 0;
+        }
+      }
+      const std::size_t mover = h.batch.active()[0] != 0 ? 0 : 1;
+      std::vector<std::int32_t> legal;
+      const auto m = h.batch.action_masks().row(mover);
+      for (std::size_t a = 0; a < m.size(); ++a) {
+        if (m[a] != 0) legal.push_back(static_cast<std::int32_t>(a));
+      }
+      // A row whose game just ended (a full board: nothing legal) is reset by the step.
+      h.batch.discrete_actions()(mover, 0) = legal.empty() ? 0 : legal[moves.below(legal.size())];
+      h.slice.step_all();
+    }
+    CHECK(threats_seen > 50);  // the random games made threats to check
   }
 }

@@ -80,6 +80,7 @@ class connect4 final : public two_player_game {
     return search_move(board_, player, depth_, r);
   }
   void write_observation(std::span<float> obs, int player) const override;
+  [[nodiscard]] bool completes(std::size_t cell, int player) const override;
 
  private:
   board board_{};

@@ -61,6 +61,7 @@ class tictactoe final : public two_player_game {
   game_outcome play(std::int32_t action, int player) override;
   [[nodiscard]] std::int32_t reference_move(int player, rng& r) override { return minimax_move(board_, player, r); }
   void write_observation(std::span<float> obs, int player) const override;
+  [[nodiscard]] bool completes(std::size_t cell, int player) const override;
 
  private:
   board board_{};

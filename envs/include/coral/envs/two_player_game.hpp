@@ -37,9 +37,14 @@
 /// signs of one (a sign feature that says "play on your column" also says
 /// "do not play on theirs", the opposite of a block). With `board=planes`
 /// it is a Box of rows x columns x 2 in [0, 1] (height, width, channels:
-/// own pieces, the other's), the grid a convolution (`--conv`) reads. The
-/// action mask
-/// (Discrete(n): n bytes) marks the legal moves.
+/// own pieces, the other's), the grid a convolution (`--conv`) reads. With
+/// `board=threats` it is those two planes and two more (rows x columns x
+/// 4): the empty cells where the row's player would complete a line by
+/// placing a piece there (four in connect four, three in tic-tac-toe), and
+/// the cells where the other player would. A threat plane marks a cell
+/// whether or not it can be played now (in connect four a threat above a
+/// column's top is one to keep, or to deny). The action mask (Discrete(n):
+/// n bytes) marks the legal moves.
 ///
 /// Thread safety: as for every env.
 
@@ -102,6 +107,9 @@ class two_player_game : public env {
   [[nodiscard]] virtual std::int32_t reference_move(int player, rng& r) = 0;
   /// Writes the board from `player`'s point of view.
   virtual void write_observation(std::span<float> obs, int player) const = 0;
+  /// True if `cell` (an index as write_observation() writes it) is empty
+  /// and a piece of `player` there would complete a line.
+  [[nodiscard]] virtual bool completes(std::size_t cell, int player) const = 0;
 
  private:
   enum class opponent_kind : std::uint8_t { none, random, reference };
@@ -111,7 +119,8 @@ class two_player_game : public env {
   [[nodiscard]] std::size_t row_of(int player) const noexcept { return opponent_ == opponent_kind::none ? player : 0; }
   void write_rows(const env_rows& rows) const;
   /// write_observation(), then, with board=cells, each cell as a category,
-  /// or, with board=planes, each cell as two planes.
+  /// with board=planes, each cell as two planes, and with board=threats as
+  /// four.
   void observe(std::span<float> obs, int player) const;
   void write_mask(std::span<std::uint8_t> mask) const;
   std::int32_t opponent_move();
@@ -128,7 +137,7 @@ class two_player_game : public env {
   int to_move_ = 0;
   int agent_player_ = 0;
   std::int64_t opening_ = 0;
-  enum class board_kind : std::uint8_t { signs, cells, planes };
+  enum class board_kind : std::uint8_t { signs, cells, planes, threats };
   board_kind board_ = board_kind::signs;
 };
 
