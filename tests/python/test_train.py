@@ -267,14 +267,14 @@ def test_ctrl_c_stops_train_with_a_checkpoint_that_resume_continues(tmp_path):
     ckpt = tmp_path / "ckpt"
     code = f"""
         import json, coral
-        print("ready", flush=True)
         try:
             coral.train(env="cartpole", total_steps=10**9, keep_going=True, checkpoint_dir={str(ckpt)!r},
-                        no_run_dir=True, verbose=False)
+                        no_run_dir=True, progress_seconds=0.1)
         except coral.TrainingInterrupted as e:
             print("RESULT " + json.dumps(e.result), flush=True)
     """
-    out, code_ = run_child(code, 2.0, wait_for="ready")
+    # SIGINT once the run reports progress (its handler is in place), however slow the machine.
+    out, code_ = run_child(code, 0.2, wait_for="steps")
     assert code_ == 0, out
     line = [x for x in out.splitlines() if x.startswith("RESULT ")]
     assert line, out
@@ -292,8 +292,10 @@ def test_ctrl_c_as_train_starts_stops_it_instead_of_going_unseen():
     # over used to wait, unseen, for the whole run (here 10**9 steps).
     code = """
         import coral
-        print("ready", flush=True)
         try:
+            # "ready" inside the try: a SIGINT that lands before coral.train
+            # is entered is a KeyboardInterrupt as well, not a traceback.
+            print("ready", flush=True)
             coral.train(env="cartpole", total_steps=10**9, keep_going=True, no_run_dir=True, verbose=False)
             print("returned", flush=True)
         except KeyboardInterrupt as e:
