@@ -98,13 +98,8 @@ void env_slice::check_masks(std::size_t i, const env_rows& rows) const {
     // A row that ended is acted for next in a new episode, whose reset
     // writes its mask; only rows that play on must have a legal action now.
     if (rows.active(r) == 0 || (rows.terminated(r) | rows.truncated(r)) != 0) continue;
-    const std::uint8_t* mask = rows.action_mask(r).data();
-    for (std::size_t c = 0; c < mask_counts_.size(); ++c) {
-      const auto n = static_cast<std::size_t>(mask_counts_[c]);
-      std::uint8_t any = 0;
-      for (std::size_t k = 0; k < n; ++k) any |= mask[k];
-      if (any == 0) throw env_failed(i, fmt::format(fmt::runtime(errors::all_actions_masked), r, c));
-      mask += n;
+    if (const auto c = fully_masked_component(rows.action_mask(r), mask_counts_); c >= 0) {
+      throw env_failed(i, fmt::format(fmt::runtime(errors::all_actions_masked), r, c));
     }
   }
 }

@@ -381,6 +381,19 @@ std::vector<std::int32_t> discrete_counts(const space& s) {
   return counts;
 }
 
+std::ptrdiff_t fully_masked_component(std::span<const std::uint8_t> mask,
+                                      std::span<const std::int32_t> counts) noexcept {
+  std::size_t at = 0;
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    const auto n = static_cast<std::size_t>(counts[c]);
+    std::uint8_t any = 0;
+    for (std::size_t k = at; k < at + n; ++k) any |= mask[k];
+    if (any == 0) return static_cast<std::ptrdiff_t>(c);
+    at += n;
+  }
+  return -1;
+}
+
 std::size_t action_mask_size(const space& s) {
   std::size_t total = 0;
   for (const auto n : discrete_counts(s)) total += static_cast<std::size_t>(n);

@@ -51,17 +51,13 @@ two_player_game::two_player_game(const env_config& config, env_seed seed, std::s
     config.reject("opponent", fmt::format("'{}' is not one of none, random, {} (or reference)", opponent, reference));
   }
   const std::string& board = config.get_string("board");
-  if (board == "signs") {
-    board_ = board_kind::signs;
-  } else if (board == "cells") {
-    board_ = board_kind::cells;
-  } else if (board == "planes") {
-    board_ = board_kind::planes;
-  } else if (board == "threats") {
-    board_ = board_kind::threats;
-  } else {
+  if (board != "signs" && board != "cells" && board != "planes" && board != "threats") {
     config.reject("board", fmt::format("'{}' is not one of signs, cells, planes, threats", board));
   }
+  board_ = board == "cells"     ? board_kind::cells
+           : board == "planes"  ? board_kind::planes
+           : board == "threats" ? board_kind::threats
+                                : board_kind::signs;
   const std::string& side = config.get_string("side");
   if (side == "first") {
     side_ = side_kind::first;

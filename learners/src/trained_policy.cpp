@@ -26,10 +26,12 @@ struct trained_policy::impl {
       : observation_space(observation),
         action_space(action),
         batch(rows, observation, action),
+        mask_counts(envs::discrete_counts(action)),
         whole{0, static_cast<std::uint32_t>(rows)} {}
   envs::space observation_space;
   envs::space action_space;
   envs::env_batch batch;
+  std::vector<std::int32_t> mask_counts;  // discrete_counts(action_space): a mask row's layout
   actors::row_range whole;
   std::unique_ptr<actors::policy> policy;
   training::train_options options;
@@ -59,17 +61,12 @@ policy_actions trained_policy::act(std::span<const float> observations,
   std::copy(observations.begin(), observations.end(), b.observations().row(0).data());
   if (!action_masks.empty()) {
     b.declare_action_masks();
-    const auto counts = envs::discrete_counts(m.action_space);
-    const std::uint8_t* given = action_masks.data();
-    std::uint8_t* mask = b.action_masks().row(0).data();
+    // Nonzero = legal, stored as the envs write it (1).
+    std::transform(action_masks.begin(), action_masks.end(), b.action_masks().row(0).data(),
+                   [](std::uint8_t v) { return static_cast<std::uint8_t>(v != 0 ? 1 : 0); });
     for (std::size_t r = 0; r < b.rows(); ++r) {
-      for (std::size_t c = 0; c < counts.size(); ++c) {
-        std::uint8_t any = 0;
-        for (std::int32_t k = 0; k < counts[c]; ++k, ++given, ++mask) {
-          *mask = *given != 0 ? 1 : 0;  // nonzero = legal, stored as the envs write it
-          any |= *mask;
-        }
-        if (any == 0) throw usage_error(fmt::format(fmt::runtime(errors::policy_mask_empty), r, c));
+      if (const auto c = envs::fully_masked_component(b.action_masks().row(r), m.mask_counts); c >= 0) {
+        throw usage_error(fmt::format(fmt::runtime(errors::policy_mask_empty), r, c));
       }
     }
   } else if (b.action_mask_dim() > 0) {

@@ -157,6 +157,12 @@ void flatten_action(const space& s, const space_value& v, std::span<std::int32_t
 /// space without Discrete or MultiDiscrete leaves. See env.hpp, "Action masks".
 [[nodiscard]] std::size_t action_mask_size(const space& s);
 
+/// The first component of action-mask row `mask` (laid out by `counts`,
+/// discrete_counts() of the action space) whose values are all masked (0),
+/// or -1 if every component has a legal value.
+[[nodiscard]] std::ptrdiff_t fully_masked_component(std::span<const std::uint8_t> mask,
+                                                    std::span<const std::int32_t> counts) noexcept;
+
 /// Draws a uniform random action into a flat action row: discrete components
 /// uniform over their values, Box elements uniform over [low, high] with
 /// infinite bounds replaced by ±1 (so an unbounded Box samples in [-1, 1]).
