@@ -39,8 +39,10 @@ namespace coral::test {
 struct count_options {
   std::uint64_t horizon = 64;  ///< env steps per row between updates
   /// Steps of each update (learner_activity), each `step_ms` long: a long
-  /// update, busy throughout. While one runs, the gate holds every group
-  /// (as PPO's does at --max-policy-lag 0): env steps stand still.
+  /// update, busy throughout. From the step an update falls due until it
+  /// ends, the gate holds every group (as PPO's does at --max-policy-lag 0,
+  /// from a full rollout on): env steps stand still, and no second update
+  /// queues behind a learner slow to begin the first.
   std::uint64_t update_steps = 1;
   std::uint64_t step_ms = 0;
   /// 1: after the first update, the learner updates again and again on the
@@ -70,6 +72,7 @@ class count_steps final : public training::algorithm,
   std::string signature() const override { return "count"; }
   std::string restore(const training::checkpoint& c) override {
     updates_ = c.learner.updates;
+    ended_.store(updates_);
     counted_ = c.learner.env_steps;
     return fmt::format("{} steps counted", counted_.load());
   }
@@ -97,6 +100,7 @@ class count_steps final : public training::algorithm,
             if (!run.activity().step()) break;
           }
           run.activity().end();
+          ended_.store(updates_);
           run.publish({static_cast<float>(updates_)}, "count", updates_);
           training::update_stats st;
           st.mean_q = static_cast<double>(*steps);  // something to show in the row
@@ -145,11 +149,12 @@ class count_steps final : public training::algorithm,
       }
     }
   }
-  /// The gate policy: holds every group while an update of several steps
-  /// runs, and for ever once a same_data learner began; else never.
+  /// The gate policy: holds every group from the step an update of several
+  /// steps falls due until it ends, and for ever once a same_data learner
+  /// began; else never.
   bool may_step(std::uint32_t, std::uint64_t, std::size_t) override {
     if (shape_.same_data != 0 && run_->activity().begun() > 0) return false;
-    return !(shape_.update_steps > 1 && run_->activity().busy());
+    return !(shape_.update_steps > 1 && counted_.load() / every() > ended_.load());
   }
 
   // Distributed: a sampler rank sends the steps it counted since it last
@@ -188,6 +193,7 @@ class count_steps final : public training::algorithm,
   std::atomic<std::uint64_t> counted_{0};
   std::atomic<std::uint64_t> unsent_{0};    // a sampler rank's steps not sent yet
   std::uint64_t updates_ = 0;          // the learner's
+  std::atomic<std::uint64_t> ended_{0};  // updates ended, for the gate
   channel<std::uint64_t> updates_due_{64};  // steps counted when each update fell due
 };
 
