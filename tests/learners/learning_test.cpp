@@ -200,9 +200,13 @@ TEST_CASE("R2D2 at its defaults solves cartpole within the 500k-step budget, det
 
 // R2D2 on a multi-agent env: configs/race-r2d2.toml's settings, each slot
 // a stream of its own agent's sequences. Seeds 1-3 were at the optimum
-// (every agent finishing, mean length 8.01-8.05) from 21-22k steps on, once
-// the exploration schedule (20k steps) had run out; the final checkpoint's
-// greedy policy plays every race in 8 steps.
+// (every agent finishing) from 21-22k steps on, once the exploration
+// schedule (20k steps) had run out; the final checkpoint's greedy policy
+// plays every race in 8 steps, which is the check of the optimum. The mean
+// length of the last 100 episodes, exploration included, is the run's and
+// its kernels': 8.01-8.19 over seeds 1-5 with OpenBLAS's SkylakeX and
+// Haswell kernels, 8.25 once (BENCHMARKS.md); a slot that wasted a step in
+// every race would read 9.
 TEST_CASE("R2D2 trains race's agent slots to the optimum: every agent finishes, in 8 steps",
           "[learning][r2d2][multi-agent]") {
   const auto dir = coral::test::fresh_dir("race-r2d2");
@@ -220,7 +224,7 @@ TEST_CASE("R2D2 trains race's agent slots to the optimum: every agent finishes, 
   r2.sequences.burn_in = 2;
   const auto r = run(o);
   CHECK(r.mean_return >= 0.999);  // every agent of the last 100 episodes finished
-  CHECK(r.mean_length <= 8.15);   // 8, and the few random steps of the exploration ladder
+  CHECK(r.mean_length <= 8.3);    // 8, and the few random steps of the exploration ladder
   // Greedy, the trained policy is the optimum: every agent advances on every step.
   const auto c = read_checkpoint(r.checkpoint);
   constexpr std::size_t envs = 4;
