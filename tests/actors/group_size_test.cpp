@@ -1,16 +1,82 @@
 #include "coral/actors/sampler_options.hpp"
 
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <tuple>
 
 #include <catch2/catch.hpp>
 
 #include "coral/actors/sampler.hpp"
 #include "coral/core/error.hpp"
+#include "coral/envs/cartpole.hpp"
+#include "coral/envs/registry.hpp"
+
+#include "../support/watchdog.hpp"
 
 using namespace coral::actors;
 using namespace std::chrono_literals;
 
 namespace {
+
+/// `test-held`: cartpole whose every step waits while the test holds the
+/// door shut, counting the instances built. A probe that waited for a
+/// stalled step would hang (the test's watchdog ends it); one built at all
+/// shows in the count. Neither needs a clock.
+struct held_door {
+  std::mutex mutex;
+  std::condition_variable opened;
+  bool shut = false;
+  std::atomic<int> built{0};
+
+  void set(bool to_shut) {
+    {
+      std::lock_guard lock(mutex);
+      shut = to_shut;
+    }
+    opened.notify_all();
+  }
+};
+held_door& door() {
+  static auto* d = new held_door;  // outlives any probe thread left waiting at exit
+  return *d;
+}
+
+class held_env final : public coral::envs::env {
+ public:
+  explicit held_env(coral::env_seed seed)
+      : inner_(coral::envs::env_config(coral::envs::cartpole::name, coral::envs::cartpole::config_keys(), {}), seed) {
+    door().built.fetch_add(1);
+  }
+  void reset(const coral::envs::env_rows& rows) override { inner_.reset(rows); }
+  void step(const coral::envs::env_rows& rows) override {
+    auto& d = door();
+    std::unique_lock lock(d.mutex);
+    d.opened.wait(lock, [&] { return !d.shut; });
+    lock.unlock();
+    inner_.step(rows);
+  }
+  [[nodiscard]] const coral::envs::space& observation_space() const noexcept override {
+    return inner_.observation_space();
+  }
+  [[nodiscard]] const coral::envs::space& action_space() const noexcept override { return inner_.action_space(); }
+
+ private:
+  coral::envs::cartpole inner_;
+};
+
+void register_held_env() {
+  auto& r = coral::envs::registry::global();
+  if (r.contains("test-held")) return;
+  r.add({.name = "test-held",
+         .description = "test env: cartpole whose steps wait while the test holds them",
+         .keys = {},
+         .factory = [](const coral::envs::env_config&, coral::env_seed s) -> std::unique_ptr<coral::envs::env> {
+           return std::make_unique<held_env>(s);
+         }});
+}
+
 // Auto (envs_per_group 0), as the defaults leave it.
 sampler_options size_opts(topology t, std::size_t envs, std::size_t batch, std::size_t threads) {
   sampler_options o;
@@ -104,18 +170,24 @@ TEST_CASE("auto spin: none when a group's step is cheaper than a hand-off betwee
   o.env_args = {{"env", "8"}, {"throw_reset", "1"}};
   CHECK(resolve_auto(o).spin == auto_spin);
 
-  // Both given: no probe at all (this probe would stall for its 1 s patience).
-  o.env_args = {{"env", "8"}, {"stall_step", "1"}, {"stall_ms", "3000"}};
+  // Both given: no probe at all (no instance of the env is built).
+  register_held_env();
+  o.env = "test-held";
+  o.env_args = {};
   o.spin = 0us;
-  const auto started = std::chrono::steady_clock::now();
+  const int built = door().built.load();
   const auto r = resolve_auto(o);
-  CHECK(std::chrono::steady_clock::now() - started < 500ms);
+  CHECK(door().built.load() == built);
   CHECK(r.spin == 0us);
   CHECK(r.envs_per_group == 2);
+  o.spin = spin_auto;  // the spin left to auto: the probe builds its env
+  (void)resolve_auto(o);
+  CHECK(door().built.load() > built);
 }
 
 TEST_CASE("the probe measures an env's step on an env of its own, and gives up on one that stalls or fails",
           "[actors][group_size]") {
+  coral::test::watchdog dog("the probe and a stalled step", 120s);
   auto o = size_opts(topology::pool, 8, 4, 2);
   o.env = "delay";
   o.env_args = {{"mean_us", "1000"}, {"std_us", "0"}};
@@ -136,12 +208,20 @@ TEST_CASE("the probe measures an env's step on an env of its own, and gives up o
 
   o.env_args = {{"env", "8"}, {"throw_reset", "1"}};  // env 8: the probe's, one past the run's
   CHECK_FALSE(measure_step_seconds(o).has_value());
-  o.env_args = {{"env", "8"}, {"stall_step", "1"}, {"stall_ms", "3000"}};
-  const auto started = std::chrono::steady_clock::now();
-  const auto stalled = measure_step_seconds(o, 2ms, 100ms);
-  CHECK(std::chrono::steady_clock::now() - started < 2s);  // not the 3 s stall
-  REQUIRE(stalled);
-  CHECK(*stalled == 0.1);  // "at least the patience"
+  {
+    // A step that waits until the door opens: the probe answers after its
+    // patience, with the step still waiting (a probe that waited for it
+    // would hang here), and its thread ends once the door opens.
+    register_held_env();
+    auto held = o;
+    held.env = "test-held";
+    held.env_args = {};
+    door().set(true);
+    const auto stalled = measure_step_seconds(held, 2ms, 100ms);
+    door().set(false);
+    REQUIRE(stalled);
+    CHECK(*stalled == 0.1);  // "at least the patience"
+  }
   // The run's own envs (0..7) were never touched: a sampler still builds and
   // picks groups for them.
   o.env_args = {{"env", "8"}, {"throw_step", "1"}};

@@ -196,7 +196,9 @@ TEST_CASE("a sampler rank whose learner never answers gives up after 10 s, namin
                                                   "the run's setup", 10)));
   const auto waited = std::chrono::steady_clock::now() - started;
   CHECK(waited >= 10s);
-  CHECK(waited < 15s);  // and does not wait for its stop as well
+  // Nor does it wait out the limit again for the learner's stop: that would
+  // end at 20 s or later, whatever the load.
+  CHECK(waited < 20s);
 }
 
 TEST_CASE("PPO segments survive the wire and join row-wise with their truncated steps renumbered",

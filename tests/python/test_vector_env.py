@@ -2,7 +2,6 @@
 
 import _thread
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -444,7 +443,7 @@ def test_close_from_another_thread_mid_loop_says_closed(topology):
 
 
 class SlowStep:
-    """each step waits (up to 30 s) for a gate the test opens at its end"""
+    """each step waits for a gate the test opens at its end (or a timer, 120 s on)"""
 
     started = threading.Event()
     gate = threading.Event()
@@ -458,7 +457,7 @@ class SlowStep:
 
     def step(self, action):
         SlowStep.started.set()
-        SlowStep.gate.wait(30)
+        SlowStep.gate.wait()
         return np.zeros(1, dtype=np.float32), 0.0, False, False, {}
 
 
@@ -466,15 +465,18 @@ def test_close_after_ctrl_c_does_not_wait_for_env_steps_past_the_stop_deadline()
     coral.register("slow-step", SlowStep)
     env = coral.make_vec("slow-step", 4, envs_per_group=2)
     env.reset(seed=0)
+    # A close that waited for the steps would return only once this opens the gate.
+    opener = threading.Timer(120, SlowStep.gate.set)
+    opener.start()
     ctrl_c = threading.Thread(target=lambda: SlowStep.started.wait(30) and _thread.interrupt_main())
     ctrl_c.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            env.step(np.zeros(4, dtype=np.int64))  # two envs of 30 s, back to back, in each group
-        began = time.monotonic()
+            env.step(np.zeros(4, dtype=np.int64))  # two envs in each group, each step held at the gate
         env.close()
-        assert time.monotonic() - began < 5, "close waited for the env steps"
+        assert not SlowStep.gate.is_set(), "close waited for the env steps"
         assert env.closed
     finally:
-        SlowStep.gate.set()  # the abandoned steps end now, not 30 s later
+        opener.cancel()
+        SlowStep.gate.set()  # the abandoned steps end now
         ctrl_c.join()
