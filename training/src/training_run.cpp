@@ -142,6 +142,14 @@ void training_run::end(std::optional<actors::gate_end> why) {
   if (runtime_ != nullptr) runtime_->request_stop();
 }
 
+void training_run::close_link(stop_reason why, const std::string& text) {
+  const auto silent = bridge_->close(why, text);
+  if (silent.empty()) return;
+  const auto& remote = *options_.remote;
+  say(fmt::format(fmt::runtime(errors::distributed_no_answer), remote.name(remote.rank()), silent, "its stop",
+                  bridge_->silence_limit()));
+}
+
 void training_run::say(const std::string& line) {
   std::lock_guard lock(rows_mutex_);
   *progress_ << line << '\n' << std::flush;
@@ -459,7 +467,7 @@ train_result training_run::run() {
     start();
   } catch (const std::exception& e) {
     // The other ranks hear why, rather than wait for this one.
-    if (bridge_) (void)bridge_->close(stop_reason::failed, e.what());
+    if (bridge_) close_link(stop_reason::failed, e.what());
     throw;
   }
   if (learning && o.video_every != 0) start_clips();
@@ -587,7 +595,7 @@ train_result training_run::run() {
     if (learning) checkpoint_after_failure(rt, failed != nullptr ? failed->actor() : std::string(), algorithm_actors);
     if (clips_) clips_->abandon();
     // The other ranks hear why before this one ends.
-    if (bridge_) (void)bridge_->close(stop_reason::failed, e.what());
+    if (bridge_) close_link(stop_reason::failed, e.what());
     throw;
   }
   runtime_ = nullptr;
@@ -611,11 +619,7 @@ train_result training_run::run() {
     const auto why = !failure.empty() ? stop_reason::failed
                      : interrupted    ? stop_reason::interrupted
                                       : stop_reason::ended;
-    const auto silent = bridge_->close(why, failure);
-    if (!silent.empty()) {
-      say(fmt::format(fmt::runtime(errors::distributed_no_answer), o.remote->name(o.remote->rank()), silent,
-                      "its stop", bridge_->silence_limit()));
-    }
+    close_link(why, failure);
     if (!failure.empty()) throw error(failure);
     // A sampler stopped by the learner ends as the learner did.
     if (bridge_->stopped_by_peer()) interrupted = bridge_->interrupted();

@@ -138,6 +138,9 @@ class training_run {
     std::chrono::steady_clock::time_point time;
   };
   void start();
+  /// Closes a distributed run's link with `why` and `text`, and says which
+  /// ranks never answered with their stop.
+  void close_link(stop_reason why, const std::string& text);
   /// What every rank of a distributed run must agree on.
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> fingerprint() const;
   /// A progress line or a metrics row, under rows_mutex_.
